@@ -1,0 +1,3 @@
+from gputui.cli import main
+
+raise SystemExit(main())

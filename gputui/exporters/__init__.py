@@ -1,0 +1,1 @@
+"""Exporters read the same frames (and findings) as the UI: snapshot, record, metrics."""

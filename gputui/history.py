@@ -1,0 +1,268 @@
+"""Bounded history: fixed-size ring buffers per metric, and window statistics.
+
+Memory is allocated once (``array`` of float32, NaN for "no reading"), so a week-long
+run uses what the first hour used. All times come from the frames, never a clock here.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from gputui.model import Frame, GpuSample, HostSample
+
+NAN: Final = float("nan")
+
+
+class Ring:
+    """A fixed-capacity ring of numbers; the oldest value is overwritten first."""
+
+    __slots__ = ("_capacity", "_data", "_size", "_start")
+
+    def __init__(self, capacity: int, typecode: str = "f", fill: float = NAN) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be positive")
+        self._capacity = capacity
+        self._data = array(typecode, [fill]) * capacity
+        self._start = 0
+        self._size = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, value: float) -> None:
+        if self._size < self._capacity:
+            self._data[(self._start + self._size) % self._capacity] = value
+            self._size += 1
+        else:
+            self._data[self._start] = value
+            self._start = (self._start + 1) % self._capacity
+
+    def __getitem__(self, i: int) -> float:
+        """Logical index: 0 is the oldest value, -1 the newest."""
+        if i < 0:
+            i += self._size
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        return self._data[(self._start + i) % self._capacity]
+
+    def tail(self, n: int | None = None) -> list[float]:
+        """The newest ``n`` values (all when None), oldest first."""
+        size = self._size
+        n = size if n is None else max(0, min(n, size))
+        a = (self._start + size - n) % self._capacity
+        if a + n <= self._capacity:
+            return self._data[a : a + n].tolist()
+        return self._data[a:].tolist() + self._data[: a + n - self._capacity].tolist()
+
+    def last(self) -> float | None:
+        return self[-1] if self._size else None
+
+
+def _f(value: float | int | bool | None) -> float:
+    return NAN if value is None else float(value)
+
+
+# What the history keeps of each GPU sample, by metric name.
+GPU_METRICS: Final[dict[str, Callable[[GpuSample], float | int | bool | None]]] = {
+    "util_gpu": lambda s: s.util_gpu,
+    "util_mem": lambda s: s.util_mem,
+    "sm_activity": lambda s: s.sm_activity,
+    "tensor_activity": lambda s: s.tensor_activity,
+    "sm_clock_mhz": lambda s: s.sm_clock_mhz,
+    "mem_clock_mhz": lambda s: s.mem_clock_mhz,
+    "temp_c": lambda s: s.temp_c,
+    "mem_temp_c": lambda s: s.mem_temp_c,
+    "fan_pct": lambda s: s.fan_pct,
+    "power_w": lambda s: s.power_w,
+    "power_limit_w": lambda s: s.power_limit_w,
+    "mem_used": lambda s: s.mem_used,
+    "mem_total": lambda s: s.mem_total,
+    "pcie_gen": lambda s: s.pcie_gen,
+    "pcie_width": lambda s: s.pcie_width,
+    "pcie_rx_bps": lambda s: s.pcie_rx_bps,
+    "pcie_tx_bps": lambda s: s.pcie_tx_bps,
+    "pcie_replay_count": lambda s: s.pcie_replay_count,
+    "ecc_volatile_uncorrected": lambda s: s.ecc_volatile_uncorrected,
+}
+
+HOST_METRICS: Final[dict[str, Callable[[HostSample], float | int | None]]] = {
+    "cpu_percent": lambda h: h.cpu_percent,
+    "iowait_pct": lambda h: h.iowait_pct,
+    "mem_available": lambda h: h.mem_available,
+    "swap_used": lambda h: h.swap_used,
+    "disk_read_bps": lambda h: h.disk_read_bps,
+}
+
+NO_REASONS: Final = -1  # clock-event reasons unknown at that tick
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    count: int
+    mean: float
+    min: float
+    max: float
+    first: float
+    last: float
+    slope_per_s: float | None  # least-squares slope; None with fewer than 2 points
+    span_s: float  # time between the first and last reading in the window
+
+
+class _GpuRings:
+    __slots__ = ("metrics", "reasons")
+
+    def __init__(self, capacity: int) -> None:
+        self.metrics = {name: Ring(capacity) for name in GPU_METRICS}
+        self.reasons = Ring(capacity, "q", NO_REASONS)
+
+
+class History:
+    """Ring buffers for every GPU and the host; answers questions about a time window."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._times = Ring(capacity, "d")
+        self._gpus: dict[int, _GpuRings] = {}
+        self._host = {name: Ring(capacity) for name in HOST_METRICS}
+        self.latest: Frame | None = None
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    @property
+    def gpu_indices(self) -> tuple[int, ...]:
+        return tuple(sorted(self._gpus))
+
+    def add(self, frame: Frame) -> None:
+        present = {s.index: s for s in frame.gpus}
+        for index in present:
+            if index not in self._gpus:
+                rings = _GpuRings(self._capacity)
+                # A GPU that appears late has no readings for the ticks before it.
+                for _ in range(len(self._times)):
+                    for ring in rings.metrics.values():
+                        ring.append(NAN)
+                    rings.reasons.append(NO_REASONS)
+                self._gpus[index] = rings
+        self._times.append(frame.time)
+        for index, rings in self._gpus.items():
+            sample = present.get(index)
+            if sample is None or sample.lost:
+                for ring in rings.metrics.values():
+                    ring.append(NAN)
+                rings.reasons.append(NO_REASONS)
+                continue
+            for name, getter in GPU_METRICS.items():
+                rings.metrics[name].append(_f(getter(sample)))
+            reasons = sample.clock_reasons
+            rings.reasons.append(NO_REASONS if reasons is None else reasons)
+        host = frame.host
+        for name, host_getter in HOST_METRICS.items():
+            self._host[name].append(_f(host_getter(host)) if host is not None else NAN)
+        self.latest = frame
+
+    # -- window questions --------------------------------------------------------
+    def _count_since(self, seconds: float) -> int:
+        """How many of the newest ticks lie within ``seconds`` of the newest one."""
+        size = len(self._times)
+        if size == 0:
+            return 0
+        cutoff = self._times[-1] - seconds
+        lo, hi = 0, size
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._times[mid] < cutoff:
+                lo = mid + 1
+            else:
+                hi = mid
+        return size - lo
+
+    def times(self, seconds: float | None = None) -> list[float]:
+        n = None if seconds is None else self._count_since(seconds)
+        return self._times.tail(n)
+
+    def series(self, gpu: int, metric: str, points: int | None = None) -> list[float]:
+        """The newest ``points`` values of a metric, NaN where there was no reading."""
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return []
+        return rings.metrics[metric].tail(points)
+
+    def host_series(self, metric: str, points: int | None = None) -> list[float]:
+        return self._host[metric].tail(points)
+
+    def window(self, gpu: int, metric: str, seconds: float) -> list[float]:
+        """Readings of the last ``seconds``, oldest first, missing ones left out."""
+        return [v for v in self.series(gpu, metric, self._count_since(seconds)) if v == v]
+
+    def stats(self, gpu: int, metric: str, seconds: float) -> WindowStats | None:
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return None
+        n = self._count_since(seconds)
+        return _stats(self._times.tail(n), rings.metrics[metric].tail(n))
+
+    def host_stats(self, metric: str, seconds: float) -> WindowStats | None:
+        n = self._count_since(seconds)
+        return _stats(self._times.tail(n), self._host[metric].tail(n))
+
+    def reason_fraction(self, gpu: int, bits: int, seconds: float) -> float | None:
+        """Share of known ticks in the window with any of ``bits`` set; None if none known."""
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return None
+        window = rings.reasons.tail(self._count_since(seconds))
+        known = [int(r) for r in window if r != NO_REASONS]
+        if not known:
+            return None
+        return sum(1 for r in known if r & bits) / len(known)
+
+    def reasons(self, gpu: int, points: int | None = None) -> list[int]:
+        rings = self._gpus.get(gpu)
+        return [] if rings is None else [int(r) for r in rings.reasons.tail(points)]
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the ring buffers: constant once constructed for every GPU."""
+        rings: Iterator[Ring] = (
+            ring for g in self._gpus.values() for ring in (*g.metrics.values(), g.reasons)
+        )
+        total = sum(r._data.itemsize * r.capacity for r in rings)
+        total += sum(r._data.itemsize * r.capacity for r in self._host.values())
+        return total + self._times._data.itemsize * self._times.capacity
+
+
+def _stats(times: list[float], values: list[float]) -> WindowStats | None:
+    pairs = [(t, v) for t, v in zip(times, values, strict=True) if v == v and not math.isinf(v)]
+    if not pairs:
+        return None
+    vs = [v for _, v in pairs]
+    count = len(vs)
+    mean = sum(vs) / count
+    slope: float | None = None
+    if count >= 2:
+        t_mean = sum(t for t, _ in pairs) / count
+        var = sum((t - t_mean) ** 2 for t, _ in pairs)
+        if var > 0:
+            slope = sum((t - t_mean) * (v - mean) for t, v in pairs) / var
+    return WindowStats(
+        count=count,
+        mean=mean,
+        min=min(vs),
+        max=max(vs),
+        first=vs[0],
+        last=vs[-1],
+        slope_per_s=slope,
+        span_s=pairs[-1][0] - pairs[0][0],
+    )

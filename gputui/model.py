@@ -1,0 +1,155 @@
+"""The data model: immutable readings that flow from a source to every consumer.
+
+Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, seconds.
+``None`` always means "not supported or unknown" and is never replaced by 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gputui.clock_events import decode_reasons
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """Facts about one GPU that do not change while gputui runs; read once."""
+
+    index: int
+    name: str
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    architecture: str | None = None
+    compute_capability: str | None = None
+    memory_total: int | None = None
+    max_sm_clock_mhz: int | None = None
+    max_mem_clock_mhz: int | None = None
+    max_graphics_clock_mhz: int | None = None
+    default_app_sm_clock_mhz: int | None = None
+    default_app_mem_clock_mhz: int | None = None
+    temp_slowdown_c: float | None = None
+    temp_shutdown_c: float | None = None
+    temp_gpu_max_c: float | None = None
+    temp_mem_max_c: float | None = None
+    power_limit_w: float | None = None
+    power_default_limit_w: float | None = None
+    power_min_limit_w: float | None = None
+    power_max_limit_w: float | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    pcie_gpu_max_gen: int | None = None
+    persistence_mode: bool | None = None
+    compute_mode: str | None = None
+    mig_mode: bool | None = None
+    ecc_enabled: bool | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    gpm_supported: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU's readings at one tick."""
+
+    index: int
+    lost: bool = False
+    util_gpu: float | None = None
+    util_mem: float | None = None
+    sm_activity: float | None = None
+    tensor_activity: float | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    graphics_clock_mhz: int | None = None
+    app_sm_clock_mhz: int | None = None
+    temp_c: float | None = None
+    mem_temp_c: float | None = None
+    temp_margin_c: float | None = None
+    fan_pct: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    pstate: int | None = None
+    clock_reasons: int | None = None
+    mem_used: int | None = None
+    mem_free: int | None = None
+    mem_total: int | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_rx_bps: float | None = None
+    pcie_tx_bps: float | None = None
+    pcie_replay_count: int | None = None
+    ecc_volatile_corrected: int | None = None
+    ecc_volatile_uncorrected: int | None = None
+    remapped_rows_pending: bool | None = None
+    energy_j: float | None = None
+
+    @property
+    def reason_names(self) -> tuple[str, ...]:
+        """Active clock-event reasons as stable identifiers (``sw_thermal``...)."""
+        return decode_reasons(self.clock_reasons)
+
+    @property
+    def mem_used_pct(self) -> float | None:
+        if self.mem_used is None or not self.mem_total:
+            return None
+        return 100.0 * self.mem_used / self.mem_total
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """A process using a GPU: what NVML says, joined with what the host says."""
+
+    pid: int
+    gpu_index: int
+    gpu_memory: int | None = None
+    kind: str = "compute"
+    name: str | None = None
+    user: str | None = None
+    command: str | None = None
+    cpu_percent: float | None = None
+    rss: int | None = None
+    threads: int | None = None
+    children: int | None = None
+    visible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """Host-wide readings: the CPU side of the data pipeline."""
+
+    cpu_percent: float | None = None
+    per_cpu_percent: tuple[float, ...] = ()
+    cpu_count: int | None = None
+    load_1: float | None = None
+    load_5: float | None = None
+    load_15: float | None = None
+    mem_total: int | None = None
+    mem_available: int | None = None
+    swap_total: int | None = None
+    swap_used: int | None = None
+    iowait_pct: float | None = None
+    disk_read_bps: float | None = None
+    hostname: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Everything one tick read: all GPUs, the host, and the processes on the GPUs.
+
+    ``time`` comes from the source's clock (seconds since the epoch), so everything
+    downstream, the advisor included, is testable on a fixed clock.
+    """
+
+    time: float
+    gpus: tuple[GpuSample, ...]
+    host: HostSample | None = None
+    processes: tuple[ProcessSample, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def gpu(self, index: int) -> GpuSample | None:
+        for sample in self.gpus:
+            if sample.index == index:
+                return sample
+        return None
+
+    def processes_on(self, index: int) -> tuple[ProcessSample, ...]:
+        return tuple(p for p in self.processes if p.gpu_index == index)

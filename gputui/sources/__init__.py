@@ -1,0 +1,1 @@
+"""Sources: each yields one immutable Frame per tick (see base.Source)."""

@@ -1,0 +1,35 @@
+"""The contract every source keeps, whether it reads NVML, a simulation or a recording."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+from gputui.model import DeviceInfo, Frame
+
+SourceKind = Literal["live", "simulated", "replay", "remote"]
+
+
+class SourceUnavailable(Exception):
+    """The source cannot start; the message is one plain sentence for the user."""
+
+
+@runtime_checkable
+class Source(Protocol):
+    #: what the UI shows as the data's origin: "NVML", "SIMULATED", "REPLAY"...
+    label: str
+    kind: SourceKind
+
+    def open(self) -> tuple[DeviceInfo, ...]:
+        """Start the source and return the static facts of every GPU.
+
+        Raises SourceUnavailable when it cannot start.
+        """
+        ...
+
+    def read(self) -> Frame:
+        """Read one tick. Never called concurrently with itself."""
+        ...
+
+    def close(self) -> None:
+        """Release resources; called once, after the last read has returned."""
+        ...

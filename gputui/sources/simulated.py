@@ -1,0 +1,493 @@
+"""A simulated node: named scenarios for the demo, the tests and the screenshots.
+
+Every reading is a pure function of (seed, GPU, time since start), so a fixed clock gives
+the same frames on every run and machine. Nothing downstream knows the data is simulated
+except the source's label, which the UI always shows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gputui import clock_events as ce
+from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, ProcessSample
+from gputui.pcie import link_bandwidth
+from gputui.sources.base import SourceKind
+
+SCENARIOS: tuple[str, ...] = (
+    "healthy",
+    "thermal",
+    "powercap",
+    "vram",
+    "pcie",
+    "starved",
+    "idle",
+)
+MIX = "mix"
+# The default node: the first N of these, so even 4 GPUs show several causes at once.
+MIX_ORDER: tuple[str, ...] = (
+    "healthy",
+    "thermal",
+    "vram",
+    "starved",
+    "powercap",
+    "pcie",
+    "idle",
+    "healthy",
+)
+MAX_GPUS = 64
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass(frozen=True, slots=True)
+class CardSpec:
+    """Published facts of a card model, as NVML reports them."""
+
+    name: str
+    architecture: str
+    compute_capability: str
+    memory_total: int
+    max_sm_clock: int
+    max_mem_clock: int
+    default_app_sm_clock: int
+    temp_slowdown: float
+    temp_shutdown: float
+    temp_gpu_max: float
+    temp_mem_max: float
+    power_default: float
+    power_min: float
+    pcie_gen: int
+    idle_power: float
+    gpm: bool
+    has_fan: bool
+
+
+H100_SXM = CardSpec(
+    name="NVIDIA H100 80GB HBM3",
+    architecture="Hopper",
+    compute_capability="9.0",
+    memory_total=81559 * MIB,
+    max_sm_clock=1980,
+    max_mem_clock=2619,
+    default_app_sm_clock=1755,
+    temp_slowdown=89.0,
+    temp_shutdown=92.0,
+    temp_gpu_max=87.0,
+    temp_mem_max=95.0,
+    power_default=700.0,
+    power_min=200.0,
+    pcie_gen=5,
+    idle_power=72.0,
+    gpm=True,
+    has_fan=False,
+)
+
+A100_PCIE = CardSpec(
+    name="NVIDIA A100 80GB PCIe",
+    architecture="Ampere",
+    compute_capability="8.0",
+    memory_total=81920 * MIB,
+    max_sm_clock=1410,
+    max_mem_clock=1512,
+    default_app_sm_clock=1410,
+    temp_slowdown=89.0,
+    temp_shutdown=92.0,
+    temp_gpu_max=85.0,
+    temp_mem_max=95.0,
+    power_default=300.0,
+    power_min=150.0,
+    pcie_gen=4,
+    idle_power=45.0,
+    gpm=False,
+    has_fan=False,
+)
+
+DRIVER_VERSION = "550.54.15"
+CUDA_DRIVER_VERSION = "12.4"
+HOST_CPUS = 64
+
+
+def _spec_for(scenario: str) -> CardSpec:
+    # The PCIe scenario is a Gen4 x16 card running at Gen3 x8.
+    return A100_PCIE if scenario == "pcie" else H100_SXM
+
+
+def resolve_scenarios(choice: str | None, gpus: int) -> tuple[str, ...]:
+    """The scenario of each GPU: one name for all of them, or the default mix."""
+    if not 1 <= gpus <= MAX_GPUS:
+        raise ValueError(f"--gpus must be between 1 and {MAX_GPUS}, not {gpus}")
+    if choice is None or choice == MIX:
+        return tuple(MIX_ORDER[i % len(MIX_ORDER)] for i in range(gpus))
+    if choice not in SCENARIOS:
+        known = ", ".join((*SCENARIOS, MIX))
+        raise ValueError(f"unknown scenario {choice!r}; choose one of: {known}")
+    return (choice,) * gpus
+
+
+def _mix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+class _Noise:
+    """Deterministic noise in [0, 1) keyed by (seed, gpu, channel, whole second)."""
+
+    def __init__(self, seed: int, gpu: int) -> None:
+        self._base = _mix64(seed * 1_000_003 + gpu * 7919 + 1)
+
+    def __call__(self, channel: int, t: float) -> float:
+        return _mix64(self._base ^ (channel * 0x100000001B3) ^ math.floor(t)) / 2.0**64
+
+    def around(self, channel: int, t: float, centre: float, spread: float) -> float:
+        return centre + (self(channel, t) * 2.0 - 1.0) * spread
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    sample: GpuSample
+    process: ProcessSample | None
+    host_cores: tuple[float, ...]  # CPU % of the cores this GPU's job keeps busy
+
+
+def _approach(start: float, target: float, t: float, tau: float) -> float:
+    return target + (start - target) * math.exp(-t / tau)
+
+
+class _Gpu:
+    def __init__(self, index: int, scenario: str, seed: int) -> None:
+        self.index = index
+        self.scenario = scenario
+        self.spec = _spec_for(scenario)
+        self.noise = _Noise(seed, index)
+        self.pid = 2100 + 97 * index
+
+    def info(self) -> DeviceInfo:
+        s = self.spec
+        return DeviceInfo(
+            index=self.index,
+            name=s.name,
+            uuid=f"GPU-{uuid.UUID(int=(_mix64(self.index + 77) << 64) | _mix64(self.index))}",
+            pci_bus_id=f"00000000:{0x18 + 0x10 * self.index:02X}:00.0",
+            architecture=s.architecture,
+            compute_capability=s.compute_capability,
+            memory_total=s.memory_total,
+            max_sm_clock_mhz=s.max_sm_clock,
+            max_mem_clock_mhz=s.max_mem_clock,
+            max_graphics_clock_mhz=s.max_sm_clock,
+            default_app_sm_clock_mhz=s.default_app_sm_clock,
+            default_app_mem_clock_mhz=s.max_mem_clock,
+            temp_slowdown_c=s.temp_slowdown,
+            temp_shutdown_c=s.temp_shutdown,
+            temp_gpu_max_c=s.temp_gpu_max,
+            temp_mem_max_c=s.temp_mem_max,
+            power_limit_w=s.power_default,
+            power_default_limit_w=s.power_default,
+            power_min_limit_w=s.power_min,
+            power_max_limit_w=s.power_default,
+            pcie_max_gen=s.pcie_gen,
+            pcie_max_width=16,
+            pcie_gpu_max_gen=s.pcie_gen,
+            persistence_mode=True,
+            compute_mode="Default",
+            mig_mode=False,
+            ecc_enabled=True,
+            driver_version=DRIVER_VERSION,
+            cuda_driver_version=CUDA_DRIVER_VERSION,
+            gpm_supported=s.gpm,
+        )
+
+    def read(self, t: float) -> _Reading:
+        return _SCENARIO_FUNCTIONS[self.scenario](self, t)
+
+    # -- shared shape of a training load ------------------------------------------
+    def _training(
+        self,
+        t: float,
+        *,
+        util: float,
+        clock_factor: float,
+        temp: float,
+        power: float,
+        mem_frac: float,
+        reasons: int = 0,
+        rx: float = 2.2e9,
+        tx: float = 0.35e9,
+        link: tuple[int, int] | None = None,
+        cpu: float = 135.0,
+        workers: int = 8,
+        command: str | None = None,
+        threads: int = 48,
+    ) -> _Reading:
+        s, n = self.spec, self.noise
+        gen, width = link if link is not None else (s.pcie_gen, 16)
+        mem_used = int(s.memory_total * min(mem_frac, 0.995))
+        sample = GpuSample(
+            index=self.index,
+            util_gpu=round(min(100.0, max(0.0, util)), 0),
+            util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(2, t, 0, 3))), 0),
+            sm_activity=round(util * 0.82, 1) if s.gpm else None,
+            tensor_activity=round(util * 0.47, 1) if s.gpm else None,
+            sm_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            mem_clock_mhz=s.max_mem_clock,
+            graphics_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            app_sm_clock_mhz=s.default_app_sm_clock,
+            temp_c=round(temp, 0),
+            mem_temp_c=round(temp + 6, 0) if s.gpm else None,
+            temp_margin_c=round(s.temp_slowdown - temp, 0),
+            fan_pct=None,
+            power_w=round(power, 1),
+            power_limit_w=s.power_default,
+            pstate=0,
+            clock_reasons=reasons,
+            mem_used=mem_used,
+            mem_free=s.memory_total - mem_used,
+            mem_total=s.memory_total,
+            pcie_gen=gen,
+            pcie_width=width,
+            pcie_rx_bps=max(0.0, rx * (0.85 + 0.3 * n(3, t))),
+            pcie_tx_bps=max(0.0, tx * (0.8 + 0.4 * n(4, t))),
+            pcie_replay_count=0,
+            ecc_volatile_corrected=0,
+            ecc_volatile_uncorrected=0,
+            remapped_rows_pending=False,
+            energy_j=round(power * t + 1.0e6 * (self.index + 1), 1),
+        )
+        process = ProcessSample(
+            pid=self.pid,
+            gpu_index=self.index,
+            gpu_memory=max(0, mem_used - 600 * MIB),
+            kind="compute",
+            name="python",
+            user="mlteam",
+            command=command
+            or f"python train.py --model llama-3-8b --batch-size 16 --local-rank {self.index}",
+            cpu_percent=round(cpu, 1),
+            rss=int((11.5 + 0.4 * n(5, t)) * GIB),
+            threads=threads,
+            children=workers,
+        )
+        cores = tuple(n.around(10 + k, t, 62.0, 14.0) for k in range(workers))
+        return _Reading(sample, process, cores)
+
+    def idle(self, t: float) -> _Reading:
+        s, n = self.spec, self.noise
+        used = 534 * MIB
+        sample = GpuSample(
+            index=self.index,
+            util_gpu=0.0,
+            util_mem=0.0,
+            sm_activity=0.0 if s.gpm else None,
+            tensor_activity=0.0 if s.gpm else None,
+            sm_clock_mhz=345,
+            mem_clock_mhz=s.max_mem_clock,
+            graphics_clock_mhz=345,
+            app_sm_clock_mhz=s.default_app_sm_clock,
+            temp_c=round(n.around(1, t, 33.0, 0.6), 0),
+            mem_temp_c=31.0 if s.gpm else None,
+            temp_margin_c=s.temp_slowdown - 33.0,
+            fan_pct=None,
+            power_w=round(n.around(6, t, s.idle_power, 1.5), 1),
+            power_limit_w=s.power_default,
+            pstate=0,
+            clock_reasons=ce.GPU_IDLE,
+            mem_used=used,
+            mem_free=s.memory_total - used,
+            mem_total=s.memory_total,
+            pcie_gen=1,  # links downshift when idle to save power: normal
+            pcie_width=16,
+            pcie_rx_bps=n.around(3, t, 40e3, 20e3),
+            pcie_tx_bps=n.around(4, t, 30e3, 15e3),
+            pcie_replay_count=0,
+            ecc_volatile_corrected=0,
+            ecc_volatile_uncorrected=0,
+            remapped_rows_pending=False,
+            energy_j=round(s.idle_power * t + 1.0e6 * (self.index + 1), 1),
+        )
+        return _Reading(sample, None, ())
+
+    def healthy(self, t: float) -> _Reading:
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(1, t, 97.0, 2.5),
+            clock_factor=n.around(7, t, 0.985, 0.012),
+            temp=_approach(48.0, 71.0, t, 40.0) + n.around(8, t, 0, 0.6),
+            power=n.around(6, t, 0.82 * s.power_default, 25.0),
+            mem_frac=0.76 + 0.004 * n(9, t),
+        )
+
+    def thermal(self, t: float) -> _Reading:
+        n, s = self.noise, self.spec
+        # Heats towards 91.5 °C; HW slowdown holds it just above the slowdown limit.
+        temp = min(_approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(8, t))
+        reasons = 0
+        if temp >= s.temp_gpu_max:
+            reasons |= ce.SW_THERMAL
+        if temp >= s.temp_slowdown:
+            reasons |= ce.HW_THERMAL
+        factor = 1.0 - 0.30 * min(1.0, max(0.0, (temp - 84.0) / 5.0))
+        return self._training(
+            t,
+            util=n.around(1, t, 98.0, 1.5),
+            clock_factor=factor * n.around(7, t, 0.995, 0.004),
+            temp=temp,
+            power=0.82 * s.power_default * factor**1.3 + n.around(6, t, 0, 12.0),
+            mem_frac=0.75 + 0.004 * n(9, t),
+            reasons=reasons,
+        )
+
+    def powercap(self, t: float) -> _Reading:
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(1, t, 99.0, 1.0),
+            clock_factor=n.around(7, t, 0.83, 0.02),
+            temp=_approach(52.0, 76.0, t, 35.0) + n.around(8, t, 0, 0.5),
+            power=s.power_default * n.around(6, t, 0.993, 0.006),
+            mem_frac=0.71 + 0.004 * n(9, t),
+            reasons=ce.SW_POWER_CAP,
+        )
+
+    def vram(self, t: float) -> _Reading:
+        n, s = self.noise, self.spec
+        # Training that starts fast and grows its memory (a leak, or a growing cache).
+        frac = 0.50 + 0.49 * min(1.0, t / 60.0) + 0.002 * n(9, t)
+        return self._training(
+            t,
+            util=n.around(1, t, 93.0, 4.0),
+            clock_factor=n.around(7, t, 0.98, 0.01),
+            temp=_approach(50.0, 70.0, t, 40.0) + n.around(8, t, 0, 0.6),
+            power=n.around(6, t, 0.78 * s.power_default, 25.0),
+            mem_frac=frac,
+            command="python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
+        )
+
+    def pcie(self, t: float) -> _Reading:
+        n, s = self.noise, self.spec
+        capacity = link_bandwidth(3, 8) or 0.0
+        # Waiting on host-to-device copies: utilisation sags with every transfer.
+        return self._training(
+            t,
+            util=n.around(1, t, 64.0, 10.0),
+            clock_factor=n.around(7, t, 0.99, 0.01),
+            temp=_approach(45.0, 63.0, t, 40.0) + n.around(8, t, 0, 0.5),
+            power=n.around(6, t, 0.62 * s.power_default, 15.0),
+            mem_frac=0.58,
+            rx=0.86 * capacity,
+            tx=0.05 * capacity,
+            link=(3, 8),
+            cpu=240.0,
+            workers=12,
+        )
+
+    def starved(self, t: float) -> _Reading:
+        n = self.noise
+        # One Python process decodes every batch itself (num_workers=0): the GPU finishes
+        # a step in a fraction of a second, then waits for the next batch.
+        busy = n(11, t) < 0.3
+        util = n.around(1, t, 93.0, 4.0) if busy else n(12, t) * 3.0
+        reading = self._training(
+            t,
+            util=util,
+            clock_factor=0.99 if busy else 0.90,
+            temp=_approach(45.0, 58.0, t, 40.0) + n.around(8, t, 0, 0.5),
+            power=n.around(6, t, 520.0, 20.0) if busy else n.around(6, t, 140.0, 10.0),
+            mem_frac=0.42,
+            cpu=n.around(13, t, 99.5, 1.2),
+            workers=0,
+            threads=5,
+            command="python finetune.py --data /data/imagenet --num-workers 0",
+        )
+        return _Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(14, t)),))
+
+
+_SCENARIO_FUNCTIONS: dict[str, Callable[[_Gpu, float], _Reading]] = {
+    "healthy": _Gpu.healthy,
+    "thermal": _Gpu.thermal,
+    "powercap": _Gpu.powercap,
+    "vram": _Gpu.vram,
+    "pcie": _Gpu.pcie,
+    "starved": _Gpu.starved,
+    "idle": _Gpu.idle,
+}
+
+
+class SimulatedSource:
+    """N simulated GPUs, each running a scenario; deterministic for a seed and clock."""
+
+    label = "SIMULATED"
+    kind: SourceKind = "simulated"
+
+    def __init__(
+        self,
+        scenarios: Sequence[str],
+        seed: int = 0,
+        clock: Callable[[], float] = time.time,
+        hostname: str = "demo-node",
+    ) -> None:
+        unknown = [s for s in scenarios if s not in _SCENARIO_FUNCTIONS]
+        if unknown or not scenarios:
+            raise ValueError(f"unknown scenarios: {unknown}")
+        self.scenarios = tuple(scenarios)
+        self._seed = seed
+        self._clock = clock
+        self._hostname = hostname
+        self._gpus = [_Gpu(i, s, seed) for i, s in enumerate(self.scenarios)]
+        self._start: float | None = None
+        self._host_noise = _Noise(seed, 10_000)
+
+    def open(self) -> tuple[DeviceInfo, ...]:
+        self._start = self._clock()
+        return tuple(gpu.info() for gpu in self._gpus)
+
+    def read(self) -> Frame:
+        now = self._clock()
+        if self._start is None:
+            self._start = now
+        t = max(0.0, now - self._start)
+        readings = [gpu.read(t) for gpu in self._gpus]
+        return Frame(
+            time=now,
+            gpus=tuple(r.sample for r in readings),
+            host=self._host(t, readings),
+            processes=tuple(r.process for r in readings if r.process is not None),
+        )
+
+    def close(self) -> None:
+        self._start = None
+
+    def _host(self, t: float, readings: Sequence[_Reading]) -> HostSample:
+        n = self._host_noise
+        per_cpu = [n.around(100 + k, t, 1.5, 1.0) for k in range(HOST_CPUS)]
+        slot = 0
+        for reading in readings:
+            for busy in reading.host_cores:
+                per_cpu[slot % HOST_CPUS] = max(per_cpu[slot % HOST_CPUS], busy)
+                slot += 1
+            if reading.process is not None:  # the main training thread
+                per_cpu[slot % HOST_CPUS] = max(per_cpu[slot % HOST_CPUS], 60.0)
+                slot += 1
+        per_cpu = [round(min(100.0, max(0.0, v)), 1) for v in per_cpu]
+        busy_cores = sum(per_cpu) / 100.0
+        return HostSample(
+            cpu_percent=round(sum(per_cpu) / HOST_CPUS, 1),
+            per_cpu_percent=tuple(per_cpu),
+            cpu_count=HOST_CPUS,
+            load_1=round(busy_cores + n(1, t), 2),
+            load_5=round(busy_cores * 0.95, 2),
+            load_15=round(busy_cores * 0.9, 2),
+            mem_total=2048 * GIB,
+            mem_available=int((1610 + 8 * n(2, t)) * GIB),
+            swap_total=0,
+            swap_used=0,
+            iowait_pct=round(n.around(3, t, 0.6, 0.3), 2),
+            disk_read_bps=n.around(4, t, 180e6, 40e6),
+            hostname=self._hostname,
+        )

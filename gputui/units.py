@@ -1,0 +1,52 @@
+"""Human formatting of model units, shared by the reports and the screen."""
+
+from __future__ import annotations
+
+import math
+
+NA = "n/a"
+
+
+def known(value: float | int | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_bytes(value: float | int | None, digits: int = 1) -> str:
+    if not known(value):
+        return NA
+    assert value is not None
+    v = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.{digits}f} {unit}"
+        v /= 1024
+    return NA  # unreachable
+
+
+def fmt_rate(value: float | None) -> str:
+    """Bytes/s in decimal units, as PCIe bandwidth is quoted (GB/s)."""
+    if not known(value):
+        return NA
+    assert value is not None
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value:.0f} B/s"
+
+
+def fmt_num(value: float | int | None, unit: str = "", digits: int = 0) -> str:
+    if not known(value):
+        return NA
+    assert value is not None
+    return f"{value:.{digits}f}{unit}"
+
+
+def fmt_duration(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

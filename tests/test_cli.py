@@ -1,0 +1,79 @@
+"""The command line: snapshot, the missing-driver message, version."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputui import __version__
+from gputui.cli import EXIT_NO_SOURCE, main
+from gputui.exporters.snapshot import parse_snapshot
+from tests.nvml_double import install
+
+
+def test_snapshot_demo_prints_the_full_json_state(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "--demo"]) == 0
+    snap = parse_snapshot(capsys.readouterr().out)
+    assert snap.source.label == "SIMULATED"
+    assert len(snap.devices) == 4 and snap.latest is not None
+    assert len(snap.latest.gpus) == 4 and snap.latest.host is not None
+    assert len(snap.history_times) >= 100  # the warm-up history
+    assert {p.gpu_index for p in snap.latest.processes} == {0, 1, 2, 3}
+
+
+def test_demo_before_the_command_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "snapshot", "--gpus", "2"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["devices"]) == 2
+
+
+def test_snapshot_markdown_file_is_private(tmp_path: Path) -> None:
+    out = tmp_path / "state.md"
+    assert main(["snapshot", "--demo", "thermal", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# gputui snapshot") and "thermal slowdown" in text
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+
+
+def test_snapshot_to_unwritable_place_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["snapshot", "--demo", "-o", str(tmp_path / "missing" / "x.json")]) == 1
+    assert "could not write" in capsys.readouterr().err
+
+
+def test_no_driver_gives_one_clear_sentence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(monkeypatch, None)
+    assert main(["snapshot"]) == EXIT_NO_SOURCE
+    err = capsys.readouterr().err
+    assert "No NVIDIA driver found" in err and "--demo" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_plain_gputui_without_driver(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(monkeypatch, None)
+    assert main([]) == EXIT_NO_SOURCE
+    assert "gputui --demo" in capsys.readouterr().err
+
+
+def test_bad_scenario_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["snapshot", "--demo", "lava"])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_python_dash_m_version() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gputui", "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == f"gputui {__version__}"

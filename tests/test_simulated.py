@@ -1,0 +1,115 @@
+"""The simulated scenarios produce what they promise, deterministically."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui import clock_events as ce
+from gputui.clocks import ManualClock
+from gputui.model import Frame
+from gputui.pcie import link_bandwidth
+from gputui.sources.simulated import MIX_ORDER, SCENARIOS, SimulatedSource, resolve_scenarios
+
+START = 1_800_000_000.0
+
+
+def run(scenario: str, seconds: int, gpus: int = 1, seed: int = 0) -> list[Frame]:
+    clock = ManualClock(START)
+    source = SimulatedSource(resolve_scenarios(scenario, gpus), seed=seed, clock=clock)
+    source.open()
+    frames = []
+    for _ in range(seconds):
+        frames.append(source.read())
+        clock.advance(1.0)
+    return frames
+
+
+def test_thermal_crosses_slowdown_within_30_seconds_and_throttles() -> None:
+    source = SimulatedSource(["thermal"], clock=ManualClock(START))
+    (device,) = source.open()
+    frames = run("thermal", 40)
+    assert device.temp_slowdown_c is not None and device.max_sm_clock_mhz is not None
+    crossed = [i for i, f in enumerate(frames) if (f.gpus[0].temp_c or 0) >= device.temp_slowdown_c]
+    assert crossed and crossed[0] <= 30
+    late = frames[-1].gpus[0]
+    assert late.clock_reasons is not None and late.clock_reasons & ce.THERMAL_BITS
+    assert late.temp_c is not None and late.temp_c < device.temp_shutdown_c  # type: ignore[operator]
+    drop = 1 - (late.sm_clock_mhz or 0) / device.max_sm_clock_mhz
+    assert 0.25 <= drop <= 0.35  # "SM clock falls ~30 %"
+
+
+def test_powercap_sits_at_the_limit_with_the_reason_set() -> None:
+    frames = run("powercap", 20)
+    for f in frames:
+        s = f.gpus[0]
+        assert s.power_w is not None and s.power_limit_w is not None
+        assert s.power_w >= 0.98 * s.power_limit_w
+        assert s.clock_reasons == ce.SW_POWER_CAP
+        assert (s.sm_clock_mhz or 0) < 0.9 * 1980
+
+
+def test_vram_climbs_to_99_percent() -> None:
+    frames = run("vram", 90)
+    first, last = frames[0].gpus[0], frames[-1].gpus[0]
+    assert (first.mem_used_pct or 0) < 60
+    assert 98.5 <= (last.mem_used_pct or 0) <= 99.6
+
+
+def test_pcie_runs_gen3_x8_on_a_gen4_x16_card_with_heavy_h2d_traffic() -> None:
+    source = SimulatedSource(["pcie"], clock=ManualClock(START))
+    (device,) = source.open()
+    assert (device.pcie_max_gen, device.pcie_max_width) == (4, 16)
+    for f in run("pcie", 10):
+        s = f.gpus[0]
+        assert (s.pcie_gen, s.pcie_width) == (3, 8)
+        capacity = link_bandwidth(3, 8)
+        assert capacity is not None and s.pcie_rx_bps is not None
+        assert s.pcie_rx_bps >= 0.7 * capacity
+        assert (s.util_gpu or 0) > 30
+
+
+def test_starved_dips_to_zero_while_the_process_is_cpu_bound() -> None:
+    frames = run("starved", 60)
+    utils = [f.gpus[0].util_gpu or 0 for f in frames]
+    assert sum(1 for u in utils if u <= 5) >= 20
+    assert sum(1 for u in utils if u >= 85) >= 8
+    for f in frames:
+        (proc,) = f.processes
+        assert proc.cpu_percent is not None and 95 <= proc.cpu_percent <= 101
+        assert proc.children == 0
+
+
+def test_idle_keeps_the_link_at_gen1_and_reports_idle() -> None:
+    for f in run("idle", 30):
+        s = f.gpus[0]
+        assert s.pcie_gen == 1 and s.util_gpu == 0
+        assert s.clock_reasons == ce.GPU_IDLE
+        assert f.processes == ()
+
+
+def test_healthy_has_no_clock_events_and_full_clocks() -> None:
+    for f in run("healthy", 120):
+        s = f.gpus[0]
+        assert s.clock_reasons == 0
+        assert (s.sm_clock_mhz or 0) >= 0.95 * 1980
+        assert (s.temp_c or 0) < 80
+        assert (s.mem_used_pct or 100) < 85
+
+
+def test_mix_shows_several_scenarios_and_scales_to_16() -> None:
+    assert resolve_scenarios(None, 4) == MIX_ORDER[:4]
+    assert set(resolve_scenarios("mix", 16)) == set(SCENARIOS)
+    frames = run("mix", 3, gpus=16)
+    assert len(frames[-1].gpus) == 16
+
+
+def test_deterministic_for_a_seed_and_clock() -> None:
+    assert run("mix", 10, gpus=8, seed=3) == run("mix", 10, gpus=8, seed=3)
+    assert run("mix", 10, gpus=8, seed=3) != run("mix", 10, gpus=8, seed=4)
+
+
+def test_unknown_scenario_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown scenario"):
+        resolve_scenarios("lava", 2)
+    with pytest.raises(ValueError):
+        resolve_scenarios("healthy", 0)
