@@ -7,15 +7,19 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui import __version__
 from gputui.clocks import ManualClock
 from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
 from gputui.sources.base import Source, SourceUnavailable
+
+if TYPE_CHECKING:
+    from gputui.monitor import Monitor
 from gputui.sources.simulated import MIX, SCENARIOS
 
 EXIT_NO_SOURCE = 3
-COMMANDS = ("snapshot",)
+COMMANDS = ("snapshot", "doctor")
 
 
 def _interval(text: str) -> float:
@@ -91,17 +95,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snap.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
-    snap.add_argument(
-        "--samples", type=int, default=3, help="readings to take (>= 2 for rates; default 3)"
+    _sampling_options(snap, samples=3)
+    doctor = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="sample for a while, then report the advisor's findings; exit 0/1/2",
+        description="Sample the GPUs for --duration seconds, then print the devices and the "
+        "advisor's findings with their evidence and remedies. Exit status: 0 nothing found, "
+        "1 warnings, 2 critical findings (3: no GPUs could be read). Good for a cron job or "
+        "a pre-flight check before a training run.",
     )
-    snap.add_argument(
+    doctor.add_argument(
+        "--duration", type=float, default=10.0, metavar="SECONDS", help="default 10"
+    )
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _sampling_options(doctor, samples=2)
+    return parser
+
+
+def _sampling_options(parser: argparse.ArgumentParser, samples: int) -> None:
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=samples,
+        help=f"at least this many readings (>= 2 for rates; default {samples})",
+    )
+    parser.add_argument(
         "--warmup",
         type=float,
         default=120.0,
         metavar="SECONDS",
-        help="with --demo: simulated seconds of history before the snapshot (default 120)",
+        help="with --demo: simulated seconds of history before sampling (default 120)",
     )
-    return parser
 
 
 def _normalise(argv: Sequence[str]) -> list[str]:
@@ -138,56 +163,86 @@ def _fail(message: str) -> int:
     return EXIT_NO_SOURCE
 
 
-def cmd_snapshot(args: argparse.Namespace) -> int:
-    from gputui.exporters.files import write_atomic
-    from gputui.exporters.snapshot import SourceInfo, dumps, markdown_report, snapshot_dict
-    from gputui.history import History
+def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
+    """Sample for ``seconds`` (at least ``--samples`` readings): the headless commands' core.
+
+    A simulated source needs no waiting: its clock is stepped through ``--warmup`` seconds
+    of history first, so the state is the scenario's, not its first second.
+    """
+    from gputui.exporters.snapshot import SourceInfo
+    from gputui.monitor import Monitor
     from gputui.sampler import Sampler
 
     config = Config(interval_s=args.interval)
-    simulated = args.demo is not None
-    clock = ManualClock(time.time() - args.warmup) if simulated else time.time
-    source = make_source(args, clock)
+    manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
+    source = make_source(args, manual or time.time)
     try:
         devices = source.open()
     except SourceUnavailable as exc:
         return _fail(str(exc))
-    history = History(config.history_points)
-    sampler = Sampler(source, config.interval_s, on_frame=history.add)
+    monitor = Monitor(devices, config, SourceInfo(source.label, source.kind, source_detail(args)))
+    sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
+    readings = max(args.samples, int(seconds / config.interval_s) + 1)
     try:
-        if isinstance(clock, ManualClock):
-            # The simulation needs no waiting: step its clock through the warm-up.
-            steps = max(args.samples, int(args.warmup / config.interval_s) + 1)
-            for _ in range(steps):
-                history.add(sampler.read_once())
-                clock.advance(config.interval_s)
+        if manual is not None:
+            readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)
+            for _ in range(readings):
+                monitor.ingest(sampler.read_once())
+                manual.advance(config.interval_s)
         else:
-            for i in range(max(1, args.samples)):
+            for i in range(readings):
                 if i:
                     time.sleep(config.interval_s)
-                history.add(sampler.read_once())
+                monitor.ingest(sampler.read_once())
     finally:
         source.close()
-    document = snapshot_dict(
-        SourceInfo(source.label, source.kind, source_detail(args)),
-        devices,
-        history,
-        config.interval_s,
-    )
+    return monitor
+
+
+def _write(text: str, output: Path | None) -> int:
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    from gputui.exporters.files import write_atomic
+
+    try:
+        path = write_atomic(output, text)
+    except OSError as exc:
+        print(f"gputui: could not write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"gputui: written to {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from gputui.exporters.snapshot import dumps, markdown_report
+
+    monitor = _collect(args, 0.0)
+    if isinstance(monitor, int):
+        return monitor
+    document = monitor.snapshot()
     fmt = args.format or (
         "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
     )
-    text = markdown_report(document) if fmt == "markdown" else dumps(document)
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        path = write_atomic(args.output, text)
-    except OSError as exc:
-        print(f"gputui: could not write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    print(f"gputui: snapshot written to {path}", file=sys.stderr)
-    return 0
+    return _write(markdown_report(document) if fmt == "markdown" else dumps(document), args.output)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from gputui.doctor import exit_status, render_report
+
+    monitor = _collect(args, args.duration)
+    if isinstance(monitor, int):
+        return monitor
+    if args.json:
+        import json
+
+        document = monitor.snapshot(window_points=0)
+        document["exit_status"] = exit_status(monitor.findings)
+        del document["history"]
+        print(json.dumps(document, indent=2, allow_nan=False))
+    else:
+        render_report(monitor)
+    return exit_status(monitor.findings)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -213,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "snapshot":
             return cmd_snapshot(args)
+        if args.command == "doctor":
+            return cmd_doctor(args)
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130

@@ -14,21 +14,20 @@ HW_THERMAL: Final = 0x40
 HW_POWER_BRAKE: Final = 0x80
 DISPLAY_CLOCKS: Final = 0x100
 
-# (bit, identifier, plain words), in the order a user should read them.
-REASONS: Final[tuple[tuple[int, str, str], ...]] = (
-    (HW_THERMAL, "hw_thermal", "thermal slowdown (HW)"),
-    (SW_THERMAL, "sw_thermal", "thermal slowdown (SW)"),
-    (HW_POWER_BRAKE, "hw_power_brake", "power brake (HW)"),
-    (HW_SLOWDOWN, "hw_slowdown", "hardware slowdown"),
-    (SW_POWER_CAP, "sw_power_cap", "power cap (SW)"),
-    (APPLICATIONS_CLOCKS, "applications_clocks", "application clocks setting"),
-    (SYNC_BOOST, "sync_boost", "sync boost"),
-    (DISPLAY_CLOCKS, "display_clocks", "display clock setting"),
-    (GPU_IDLE, "gpu_idle", "idle"),
+# (bit, identifier, plain words, short words), in the order a user should read them.
+REASONS: Final[tuple[tuple[int, str, str, str], ...]] = (
+    (HW_THERMAL, "hw_thermal", "thermal slowdown (HW)", "HW thermal"),
+    (SW_THERMAL, "sw_thermal", "thermal slowdown (SW)", "SW thermal"),
+    (HW_POWER_BRAKE, "hw_power_brake", "power brake (HW)", "power brake"),
+    (HW_SLOWDOWN, "hw_slowdown", "hardware slowdown", "HW slowdown"),
+    (SW_POWER_CAP, "sw_power_cap", "power cap (SW)", "power cap"),
+    (APPLICATIONS_CLOCKS, "applications_clocks", "application clocks setting", "app clocks"),
+    (SYNC_BOOST, "sync_boost", "sync boost", "sync boost"),
+    (DISPLAY_CLOCKS, "display_clocks", "display clock setting", "display"),
+    (GPU_IDLE, "gpu_idle", "idle", "idle"),
 )
 
-BIT_BY_NAME: Final[dict[str, int]] = {name: bit for bit, name, _ in REASONS}
-LABEL_BY_NAME: Final[dict[str, str]] = {name: label for _, name, label in REASONS}
+BIT_BY_NAME: Final[dict[str, int]] = {name: bit for bit, name, _, _ in REASONS}
 
 THERMAL_BITS: Final = SW_THERMAL | HW_THERMAL
 
@@ -36,10 +35,10 @@ THERMAL_BITS: Final = SW_THERMAL | HW_THERMAL
 def decode_reasons(mask: int | None) -> tuple[str, ...]:
     if mask is None:
         return ()
-    return tuple(name for bit, name, _ in REASONS if mask & bit)
+    return tuple(name for bit, name, _, _ in REASONS if mask & bit)
 
 
-def describe_reasons(mask: int | None) -> tuple[str, ...]:
+def describe_reasons(mask: int | None, short: bool = False) -> tuple[str, ...]:
     if mask is None:
         return ()
-    return tuple(label for bit, _, label in REASONS if mask & bit)
+    return tuple(brief if short else label for bit, _, label, brief in REASONS if mask & bit)

@@ -19,3 +19,38 @@ class Config:
     def history_points(self) -> int:
         """Ring-buffer length: the history window at the configured interval."""
         return max(2, int(self.history_s / self.interval_s) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The advisor's numbers. Documented with the rule catalogue in docs/advisor.md."""
+
+    start_after_s: float = 5.0  # a condition must hold this long before a finding starts
+    end_after_s: float = 15.0  # ... and be gone this long before it ends
+    window_s: float = 30.0  # "sustained" means over this window
+    min_points: int = 5  # fewer readings than this in a window: too early to judge
+    busy_util_pct: float = 30.0  # "under load": mean utilisation at least this
+    thermal_fraction: float = 0.3  # share of the window with a thermal reason set
+    hot_temp_c: float = 80.0
+    hot_margin_c: float = 5.0  # within this of the slowdown threshold is "hot"
+    power_cap_fraction: float = 0.5
+    power_at_limit: float = 0.95  # power / enforced limit
+    hw_slowdown_fraction: float = 0.1
+    limit_lowered_w: float = 1.0  # enforced below default by more than this
+    vram_warning_pct: float = 90.0
+    vram_critical_pct: float = 97.0
+    host_available_pct: float = 5.0
+    swap_growth_bps: float = 1.0e6  # swap use growing faster than 1 MB/s
+    pcie_saturated: float = 0.8  # share of the current link's capacity
+    pcie_replays_per_min: float = 1.0
+    starved_idle_util_pct: float = 10.0  # a tick at or below this is "waiting"
+    starved_idle_fraction: float = 0.25  # ... and this share of the window waits
+    starved_busy_util_pct: float = 50.0  # yet it does run: some tick above this
+    cpu_bound_pct: float = 90.0  # a process at >= 90 % of one core is GIL-bound
+    host_cpu_saturated_pct: float = 90.0
+    iowait_pct: float = 20.0
+    straggler_clock_gap: float = 0.10  # SM clock (share of max) below the peers' median
+    straggler_util_gap_pct: float = 20.0
+    idle_allocated_s: float = 300.0
+    idle_allocated_bytes: int = 1 << 30
+    idle_util_pct: float = 2.0

@@ -218,13 +218,17 @@ class History:
         n = self._count_since(seconds)
         return _stats(self._times.tail(n), self._host[metric].tail(n))
 
-    def reason_fraction(self, gpu: int, bits: int, seconds: float) -> float | None:
-        """Share of known ticks in the window with any of ``bits`` set; None if none known."""
+    def known_reasons(self, gpu: int, seconds: float) -> list[int]:
+        """Clock-event masks of the window, ticks where they were unknown left out."""
         rings = self._gpus.get(gpu)
         if rings is None:
-            return None
+            return []
         window = rings.reasons.tail(self._count_since(seconds))
-        known = [int(r) for r in window if r != NO_REASONS]
+        return [int(r) for r in window if r != NO_REASONS]
+
+    def reason_fraction(self, gpu: int, bits: int, seconds: float) -> float | None:
+        """Share of known ticks in the window with any of ``bits`` set; None if none known."""
+        known = self.known_reasons(gpu, seconds)
         if not known:
             return None
         return sum(1 for r in known if r & bits) / len(known)

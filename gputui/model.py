@@ -110,6 +110,10 @@ class ProcessSample:
     threads: int | None = None
     children: int | None = None
     visible: bool = True
+    #: CUDA runtime the process mapped (libcudart's version, "12" or "12.1"), where readable
+    cuda_runtime: str | None = None
+    #: the few environment variables that change CUDA behaviour, "NAME=value", where readable
+    env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

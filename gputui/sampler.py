@@ -30,7 +30,7 @@ class Sampler:
         self,
         source: Source,
         interval_s: float,
-        on_frame: Callable[[Frame], None],
+        on_frame: Callable[[Frame], object],
         on_error: Callable[[BaseException], None] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -50,3 +50,19 @@ def fmt_duration(seconds: float) -> str:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def short_name(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is the same on every row."""
+    for prefix in ("NVIDIA ", "Tesla "):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
+def vram_text(used: int | None, total: int | None) -> str:
+    """'59.9/79.6 GiB'."""
+    if not known(used) or not known(total):
+        return NA
+    assert used is not None and total is not None
+    return f"{used / 1024**3:.1f}/{total / 1024**3:.1f} GiB"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from gputui.sources.host import MAX_COMMAND_CHARS, GpuProcess, HostReader
 
@@ -68,6 +69,33 @@ def test_long_and_non_utf8_command_lines_are_cut_and_printable() -> None:
         (p,), _ = reader.join_processes([GpuProcess(child.pid, 0, 5, "compute")])
         assert p.command is not None and len(p.command) <= MAX_COMMAND_CHARS + 1
         p.command.encode("utf-8")  # printable and writable, whatever the bytes were
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_cuda_runtime_and_variables_of_a_process(tmp_path: Path) -> None:
+    """A process that mapped a libcudart and runs with CUDA_LAUNCH_BLOCKING=1."""
+    lib = tmp_path / "libcudart.so.12.6.37"
+    lib.write_bytes(b"\0" * 4096)
+    code = (
+        "import mmap, sys, time\n"
+        f"f = open({str(lib)!r}, 'rb')\n"
+        "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1", "SECRET_TOKEN": "hunter2"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        reader = HostReader(device_check=lambda pid: True)
+        (p,), _ = reader.join_processes([GpuProcess(child.pid, 0, 5, "compute")])
+        assert p.cuda_runtime == "12.6"
+        assert "CUDA_LAUNCH_BLOCKING=1" in p.env
+        assert not any("SECRET" in e for e in p.env)  # nothing else of the environment
     finally:
         child.kill()
         child.wait()

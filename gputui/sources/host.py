@@ -8,6 +8,7 @@ therefore None rather than a made-up 0.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -19,6 +20,44 @@ from gputui.model import HostSample, ProcessSample
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
+
+# The only environment variables gputui reads (the rest may hold secrets).
+CUDA_ENV_VARS = (
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "OMP_NUM_THREADS",
+    "NCCL_P2P_DISABLE",
+    "NCCL_IB_DISABLE",
+)
+_CUDART = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
+
+
+def cuda_facts(pid: int) -> tuple[str | None, tuple[str, ...]]:
+    """The CUDA runtime a process mapped and its CUDA variables; nothing if not permitted."""
+    runtime: str | None = None
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                if "libcudart" in line:
+                    match = _CUDART.search(line)
+                    if match:
+                        runtime = match.group(1)
+                        break
+    except OSError:
+        pass
+    env: list[str] = []
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            raw = handle.read()
+        for item in raw.split(b"\0"):
+            name, _, value = item.partition(b"=")
+            key = name.decode("ascii", "replace")
+            if key in CUDA_ENV_VARS:
+                env.append(f"{key}={value.decode('utf-8', 'replace')}")
+    except OSError:
+        pass
+    return runtime, tuple(sorted(env))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +101,8 @@ class HostReader:
         self._device_check = device_check
         self._procs: dict[int, psutil.Process] = {}
         self._foreign: dict[tuple[int, float], bool] = {}
+        self._cuda: dict[int, tuple[str | None, tuple[str, ...]]] = {}
+        self._cuda_facts = cuda_facts
         self._last_disk: tuple[float, int] | None = None
         self._hostname = socket.gethostname()
         # Prime psutil's deltas so the first real reading is meaningful.
@@ -129,6 +170,7 @@ class HostReader:
         for pid in list(self._procs):
             if pid not in seen:
                 del self._procs[pid]
+                self._cuda.pop(pid, None)
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[str, ...] = ()
         if hidden:
@@ -152,6 +194,9 @@ class HostReader:
                     return replace(base, visible=False)
                 self._procs[pid] = proc
                 proc.cpu_percent()
+                # Read once per process: its mapped libraries and environment are fixed
+                # once CUDA is initialised.
+                self._cuda[pid] = self._cuda_facts(pid)
                 cpu: float | None = None
             else:
                 cpu = proc.cpu_percent()
@@ -165,6 +210,8 @@ class HostReader:
                     rss=int(proc.memory_info().rss),
                     threads=proc.num_threads(),
                     children=_children(proc),
+                    cuda_runtime=self._cuda.get(pid, (None, ()))[0],
+                    env=self._cuda.get(pid, (None, ()))[1],
                 )
         except psutil.NoSuchProcess:
             # Exited between NVML's listing and our lookup: keep NVML's facts only.

@@ -1,0 +1,51 @@
+"""The rule catalogue as a document: docs/advisor.md is this module's output."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gputui.advisor import RULES
+from gputui.config import Thresholds
+
+_INTRO = """# The advisor's rule catalogue
+
+gputui's advisor reads the recent history of every GPU (and the host) and names the causes
+of slow training from the article behind this project: (1) thermal throttling, (2) VRAM
+exhaustion, (3) CUDA / driver configuration, (4) PCIe bandwidth, (5) the software stack
+(data loaders, the GIL, I/O); plus power limits, hardware errors and stragglers.
+
+Every finding has a rule id, a severity (info / warning / critical), the GPU (or the host),
+the evidence as numbers, and remedies as text: gputui never changes a GPU setting.
+
+Calm by design: a finding starts only after its condition held for `start_after_s` and ends
+only after it stopped for `end_after_s`. Rules marked "under load" look only at GPUs whose
+mean utilisation over the window is at least `busy_util_pct`, so an idle GPU (link at Gen1,
+low clocks, idle reason) raises nothing. A rule that lacks a reading (not supported on this
+board) stays silent instead of guessing.
+
+This page is generated from the code (`python -m gputui.advisor.catalogue`); a test keeps
+it in step.
+
+## Rules
+"""
+
+
+def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
+    t = thresholds or Thresholds()
+    lines = [_INTRO]
+    lines.append("| id | cause | reads | fires when | suggests |")
+    lines.append("|---|---|---|---|---|")
+    for rule in RULES:
+        lines.append(
+            f"| `{rule.id}` | {rule.cause} | {rule.reads} | {rule.fires_when} | {rule.suggests} |"
+        )
+    lines += ["", "## Thresholds (defaults, in `gputui/config.py`)", ""]
+    lines.append("| name | default |")
+    lines.append("|---|---|")
+    for field in dataclasses.fields(t):
+        lines.append(f"| `{field.name}` | {getattr(t, field.name)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(catalogue_markdown(), end="")

@@ -1,0 +1,67 @@
+"""What every rule reads: the history window, static facts and thresholds, for one tick."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gputui.config import Thresholds
+from gputui.history import History, WindowStats
+from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    history: History
+    devices: Mapping[int, DeviceInfo]
+    frame: Frame
+    t: Thresholds
+
+    @property
+    def now(self) -> float:
+        return self.frame.time
+
+    def stats(self, gpu: int, metric: str, seconds: float | None = None) -> WindowStats | None:
+        """Window statistics, or None when there are too few readings to judge."""
+        stats = self.history.stats(gpu, metric, self.t.window_s if seconds is None else seconds)
+        if stats is None or stats.count < self.t.min_points:
+            return None
+        return stats
+
+    def fraction(self, gpu: int, bits: int, seconds: float | None = None) -> float | None:
+        """Share of the window with any of ``bits`` set; None if too few known readings."""
+        known = self.history.known_reasons(gpu, self.t.window_s if seconds is None else seconds)
+        if len(known) < self.t.min_points:
+            return None
+        return sum(1 for r in known if r & bits) / len(known)
+
+    def samples(self) -> list[tuple[GpuSample, DeviceInfo]]:
+        """Each GPU that was read this tick (lost ones left out), with its static facts."""
+        out = []
+        for sample in self.frame.gpus:
+            device = self.devices.get(sample.index)
+            if device is not None and not sample.lost:
+                out.append((sample, device))
+        return out
+
+    def busy(self, gpu: int) -> WindowStats | None:
+        """Utilisation stats when the GPU is under load over the window, else None."""
+        util = self.stats(gpu, "util_gpu")
+        if util is None or util.mean < self.t.busy_util_pct:
+            return None
+        return util
+
+    def processes(self, gpu: int) -> tuple[ProcessSample, ...]:
+        return self.frame.processes_on(gpu)
+
+
+def pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def gb(value: float) -> str:
+    return f"{value / 1e9:.1f} GB/s"
+
+
+def gib(value: float) -> str:
+    return f"{value / 1024**3:.1f} GiB"

@@ -1,0 +1,37 @@
+"""Sentences of evidence shared by several rules, so the numbers read the same everywhere."""
+
+from __future__ import annotations
+
+from gputui.advisor.context import Context
+from gputui.clock_events import describe_reasons
+from gputui.model import DeviceInfo, GpuSample
+from gputui.units import fmt_duration
+
+
+def sm_clock(ctx: Context, sample: GpuSample, device: DeviceInfo) -> str | None:
+    """'SM clock 1380 / 1980 MHz max (-30 %) over the last 30 s'."""
+    stats = ctx.stats(sample.index, "sm_clock_mhz")
+    if stats is None or not device.max_sm_clock_mhz:
+        return None
+    lost = 100.0 * (1 - stats.mean / device.max_sm_clock_mhz)
+    return (
+        f"SM clock {stats.mean:.0f} / {device.max_sm_clock_mhz} MHz max "
+        f"({-lost:+.0f} %) over the last {fmt_duration(stats.span_s)}"
+    )
+
+
+def temperature(sample: GpuSample, device: DeviceInfo) -> str:
+    parts = [f"{sample.temp_c:.0f} °C" if sample.temp_c is not None else "temperature n/a"]
+    if device.temp_slowdown_c is not None:
+        parts.append(f"slowdown at {device.temp_slowdown_c:.0f} °C")
+    if device.temp_shutdown_c is not None:
+        parts.append(f"shutdown at {device.temp_shutdown_c:.0f} °C")
+    return ", ".join(parts)
+
+
+def reasons_share(ctx: Context, sample: GpuSample, bits: int, share: float) -> str:
+    names = describe_reasons(bits & (sample.clock_reasons or bits)) or describe_reasons(bits)
+    return (
+        f"clock events: {', '.join(names)}, set in {100 * share:.0f} % "
+        f"of the last {fmt_duration(ctx.t.window_s)}"
+    )

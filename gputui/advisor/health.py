@@ -1,0 +1,63 @@
+"""Hardware health: a lost GPU, uncorrectable memory errors, pending row remaps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.advisor.context import Context
+from gputui.advisor.finding import Candidate
+from gputui.advisor.rule import Rule
+
+_DRAIN = (
+    "Drain the node: stop scheduling jobs on it",
+    "Check `dmesg` / `journalctl -k` for Xid messages on this GPU",
+    "Reset the GPU when idle (nvidia-smi -r, root) or reboot; RMA if it recurs",
+)
+
+
+def gpu_errors(ctx: Context) -> Iterator[Candidate]:
+    for sample in ctx.frame.gpus:
+        if sample.lost:
+            yield Candidate(
+                rule="gpu-errors",
+                severity="critical",
+                gpu=sample.index,
+                title="GPU lost: it no longer answers the driver",
+                evidence=("NVML reports the GPU as lost (typically Xid 79: fell off the bus)",),
+                remedies=_DRAIN,
+                hold_s=0.0,
+            )
+            continue
+        lines = []
+        ecc = ctx.history.stats(sample.index, "ecc_volatile_uncorrected", ctx.t.window_s)
+        if ecc is not None and ecc.last > ecc.first:
+            lines.append(
+                f"uncorrectable ECC errors +{ecc.last - ecc.first:.0f} in the last "
+                f"{ctx.t.window_s:.0f} s (total {ecc.last:.0f} since the driver loaded)"
+            )
+        if sample.remapped_rows_pending:
+            lines.append("a memory row remap is pending: it takes effect at the next GPU reset")
+        if not lines:
+            continue
+        yield Candidate(
+            rule="gpu-errors",
+            severity="critical" if ecc is not None and ecc.last > ecc.first else "warning",
+            gpu=sample.index,
+            title="Hardware errors on this GPU",
+            evidence=tuple(lines),
+            remedies=_DRAIN,
+            hold_s=0.0,
+        )
+
+
+RULES = (
+    Rule(
+        "gpu-errors",
+        "hardware",
+        "GPU lost, volatile uncorrectable ECC count, remapped rows pending",
+        "a GPU is lost or uncorrectable ECC errors rise (critical), or a row remap is pending "
+        "(warning); at once, no waiting",
+        "drain the node, check dmesg for Xid, reset or RMA",
+        gpu_errors,
+    ),
+)

@@ -1,0 +1,149 @@
+"""Cause 2 of the article: memory. VRAM exhaustion, host memory spill, idle holders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.advisor.context import Context, gib
+from gputui.advisor.finding import Candidate, Severity
+from gputui.advisor.rule import Rule
+from gputui.units import fmt_duration
+
+
+def vram_pressure(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    for sample, _device in ctx.samples():
+        used = ctx.stats(sample.index, "mem_used", 5)
+        if used is None or not sample.mem_total:
+            continue
+        procs = ctx.processes(sample.index)
+        if not procs and ctx.busy(sample.index) is None:
+            continue
+        share = 100.0 * used.mean / sample.mem_total
+        if share < t.vram_warning_pct:
+            continue
+        severity: Severity = "critical" if share >= t.vram_critical_pct else "warning"
+        lines = [f"{gib(used.mean)} of {gib(sample.mem_total)} used ({share:.1f} %)"]
+        growth = ctx.stats(sample.index, "mem_used", 60)
+        if growth is not None and growth.slope_per_s is not None and growth.slope_per_s > 1e6:
+            rate = growth.slope_per_s
+            left = max(0.0, sample.mem_total - used.last)
+            lines.append(
+                f"growing {gib(rate * 60)}/min: full in about "
+                f"{fmt_duration(left / rate)} at that rate"
+            )
+        for proc in sorted(procs, key=lambda p: -(p.gpu_memory or 0))[:3]:
+            if proc.gpu_memory:
+                who = f"{proc.name or 'process'}" + (f" ({proc.user})" if proc.user else "")
+                lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory)}")
+        yield Candidate(
+            rule="vram-pressure",
+            severity=severity,
+            gpu=sample.index,
+            title="GPU memory nearly full: out-of-memory errors or slow fallbacks ahead",
+            evidence=tuple(lines),
+            remedies=(
+                "Lower the batch size; keep the effective batch with gradient accumulation",
+                "Use mixed precision (torch.autocast with bf16/fp16): about half the activations",
+                "Turn on gradient (activation) checkpointing",
+                "Reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            ),
+        )
+
+
+def host_memory_pressure(ctx: Context) -> Iterator[Candidate]:
+    host = ctx.frame.host
+    if host is None or not host.mem_total:
+        return
+    t = ctx.t
+    lines: list[str] = []
+    available = host.mem_available
+    low = available is not None and 100.0 * available / host.mem_total < t.host_available_pct
+    swap = ctx.history.host_stats("swap_used", t.window_s)
+    swapping = (
+        swap is not None
+        and swap.count >= t.min_points
+        and swap.last > 0
+        and swap.slope_per_s is not None
+        and swap.slope_per_s >= t.swap_growth_bps
+    )
+    if not (low or swapping):
+        return
+    if available is not None:
+        lines.append(
+            f"{gib(available)} of {gib(host.mem_total)} host memory available "
+            f"({100.0 * available / host.mem_total:.1f} %)"
+        )
+    if swap is not None and swap.slope_per_s is not None and swapping:
+        lines.append(f"swap used {gib(swap.last)}, growing {swap.slope_per_s / 1e6:.1f} MB/s")
+    yield Candidate(
+        rule="host-memory-pressure",
+        severity="critical" if low else "warning",
+        gpu=None,
+        title="Host memory exhausted: data spills to swap, everything slows",
+        evidence=tuple(lines),
+        remedies=(
+            "Reduce the data-loader workers' memory (fewer workers, smaller prefetch_factor)",
+            "Avoid copying the dataset into every worker (memory-map it, or use shared memory)",
+            "Add RAM, or lower the batch size",
+        ),
+    )
+
+
+def idle_allocated(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    for sample, _device in ctx.samples():
+        holders = [
+            p for p in ctx.processes(sample.index) if (p.gpu_memory or 0) >= t.idle_allocated_bytes
+        ]
+        if not holders:
+            continue
+        util = ctx.history.stats(sample.index, "util_gpu", t.idle_allocated_s)
+        if util is None or util.span_s < 0.9 * t.idle_allocated_s or util.max > t.idle_util_pct:
+            continue
+        lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]
+        for proc in holders[:3]:
+            who = proc.name or "process"
+            if proc.user:
+                who += f" ({proc.user})"
+            lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory or 0)}")
+        yield Candidate(
+            rule="idle-allocated",
+            severity="warning",
+            gpu=sample.index,
+            title="A process holds GPU memory but the GPU does nothing",
+            evidence=tuple(lines),
+            remedies=(
+                "A hung or finished job may still hold the GPU: check it (py-spy dump --pid PID)",
+                "End it if it is done, so others can use the GPU",
+            ),
+        )
+
+
+RULES = (
+    Rule(
+        "vram-pressure",
+        "2 VRAM",
+        "VRAM used/total (5 s mean), its growth over the last minute, processes by memory",
+        ">= 90 % used (warning), >= 97 % (critical), with a process on the GPU or under load",
+        "smaller batch + gradient accumulation, bf16/fp16 autocast, gradient checkpointing, "
+        "expandable_segments",
+        vram_pressure,
+    ),
+    Rule(
+        "host-memory-pressure",
+        "2 VRAM / host",
+        "host available memory, swap used and its growth",
+        "available < 5 % of host memory (critical), or swap in use and growing >= 1 MB/s",
+        "smaller worker memory, shared/memory-mapped datasets, more RAM",
+        host_memory_pressure,
+    ),
+    Rule(
+        "idle-allocated",
+        "—",
+        "process GPU memory, utilisation over 5 min",
+        "a process holds >= 1 GiB while utilisation stayed <= 2 % for 5 min",
+        "find the hung or finished job and end it",
+        idle_allocated,
+    ),
+)

@@ -1,0 +1,131 @@
+"""Power: capping at the limit, a lowered limit, and application clocks held down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui import clock_events as ce
+from gputui.advisor import evidence
+from gputui.advisor.context import Context
+from gputui.advisor.finding import Candidate
+from gputui.advisor.rule import Rule
+
+
+def power_cap(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    for sample, device in ctx.samples():
+        if ctx.busy(sample.index) is None:
+            continue
+        share = ctx.fraction(sample.index, ce.SW_POWER_CAP)
+        power = ctx.stats(sample.index, "power_w")
+        limit = ctx.stats(sample.index, "power_limit_w")
+        if share is None or power is None or limit is None or limit.mean <= 0:
+            continue
+        if share < t.power_cap_fraction or power.mean < t.power_at_limit * limit.mean:
+            continue
+        lines = [
+            f"power {power.mean:.0f} W of the {limit.mean:.0f} W enforced limit "
+            f"({100 * power.mean / limit.mean:.0f} %)"
+        ]
+        default = device.power_default_limit_w
+        if default is not None and limit.mean < default - t.limit_lowered_w:
+            lines.append(f"the limit is lowered from the default {default:.0f} W")
+        clock = evidence.sm_clock(ctx, sample, device)
+        if clock:
+            lines.append(clock)
+        lines.append(evidence.reasons_share(ctx, sample, ce.SW_POWER_CAP, share))
+        yield Candidate(
+            rule="power-cap",
+            severity="warning",
+            gpu=sample.index,
+            title="Power capped: clocks held down to stay within the power limit",
+            evidence=tuple(lines),
+            remedies=(
+                "Expected for some heavy loads; compare with the card's specified TDP",
+                f"Check the limit: nvidia-smi -i {sample.index} -q -d POWER",
+                "Better cooling lowers power at a given clock (leakage falls with temperature)",
+            ),
+        )
+
+
+def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
+    for sample, device in ctx.samples():
+        default = device.power_default_limit_w
+        enforced = sample.power_limit_w
+        if default is None or enforced is None:
+            continue
+        if enforced >= default - ctx.t.limit_lowered_w:
+            continue
+        yield Candidate(
+            rule="power-limit-lowered",
+            severity="warning",
+            gpu=sample.index,
+            title="Power limit set below the card's default",
+            evidence=(
+                f"enforced limit {enforced:.0f} W, default {default:.0f} W "
+                f"({100 * (enforced / default - 1):+.0f} %)",
+            ),
+            remedies=(
+                f"Restore it (needs root): sudo nvidia-smi -i {sample.index} -pl {default:.0f}",
+                "Check for a startup script, a datacenter power policy or DCGM that lowers it",
+            ),
+        )
+
+
+def clocks_limited(ctx: Context) -> Iterator[Candidate]:
+    for sample, device in ctx.samples():
+        if ctx.busy(sample.index) is None:
+            continue
+        share = ctx.fraction(sample.index, ce.APPLICATIONS_CLOCKS)
+        default = device.default_app_sm_clock_mhz
+        current = sample.app_sm_clock_mhz
+        lowered = default is not None and current is not None and current < 0.98 * default
+        if not (lowered or (share is not None and share >= 0.5)):
+            continue
+        lines = []
+        if current is not None and default is not None:
+            lines.append(f"application SM clock {current} MHz, default {default} MHz")
+        clock = evidence.sm_clock(ctx, sample, device)
+        if clock:
+            lines.append(clock)
+        if share:
+            lines.append(evidence.reasons_share(ctx, sample, ce.APPLICATIONS_CLOCKS, share))
+        yield Candidate(
+            rule="clocks-limited",
+            severity="warning",
+            gpu=sample.index,
+            title="Clocks limited by an application-clocks or locked-clocks setting",
+            evidence=tuple(lines),
+            remedies=(
+                f"Reset application clocks (needs root): sudo nvidia-smi -i {sample.index} -rac",
+                f"Reset locked GPU clocks (needs root): sudo nvidia-smi -i {sample.index} -rgc",
+            ),
+        )
+
+
+RULES = (
+    Rule(
+        "power-cap",
+        "power",
+        "clock-event reasons (SW power cap), power draw, enforced limit, SM clock",
+        "under load, SW power cap set in >= 50 % of the last 30 s and power >= 95 % of the limit",
+        "expected for some loads; check the limit; better cooling lowers power at a given clock",
+        power_cap,
+    ),
+    Rule(
+        "power-limit-lowered",
+        "3 configuration",
+        "enforced and default power limits",
+        "enforced limit more than 1 W below the default (any load)",
+        "restore with nvidia-smi -pl <default> (root)",
+        power_limit_lowered,
+    ),
+    Rule(
+        "clocks-limited",
+        "3 configuration",
+        "clock-event reasons (applications clocks), application vs default clocks",
+        "under load, the reason set in >= 50 % of the window, or application clocks below default",
+        "nvidia-smi -rac / -rgc (root)",
+        clocks_limited,
+    ),
+)

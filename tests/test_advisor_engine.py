@@ -1,0 +1,73 @@
+"""Hysteresis: findings start after a while, end after a while, never flicker."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputui import clock_events as ce
+from gputui.config import Thresholds
+from tests.advisor_kit import BUSY, Sim
+
+CAPPED = replace(BUSY, power_w=699.0, sm_clock_mhz=1600, clock_reasons=ce.SW_POWER_CAP)
+
+
+def test_starts_only_after_the_condition_held() -> None:
+    sim = Sim(thresholds=Thresholds(start_after_s=5.0, min_points=5))
+    sim.run(20, BUSY)
+    seen = [bool(sim.tick([CAPPED])) for _ in range(30)]
+    first = seen.index(True)
+    # the window needs half of it capped, then the finding waits start_after_s more
+    assert first >= 5 and all(seen[first:])
+
+
+def test_ends_only_after_the_condition_stopped_for_a_while() -> None:
+    sim = Sim(thresholds=Thresholds(end_after_s=15.0))
+    sim.run(60, CAPPED)
+    assert "power-cap" in sim.rules()
+    since = sim.findings[0].since
+    states = [bool(sim.tick([BUSY])) for _ in range(60)]
+    last = max(i for i, s in enumerate(states) if s)
+    assert last >= 15  # it stays through the grace period ...
+    assert not any(states[last + 1 :])  # ... then ends for good
+    assert since < sim.now
+
+
+def test_a_brief_blip_raises_nothing() -> None:
+    sim = Sim()
+    sim.run(60, BUSY)
+    sim.run(3, replace(BUSY, temp_c=91.0, clock_reasons=ce.HW_THERMAL))
+    sim.run(60, BUSY)
+    assert sim.findings == ()
+
+
+def test_finding_keeps_its_start_time_while_it_holds() -> None:
+    sim = Sim()
+    sim.run(40, CAPPED)
+    since = sim.findings[0].since
+    sim.run(40, CAPPED)
+    assert sim.findings[0].since == since and sim.findings[0].updated == sim.now - 1
+
+
+def test_most_severe_first() -> None:
+    sim = Sim()
+    sim.run(40, replace(CAPPED, mem_used=int(79.5 * 1024**3)))
+    assert [f.severity for f in sim.findings] == ["critical", "warning"]
+
+
+def test_a_failing_rule_does_not_silence_the_others() -> None:
+    from gputui.advisor import RULES, Advisor
+    from gputui.advisor.rule import Rule
+    from gputui.history import History
+    from gputui.model import Frame
+    from tests.advisor_kit import H100, TRAINER
+
+    def broken(ctx: object) -> list[object]:
+        raise ZeroDivisionError("bug")
+
+    advisor = Advisor([H100], (Rule("broken", "-", "-", "-", "-", broken), *RULES))  # type: ignore[arg-type]
+    history = History(100)
+    for i in range(40):
+        history.add(Frame(time=float(i), gpus=(CAPPED,), processes=(TRAINER,)))
+        advisor.update(history)
+    assert "power-cap" in {f.rule for f in advisor.findings}
+    assert advisor.rule_errors == {"broken": "ZeroDivisionError: bug"}

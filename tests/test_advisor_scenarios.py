@@ -1,0 +1,71 @@
+"""Each simulated scenario yields exactly the findings it stands for, steadily."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui.advisor import make_advisor
+from gputui.clocks import ManualClock
+from gputui.history import History
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+
+EXPECTED = {
+    "healthy": set(),
+    "idle": set(),
+    "thermal": {"thermal-throttle"},
+    "powercap": {"power-cap"},
+    "vram": {"vram-pressure"},
+    "pcie": {"pcie-link-degraded", "pcie-saturated"},
+    "starved": {"input-starved"},
+}
+
+
+def simulate(scenario: str, gpus: int, seconds: int) -> list[set[tuple[str, int | None]]]:
+    clock = ManualClock(1_800_000_000.0)
+    source = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
+    advisor = make_advisor(source.open())
+    history = History(3600)
+    timeline = []
+    for _ in range(seconds):
+        history.add(source.read())
+        timeline.append({f.key for f in advisor.update(history)})
+        clock.advance(1.0)
+    assert not advisor.rule_errors
+    return timeline
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_scenario_yields_exactly_its_findings(scenario: str) -> None:
+    timeline = simulate(scenario, 2, 240)
+    expected = {(rule, gpu) for rule in EXPECTED[scenario] for gpu in range(2)}
+    assert timeline[-1] == expected
+    # calm: once a finding has started it stays (no flicker) ...
+    for key in expected:
+        first = next(i for i, keys in enumerate(timeline) if key in keys)
+        assert all(key in keys for keys in timeline[first:]), key
+    # ... and nothing else ever showed up along the way
+    extra = set().union(*timeline) - expected
+    transient_ok = {("thermal-hot", g) for g in range(2)}  # on its way to throttling
+    assert extra <= transient_ok, extra
+
+
+def test_default_mix_findings_match_each_gpus_scenario() -> None:
+    timeline = simulate("mix", 8, 180)
+    by_gpu: dict[int | None, set[str]] = {}
+    for rule, gpu in timeline[-1]:
+        by_gpu.setdefault(gpu, set()).add(rule)
+    scenarios = resolve_scenarios("mix", 8)
+    for gpu, scenario in enumerate(scenarios):
+        got = by_gpu.get(gpu, set()) - {"straggler"}
+        assert got == EXPECTED[scenario], (gpu, scenario, got)
+    # the GPUs slower than their peers in the same job are named as stragglers
+    stragglers = {gpu for rule, gpu in timeline[-1] if rule == "straggler"}
+    assert stragglers == {
+        i for i, s in enumerate(scenarios) if s in ("thermal", "powercap", "pcie")
+    }
+    assert None not in by_gpu  # the host is fine
+
+
+def test_thermal_finding_appears_within_a_minute() -> None:
+    timeline = simulate("thermal", 1, 60)
+    assert ("thermal-throttle", 0) in timeline[-1]
