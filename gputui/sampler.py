@@ -31,7 +31,7 @@ class Sampler:
         source: Source,
         interval_s: float,
         on_frame: Callable[[Frame], object],
-        on_error: Callable[[BaseException], None] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._source = source

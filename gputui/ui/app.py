@@ -1,0 +1,447 @@
+"""The live monitor. Frames arrive as messages from the sampler thread; the app only draws.
+
+Cost is designed in: a handful of LineView panels created once, only the visible ones
+redrawn, and within them only the lines that changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, Horizontal
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widgets import Footer
+
+from gputui.advisor import Finding
+from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.exporters.files import write_atomic
+from gputui.exporters.snapshot import dumps, markdown_report
+from gputui.model import Frame
+from gputui.monitor import Monitor
+from gputui.sampler import Sampler
+from gputui.ui import render
+from gputui.ui.lines import LineView
+from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+
+INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+NARROW_WIDTH = 110
+
+
+class FrameReady(Message):
+    """A new frame from the sampler thread."""
+
+    def __init__(self, frame: Frame) -> None:
+        super().__init__()
+        self.frame = frame
+
+
+class SampleFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class GpuTuiApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "gputui"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: nothing here takes focus, so Tab moves between GPUs, not widgets
+        Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←", priority=True),
+        Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→", priority=True),
+        Binding("o", "overview", "overview"),
+        Binding("n", "finding(1)", "next finding"),
+        Binding("N", "finding(-1)", "prev finding", show=False),
+        Binding("g", "goto_finding", "go to its GPU"),
+        Binding("enter", "open_finding", "finding details", show=False),
+        Binding("p", "pause", "pause"),
+        Binding("plus,equals_sign", "interval(1)", "refresh slower", key_display="+"),
+        Binding("minus", "interval(-1)", "refresh faster", key_display="-"),
+        Binding("w", "window", "history window"),
+        Binding("t", "sort", "sort processes", show=False),
+        Binding("s", "snapshot", "snapshot"),
+        Binding("r", "rules", "advisor rules", show=False),
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q,ctrl+c", "quit", "quit"),
+        *(Binding(str(d), f"jump({(d - 1) % 10})", show=False) for d in range(10)),
+    ]
+
+    def __init__(
+        self,
+        monitor: Monitor,
+        *,
+        snapshot_dir: Path = Path("."),
+        monotonic: Callable[[], float] = time.monotonic,
+        hostname: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.monitor = monitor
+        self.sampler: Sampler | None = None
+        self.snapshot_dir = snapshot_dir
+        self._monotonic = monotonic
+        self._hostname = hostname
+        self.selected = monitor.devices[0].index if monitor.devices else 0
+        self.finding_index = 0
+        self.overview = False
+        self.paused = False
+        self.window_index = 0
+        self.sort_index = 0
+        self.sample_error: str | None = None
+        self.palette_colours = render.Palette()
+        self._frozen_age: float | None = None
+        self._redraw_pending = False
+        self._drawable = False
+
+    # -- composition ------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield LineView(id="header")
+        with Container(id="body"):
+            with Horizontal(id="top"):
+                yield LineView(id="gpus", classes="panel")
+                yield LineView(id="detail", classes="panel")
+            with Horizontal(id="bottom"):
+                yield LineView(id="advisor", classes="panel")
+                yield LineView(id="procs", classes="panel")
+        yield LineView(id="overview", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._drawable = True
+        self._read_palette()
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
+        self.query_one("#gpus").border_title = "GPUs"
+        self.query_one("#advisor").border_title = "Advisor"
+        self.query_one("#overview").border_title = "Overview (o: back to detail)"
+        self._layout()
+        self.redraw()
+        self.set_interval(1.0, self._tick_header)
+        if self.sampler is not None:
+            self.sampler.start()
+
+    def _read_palette(self) -> None:
+        v = self.get_css_variables()
+        self.palette_colours = render.Palette(
+            ok=v.get("success", "green"),
+            warn=v.get("warning", "yellow"),
+            crit=v.get("error", "red"),
+            accent=v.get("primary", "blue"),
+            bar_bg=v.get("panel", "#333333"),
+        )
+
+    def _on_theme(self) -> None:
+        self._read_palette()
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    def on_line_view_resized(self, message: LineView.Resized) -> None:
+        # Several panels resize at once: draw once, after the layout settled.
+        message.stop()
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.call_after_refresh(self._redraw_after_resize)
+
+    def _redraw_after_resize(self) -> None:
+        self._redraw_pending = False
+        self.redraw()
+
+    def _layout(self) -> None:
+        """Panel sizes for this terminal: side by side when wide, stacked when narrow."""
+        width, height = self.size
+        rows = max(4, height - 2)  # header and footer
+        gpus = len(self.monitor.devices)
+        narrow = width < NARROW_WIDTH
+        self.screen.set_class(narrow, "-narrow")
+        self.screen.set_class(self.overview, "-overview")
+        top = self.query_one("#top")
+        if narrow:
+            gpu_rows = 1 + min(gpus, 4 if rows < 30 else 8)
+            detail_rows = 8 if rows < 30 else 16
+            rest = max(2, rows - gpu_rows - detail_rows)
+            advisor_rows = max(2, (rest + 1) // 2 + (1 if rest >= 6 else 0))
+            self.query_one("#gpus").styles.height = gpu_rows
+            self.query_one("#detail").styles.height = detail_rows
+            top.styles.height = gpu_rows + detail_rows
+            self.query_one("#advisor").styles.height = advisor_rows
+            self.query_one("#procs").styles.height = max(1, rest - advisor_rows)
+        else:
+            top_rows = min(max(gpus + 1, 17), max(8, rows - 10))
+            top.styles.height = top_rows
+            for panel in ("#gpus", "#detail"):
+                self.query_one(panel).styles.height = top_rows
+            for panel in ("#advisor", "#procs"):
+                self.query_one(panel).styles.height = "1fr"
+
+    # -- frames -----------------------------------------------------------------------
+    def on_frame_ready(self, message: FrameReady) -> None:
+        self.monitor.ingest(message.frame)
+        self.sample_error = None
+        # A read that was hung while the app closed can still arrive: draw nothing then.
+        with contextlib.suppress(NoMatches):
+            self.redraw()
+
+    def on_sample_failed(self, message: SampleFailed) -> None:
+        self.sample_error = message.error
+        with contextlib.suppress(NoMatches):
+            self._tick_header()
+
+    def _age(self) -> float | None:
+        if self.sampler is None:
+            return self._frozen_age
+        return self.sampler.age()
+
+    def _tick_header(self) -> None:
+        if self._drawable and not (self.is_headless and self.sampler is None):
+            self._draw_header()
+
+    def on_unmount(self) -> None:
+        self._drawable = False
+
+    def _draw_header(self) -> None:
+        header = self.query_one("#header", LineView)
+        frame = self.monitor.latest
+        first = self.monitor.devices[0] if self.monitor.devices else None
+        interval = (
+            self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
+        )
+        age = self._age()
+        stale = age is not None and age > max(5.0, 3 * interval) and not self.paused
+        host = (
+            self._hostname
+            or (frame.host.hostname if frame and frame.host else None)
+            or socket.gethostname()
+        )
+        state = render.HeaderState(
+            hostname=host,
+            driver=first.driver_version if first else None,
+            cuda=first.cuda_driver_version if first else None,
+            gpus=len(self.monitor.devices),
+            interval_s=interval,
+            age_s=None
+            if frame is None
+            else (age if age is not None and age >= 2 * interval else 0.0),
+            stale=stale,
+            source_label=self.monitor.source.label,
+            live=self.monitor.source.kind == "live",
+            paused=self.paused,
+            findings=len(self.monitor.findings),
+        )
+        line = render.header_line(state, self.size.width, self.palette_colours)
+        if self.sample_error and stale:
+            line.append(f"  last error: {self.sample_error}", style="dim")
+        header.set_lines([line])
+
+    # -- drawing ----------------------------------------------------------------------
+    def redraw(self) -> None:
+        """Draw the visible panels from the monitor's current state."""
+        if not self._drawable:
+            return
+        self._draw_header()
+        if isinstance(self.screen, HelpScreen | RulesScreen | FindingScreen):
+            return  # hidden panels do no work; they catch up when the screen closes
+        p = self.palette_colours
+        monitor = self.monitor
+        frame = monitor.latest
+        findings = monitor.findings
+        if self.overview:
+            view = self.query_one("#overview", LineView)
+            view.set_lines(
+                render.overview_lines(
+                    frame,
+                    monitor.devices,
+                    findings,
+                    monitor.history,
+                    self.selected,
+                    view.size.width,
+                    view.size.height,
+                    p,
+                )
+            )
+            return
+        gpus = self.query_one("#gpus", LineView)
+        gpus.set_lines(
+            render.gpu_list(
+                frame,
+                monitor.devices,
+                findings,
+                self.selected,
+                gpus.size.width,
+                gpus.size.height,
+                p,
+            )
+        )
+        device = next((d for d in monitor.devices if d.index == self.selected), None)
+        detail = self.query_one("#detail", LineView)
+        if device is not None:
+            detail.border_title = f"GPU {device.index} detail"
+            lines = render.detail_lines(
+                frame,
+                device,
+                monitor.history,
+                render.WINDOWS_S[self.window_index],
+                self._window_points(),
+                detail.size.width,
+                detail.size.height + 1,
+                p,
+            )
+            detail.set_lines(lines[1:])  # the border carries the title line
+            detail.border_subtitle = lines[0].plain[len(f"GPU {device.index} ") :]
+        procs = self.query_one("#procs", LineView)
+        sort_key = render.SORT_KEYS[self.sort_index]
+        procs.border_title = (
+            f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)"
+        )
+        processes = frame.processes_on(self.selected) if frame else ()
+        notes = [n for n in (frame.notes if frame else ()) if "PID namespace" in n]
+        procs.set_lines(
+            render.process_lines(
+                processes,
+                notes,
+                render.SORT_KEYS[self.sort_index],
+                procs.size.width,
+                procs.size.height,
+                p,
+            )
+        )
+        advisor = self.query_one("#advisor", LineView)
+        advisor.border_title = f"Advisor ({len(findings)} finding(s))" if findings else "Advisor"
+        advisor.set_lines(
+            render.advisor_lines(
+                findings,
+                self.finding_index,
+                frame.time if frame else None,
+                frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points,
+                advisor.size.width,
+                advisor.size.height,
+                p,
+            )
+        )
+
+    def _window_points(self) -> int:
+        interval = (
+            self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
+        )
+        return max(2, int(render.WINDOWS_S[self.window_index] / interval))
+
+    # -- actions ----------------------------------------------------------------------
+    def _indices(self) -> list[int]:
+        return [d.index for d in self.monitor.devices]
+
+    def action_gpu(self, step: int) -> None:
+        indices = self._indices()
+        if not indices:
+            return
+        position = indices.index(self.selected) if self.selected in indices else 0
+        self.selected = indices[(position + step) % len(indices)]
+        self.redraw()
+
+    def action_jump(self, position: int) -> None:
+        indices = self._indices()
+        if position < len(indices):
+            self.selected = indices[position]
+            self.redraw()
+
+    def action_overview(self) -> None:
+        self.overview = not self.overview
+        self._layout()
+        self.redraw()
+
+    def action_finding(self, step: int) -> None:
+        count = len(self.monitor.findings)
+        if count:
+            self.finding_index = (min(self.finding_index, count - 1) + step) % count
+            self.redraw()
+
+    def _selected_finding(self) -> Finding | None:
+        findings = self.monitor.findings
+        if not findings:
+            return None
+        return findings[min(self.finding_index, len(findings) - 1)]
+
+    def action_goto_finding(self) -> None:
+        finding = self._selected_finding()
+        if finding is not None and finding.gpu is not None:
+            self.selected = finding.gpu
+            self.overview = False
+            self._layout()
+            self.redraw()
+
+    def action_open_finding(self) -> None:
+        finding = self._selected_finding()
+        if finding is not None:
+            self.push_screen(FindingScreen(finding), self._after_modal)
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if self.sampler is not None:
+            self.sampler.set_paused(self.paused)
+        self._draw_header()
+
+    def action_interval(self, step: int) -> None:
+        if self.sampler is None:
+            return
+        current = self.sampler.interval_s
+        position = min(range(len(INTERVALS)), key=lambda i: abs(INTERVALS[i] - current))
+        new = INTERVALS[max(0, min(len(INTERVALS) - 1, position + step))]
+        new = max(MIN_INTERVAL_S, min(MAX_INTERVAL_S, new))
+        self.sampler.set_interval(new)
+        self.notify(f"Refresh every {new:g} s", timeout=2)
+        self.redraw()
+
+    def action_window(self) -> None:
+        self.window_index = (self.window_index + 1) % len(render.WINDOWS_S)
+        self.redraw()
+
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(render.SORT_KEYS)
+        self.redraw()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.BINDINGS), self._after_modal)
+
+    def action_rules(self) -> None:
+        self.push_screen(RulesScreen(), self._after_modal)
+
+    def _after_modal(self, _result: object) -> None:
+        self.redraw()
+
+    def action_snapshot(self) -> None:
+        frame = self.monitor.latest
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(frame.time if frame else time.time()))
+        base = self.snapshot_dir / f"gputui-snapshot-{stamp}"
+        document = self.monitor.snapshot()
+        outputs: tuple[tuple[Path, Callable[[], str]], ...] = (
+            (base.with_suffix(".json"), lambda: dumps(document)),
+            (base.with_suffix(".md"), lambda: markdown_report(document)),
+            (base.with_suffix(".svg"), lambda: self.export_screenshot(title="gputui snapshot")),
+        )
+        written: list[Path] = []
+        try:
+            for path, make in outputs:
+                written.append(write_atomic(path, make()))
+        except OSError as exc:
+            for path in written:  # all three or none: nothing half-written is left
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            reason = exc.strerror or str(exc)
+            self.notify(
+                f"Snapshot not saved: cannot write to {self.snapshot_dir}: {reason}",
+                title="Snapshot failed",
+                severity="error",
+                timeout=8,
+            )
+            return
+        self.notify(f"{base}.json (+ .md, .svg)", title="Snapshot saved", timeout=6)
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        self.exit(0)

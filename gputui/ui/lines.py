@@ -1,0 +1,83 @@
+"""A panel of text lines that repaints only the lines that changed.
+
+Each tick the app hands every visible panel its new lines; unchanged lines cost a
+comparison, changed ones one line of repaint. No widgets are created after mount.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+class LineView(Widget):
+    class Resized(Message):
+        """The panel's size changed: its lines must be laid out again."""
+
+    DEFAULT_CSS = """
+    LineView {
+        height: auto;
+        width: 1fr;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[Text] = []
+        self._strips: dict[int, Strip] = {}
+        self._strip_width = -1
+
+    @property
+    def lines(self) -> list[Text]:
+        return self._lines
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(line.plain for line in self._lines)
+
+    def set_lines(self, lines: Sequence[Text]) -> None:
+        new = list(lines)
+        old = self._lines
+        self._lines = new
+        if len(new) != len(old):
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        width = self.size.width
+        dirty = []
+        for y, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                self._strips.pop(y, None)
+                dirty.append(Region(0, y, width, 1))
+        if dirty:
+            self.refresh(*dirty)
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if width != self._strip_width:
+            self._strips.clear()
+            self._strip_width = width
+        strip = self._strips.get(y)
+        if strip is None:
+            style = self.rich_style
+            if y < len(self._lines):
+                text = self._lines[y].copy()
+                text.no_wrap = True
+                text.end = ""
+                strip = Strip(text.render(self.app.console)).apply_style(style)
+                strip = strip.crop_extend(0, width, style)
+            else:
+                strip = Strip.blank(width, style)
+            self._strips[y] = strip
+        return strip

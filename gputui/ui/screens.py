@@ -1,0 +1,92 @@
+"""Screens over the monitor: help, a finding in full, the advisor's rule catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gputui.advisor import RULES, Finding
+
+
+class _Modal(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,enter", "close", "close"),
+    ]
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(_Modal):
+    def __init__(self, bindings: Sequence[BindingType]) -> None:
+        super().__init__()
+        self._keys = [b for b in bindings if isinstance(b, Binding)]
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold")
+        table.add_column()
+        seen: set[str] = set()
+        for binding in self._keys:
+            if binding.action.startswith("jump("):
+                continue
+            if binding.action in seen:
+                continue
+            seen.add(binding.action)
+            keys = binding.key.replace("question_mark", "?").replace("equals_sign", "=")
+            keys = keys.replace("plus", "+").replace("minus", "-").replace(",", " / ")
+            table.add_row(keys, binding.description)
+        table.add_row("1 … 9, 0", "jump to GPU 0 … 9")
+        body = Text.assemble(
+            ("gputui keys\n\n", "bold"),
+        )
+        with VerticalScroll(id="dialog"):
+            yield Static(body)
+            yield Static(table)
+            yield Static(
+                Text("\nThe mouse works too, but nothing needs it. Esc closes.", style="dim")
+            )
+
+
+class FindingScreen(_Modal):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__()
+        self._finding = finding
+
+    def compose(self) -> ComposeResult:
+        f = self._finding
+        where = "host" if f.gpu is None else f"GPU {f.gpu}"
+        text = Text()
+        text.append(f"{f.severity.upper()}  {f.rule}  ({where})\n", style="bold")
+        text.append(f"{f.title}\n\n")
+        text.append("Evidence\n", style="bold")
+        for e in f.evidence:
+            text.append(f"  · {e}\n")
+        text.append("\nWhat to do\n", style="bold")
+        for r in f.remedies:
+            text.append(f"  → {r}\n")
+        text.append(
+            "\ngputui never changes GPU settings: remedies are for you to run.", style="dim"
+        )
+        with VerticalScroll(id="dialog"):
+            yield Static(text)
+
+
+class RulesScreen(_Modal):
+    def compose(self) -> ComposeResult:
+        table = Table(title="The advisor's rules", expand=True, show_lines=True)
+        table.add_column("rule", style="bold", no_wrap=True)
+        table.add_column("fires when")
+        table.add_column("suggests")
+        for rule in RULES:
+            table.add_row(rule.id, rule.fires_when, rule.suggests)
+        with VerticalScroll(id="dialog"):
+            yield Static(table)

@@ -1,0 +1,247 @@
+"""The app through Textual's pilot: every key, snapshots from the app, stale data."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from gputui.clocks import ManualClock
+from gputui.config import Config
+from gputui.model import DeviceInfo, Frame
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.lines import LineView
+from gputui.ui.run import make_app, make_demo_app
+from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+
+
+def text_of(app: GpuTuiApp, panel: str) -> str:
+    return app.query_one(f"#{panel}", LineView).plain
+
+
+async def test_gpu_switching_keys() -> None:
+    app = make_demo_app(None, 8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        assert app.selected == 0
+        await pilot.press("right")
+        assert app.selected == 1
+        assert app.query_one("#detail").border_title == "GPU 1 detail"
+        await pilot.press("l", "tab")
+        assert app.selected == 3
+        await pilot.press("left", "h", "shift+tab")
+        assert app.selected == 0
+        await pilot.press("left")
+        assert app.selected == 7  # wraps
+        await pilot.press("3")
+        assert app.selected == 2
+        await pilot.press("0")  # the tenth GPU does not exist: nothing happens
+        assert app.selected == 2
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.selected == 0
+        assert text_of(app, "gpus").splitlines()[0].startswith("▶0")
+
+
+async def test_overview_toggle_shows_every_gpu_as_a_card() -> None:
+    app = make_demo_app(None, 8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.screen.has_class("-overview")
+        overview = text_of(app, "overview")
+        for i in range(8):
+            assert f"╭ {i} " in overview
+        assert "thermal-throttle" in overview
+        await pilot.press("o")
+        assert not app.screen.has_class("-overview")
+
+
+async def test_findings_navigation_and_jump_to_gpu() -> None:
+    app = make_demo_app(None, 8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        findings = app.monitor.findings
+        assert findings[0].rule == "thermal-throttle" and findings[0].gpu == 1
+        advisor = text_of(app, "advisor")
+        assert "▶✖ GPU1 thermal-throttle" in advisor
+        assert "slowdown at 89 °C" in advisor  # the selected finding's evidence
+        await pilot.press("n")
+        assert app.finding_index == 1
+        await pilot.press("N", "g")
+        assert app.selected == 1
+        await pilot.press("enter")
+        assert isinstance(app.screen, FindingScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, FindingScreen)
+
+
+async def test_help_and_rules_screens() -> None:
+    app = make_demo_app(None, 4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("r")
+        assert isinstance(app.screen, RulesScreen)
+        await pilot.press("q")  # closes the screen, not the app
+        assert not isinstance(app.screen, RulesScreen)
+        assert app.is_running
+
+
+async def test_window_and_sort_keys() -> None:
+    app = make_demo_app(None, 4)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        assert "last 1 min 00 s" in text_of(app, "detail")
+        await pilot.press("w")
+        assert "last 5 min 00 s" in text_of(app, "detail")
+        procs = app.query_one("#procs")
+        assert "by GPU mem (t)" in str(procs.border_title)
+        await pilot.press("t")
+        assert "by CPU % (t)" in str(procs.border_title)
+
+
+async def test_snapshot_key_writes_json_markdown_and_svg(tmp_path: Path) -> None:
+    app = make_demo_app(None, 4, snapshot_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+    names = sorted(p.suffix for p in tmp_path.iterdir())
+    assert names == [".json", ".md", ".svg"]
+    for path in tmp_path.iterdir():
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "<svg" in next(tmp_path.glob("*.svg")).read_text()
+
+
+async def test_snapshot_into_unwritable_directory_keeps_running(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    app = make_demo_app(None, 2, snapshot_dir=missing)
+    notes: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.is_running
+    assert notes and "cannot write" in notes[0]
+    assert not missing.exists()
+
+
+async def test_snapshot_on_full_disk_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_demo_app(None, 2, snapshot_dir=tmp_path)
+    calls = {"n": 0}
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the Markdown file fails: the JSON must go too
+            raise OSError(28, "No space left on device")
+        real(fd)
+
+    notes: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        monkeypatch.setattr(os, "fsync", fsync)
+        await pilot.press("s")
+        await pilot.pause()
+        monkeypatch.setattr(os, "fsync", real)
+    assert "No space left on device" in notes[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+class StepSource:
+    """A simulated node whose reads can be made to hang, like a wedged driver."""
+
+    label = "SIMULATED"
+    kind = "simulated"
+
+    def __init__(self) -> None:
+        self.inner = SimulatedSource(resolve_scenarios("healthy", 2), clock=ManualClock(1e9))
+        self.gate = threading.Event()
+        self.gate.set()
+        self.reads = 0
+
+    def open(self) -> tuple[DeviceInfo, ...]:
+        return self.inner.open()
+
+    def read(self) -> Frame:
+        self.gate.wait()
+        self.reads += 1
+        return self.inner.read()
+
+    def close(self) -> None:
+        self.gate.set()
+
+
+async def test_live_keys_pause_interval_and_stale_data() -> None:
+    source = StepSource()
+    app = make_app(source, source.open(), Config(interval_s=0.25))
+    assert app.sampler is not None
+    mono = ManualClock(100.0)
+    app.sampler._monotonic = mono  # the age is measured on a clock the test moves
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.6)
+        assert source.reads >= 1
+        await pilot.press("p")
+        assert app.paused and app.sampler.paused
+        app._draw_header()
+        assert "PAUSED" in text_of(app, "header")
+        await pilot.press("p")
+        assert not app.sampler.paused
+        await pilot.press("plus")
+        assert app.sampler.interval_s == 0.5
+        await pilot.press("minus", "minus")
+        assert app.sampler.interval_s == 0.25
+        # the driver hangs: the screen stays responsive and says how old the data is
+        source.gate.clear()
+        await pilot.pause(0.5)
+        mono.advance(12.0)
+        app._draw_header()
+        header = text_of(app, "header")
+        assert "STALE: no data for 12 s" in header
+        await pilot.press("right")  # still responsive
+        assert app.selected == 1
+        source.gate.set()
+    assert app.sampler.stop(timeout=1.0)
+
+
+async def test_quit_key() -> None:
+    app = make_demo_app(None, 2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == 0
+
+
+async def test_sixteen_gpus_at_80x24_keep_the_selection_visible() -> None:
+    app = make_demo_app(None, 16)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("left")  # to the last GPU
+        await pilot.pause()
+        assert app.selected == 15
+        assert any(line.startswith("▶15") for line in text_of(app, "gpus").splitlines())
+        await pilot.press("o")
+        await pilot.pause()
+        assert "╭ 0 " in text_of(app, "overview")
+
+
+async def test_tiny_terminal_and_back() -> None:
+    app = make_demo_app(None, 4)
+    async with app.run_test(size=(20, 5)) as pilot:
+        await pilot.pause()
+        await pilot.resize_terminal(160, 50)
+        await pilot.pause()
+        assert "Util" in text_of(app, "detail")
+
+
+async def test_live_header_says_simulated_and_nvml_would_not() -> None:
+    app = make_demo_app(None, 2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "SIMULATED" in text_of(app, "header")
