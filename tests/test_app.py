@@ -228,6 +228,9 @@ async def test_sixteen_gpus_at_80x24_keep_the_selection_visible() -> None:
         assert any(line.startswith("▶15") for line in text_of(app, "gpus").splitlines())
         await pilot.press("o")
         await pilot.pause()
+        assert "╭ 15 " in text_of(app, "overview")  # the cards scroll to the selected GPU
+        await pilot.press("1")
+        await pilot.pause()
         assert "╭ 0 " in text_of(app, "overview")
 
 
