@@ -6,7 +6,6 @@ run uses what the first hour used. All times come from the frames, never a clock
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -112,8 +111,25 @@ class WindowStats:
     max: float
     first: float
     last: float
-    slope_per_s: float | None  # least-squares slope; None with fewer than 2 points
     span_s: float  # time between the first and last reading in the window
+    times: tuple[float, ...]  # the readings behind the figures, for the slope
+    values: tuple[float, ...]
+
+    @property
+    def slope_per_s(self) -> float | None:
+        """Least-squares slope per second; None with fewer than 2 points or no time span."""
+        n = self.count
+        if n < 2:
+            return None
+        t0 = self.times[0]
+        ts = [t - t0 for t in self.times]  # relative times keep the sums well conditioned
+        t_mean = sum(ts) / n
+        var = sum((t - t_mean) ** 2 for t in ts)
+        if var <= 1e-12:
+            return None
+        return (
+            sum((t - t_mean) * (v - self.mean) for t, v in zip(ts, self.values, strict=True)) / var
+        )
 
 
 class _GpuRings:
@@ -133,6 +149,7 @@ class History:
         self._gpus: dict[int, _GpuRings] = {}
         self._host = {name: Ring(capacity) for name in HOST_METRICS}
         self.latest: Frame | None = None
+        self._counts: dict[float, int] = {}  # window length -> ticks in it, until the next add
 
     @property
     def capacity(self) -> int:
@@ -157,6 +174,7 @@ class History:
                     rings.reasons.append(NO_REASONS)
                 self._gpus[index] = rings
         self._times.append(frame.time)
+        self._counts.clear()
         for index, rings in self._gpus.items():
             sample = present.get(index)
             if sample is None or sample.lost:
@@ -176,6 +194,9 @@ class History:
     # -- window questions --------------------------------------------------------
     def _count_since(self, seconds: float) -> int:
         """How many of the newest ticks lie within ``seconds`` of the newest one."""
+        cached = self._counts.get(seconds)
+        if cached is not None:
+            return cached
         size = len(self._times)
         if size == 0:
             return 0
@@ -187,6 +208,7 @@ class History:
                 lo = mid + 1
             else:
                 hi = mid
+        self._counts[seconds] = size - lo
         return size - lo
 
     def times(self, seconds: float | None = None) -> list[float]:
@@ -248,25 +270,20 @@ class History:
 
 
 def _stats(times: list[float], values: list[float]) -> WindowStats | None:
-    pairs = [(t, v) for t, v in zip(times, values, strict=True) if v == v and not math.isinf(v)]
-    if not pairs:
+    # The advisor asks for ~100 of these per tick: lean on C builtins, slope on demand.
+    known = [v for v in values if v == v]
+    if not known:
         return None
-    vs = [v for _, v in pairs]
-    count = len(vs)
-    mean = sum(vs) / count
-    slope: float | None = None
-    if count >= 2:
-        t_mean = sum(t for t, _ in pairs) / count
-        var = sum((t - t_mean) ** 2 for t, _ in pairs)
-        if var > 0:
-            slope = sum((t - t_mean) * (v - mean) for t, v in pairs) / var
+    if len(known) != len(values):
+        times = [t for t, v in zip(times, values, strict=True) if v == v]
     return WindowStats(
-        count=count,
-        mean=mean,
-        min=min(vs),
-        max=max(vs),
-        first=vs[0],
-        last=vs[-1],
-        slope_per_s=slope,
-        span_s=pairs[-1][0] - pairs[0][0],
+        count=len(known),
+        mean=sum(known) / len(known),
+        min=min(known),
+        max=max(known),
+        first=known[0],
+        last=known[-1],
+        span_s=times[-1] - times[0],
+        times=tuple(times),
+        values=tuple(known),
     )

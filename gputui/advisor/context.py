@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gputui.config import Thresholds
 from gputui.history import History, WindowStats
@@ -16,6 +16,8 @@ class Context:
     devices: Mapping[int, DeviceInfo]
     frame: Frame
     t: Thresholds
+    # Rules ask the same questions (is GPU 3 busy?): one answer per tick.
+    _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
 
     @property
     def now(self) -> float:
@@ -23,9 +25,13 @@ class Context:
 
     def stats(self, gpu: int, metric: str, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
-        stats = self.history.stats(gpu, metric, self.t.window_s if seconds is None else seconds)
-        if stats is None or stats.count < self.t.min_points:
-            return None
+        key = (gpu, metric, self.t.window_s if seconds is None else seconds)
+        if key in self._memo:
+            return self._memo[key]
+        stats = self.history.stats(*key)
+        if stats is not None and stats.count < self.t.min_points:
+            stats = None
+        self._memo[key] = stats
         return stats
 
     def fraction(self, gpu: int, bits: int, seconds: float | None = None) -> float | None:

@@ -98,7 +98,10 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
         ]
         if not holders:
             continue
-        util = ctx.history.stats(sample.index, "util_gpu", t.idle_allocated_s)
+        recent = ctx.stats(sample.index, "util_gpu")
+        if recent is None or recent.max > t.idle_util_pct:
+            continue  # busy lately: no need to look at the long window
+        util = ctx.stats(sample.index, "util_gpu", t.idle_allocated_s)
         if util is None or util.span_s < 0.9 * t.idle_allocated_s or util.max > t.idle_util_pct:
             continue
         lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]
