@@ -52,6 +52,17 @@ def fmt_duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def fmt_age(seconds: float) -> str:
+    """A coarse age ('<1 min', '12 min', '2 h 05 min'): it changes once a minute, not every
+    second, so a list of ages does not repaint on every tick."""
+    minutes = int(max(0.0, seconds) // 60)
+    if minutes < 1:
+        return "<1 min"
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 def short_name(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is the same on every row."""
     for prefix in ("NVIDIA ", "Tesla "):

@@ -29,6 +29,19 @@ def temperature(sample: GpuSample, device: DeviceInfo) -> str:
     return ", ".join(parts)
 
 
+def clock_and_reasons(
+    ctx: Context, sample: GpuSample, device: DeviceInfo, bits: int, share: float | None
+) -> list[str]:
+    """The SM clock against its maximum, then how often the given reasons were set."""
+    lines = []
+    clock = sm_clock(ctx, sample, device)
+    if clock:
+        lines.append(clock)
+    if share:
+        lines.append(reasons_share(ctx, sample, bits, share))
+    return lines
+
+
 def reasons_share(ctx: Context, sample: GpuSample, bits: int, share: float) -> str:
     names = describe_reasons(bits & (sample.clock_reasons or bits)) or describe_reasons(bits)
     return (

@@ -30,10 +30,7 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
         default = device.power_default_limit_w
         if default is not None and limit.mean < default - t.limit_lowered_w:
             lines.append(f"the limit is lowered from the default {default:.0f} W")
-        clock = evidence.sm_clock(ctx, sample, device)
-        if clock:
-            lines.append(clock)
-        lines.append(evidence.reasons_share(ctx, sample, ce.SW_POWER_CAP, share))
+        lines += evidence.clock_and_reasons(ctx, sample, device, ce.SW_POWER_CAP, share)
         yield Candidate(
             rule="power-cap",
             severity="warning",
@@ -85,11 +82,7 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
         lines = []
         if current is not None and default is not None:
             lines.append(f"application SM clock {current} MHz, default {default} MHz")
-        clock = evidence.sm_clock(ctx, sample, device)
-        if clock:
-            lines.append(clock)
-        if share:
-            lines.append(evidence.reasons_share(ctx, sample, ce.APPLICATIONS_CLOCKS, share))
+        lines += evidence.clock_and_reasons(ctx, sample, device, ce.APPLICATIONS_CLOCKS, share)
         yield Candidate(
             rule="clocks-limited",
             severity="warning",

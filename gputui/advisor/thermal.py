@@ -34,11 +34,7 @@ def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
         if not throttling:
             continue
         lines = [evidence.temperature(sample, device)]
-        clock = evidence.sm_clock(ctx, sample, device)
-        if clock:
-            lines.append(clock)
-        if share:
-            lines.append(evidence.reasons_share(ctx, sample, ce.THERMAL_BITS, share))
+        lines += evidence.clock_and_reasons(ctx, sample, device, ce.THERMAL_BITS, share)
         yield Candidate(
             rule="thermal-throttle",
             severity="critical",
@@ -87,10 +83,7 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
         share = ctx.fraction(sample.index, bits)
         if share is None or share < ctx.t.hw_slowdown_fraction:
             continue
-        lines = [evidence.reasons_share(ctx, sample, bits, share)]
-        clock = evidence.sm_clock(ctx, sample, device)
-        if clock:
-            lines.append(clock)
+        lines = evidence.clock_and_reasons(ctx, sample, device, bits, share)
         yield Candidate(
             rule="hw-slowdown",
             severity="critical",

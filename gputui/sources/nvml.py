@@ -545,24 +545,22 @@ class NvmlSource:
         return [array[i] for i in range(count.value)]
 
 
+# nvmlValue_t is a union: which member holds the reading depends on its valueType.
+_VALUE_MEMBERS = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+}
+
+
 def _field_number(value: Any) -> int | None:
-    kind = int(value.valueType)
-    v = value.value
-    raw: float | int
-    if kind == pynvml.NVML_VALUE_TYPE_DOUBLE:
-        raw = v.dVal
-    elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
-        raw = v.uiVal
-    elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG:
-        raw = v.ulVal
-    elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
-        raw = v.ullVal
-    elif kind == pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-        raw = v.sllVal
-    elif kind == pynvml.NVML_VALUE_TYPE_SIGNED_INT:
-        raw = v.siVal
-    else:
+    member = _VALUE_MEMBERS.get(int(value.valueType))
+    if member is None:
         return None
+    raw: float | int = getattr(value.value, member)
     if raw != raw or raw < 0:  # NaN or negative: not a reading
         return None
     return _clean(int(raw))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -31,6 +32,7 @@ class LineView(Widget):
         self._lines: list[Text] = []
         self._strips: dict[int, Strip] = {}
         self._strip_width = -1
+        self._style: Style | None = None
 
     @property
     def lines(self) -> list[Text]:
@@ -60,6 +62,11 @@ class LineView(Widget):
     def on_resize(self) -> None:
         self.post_message(self.Resized())
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style = None
+        self._strips.clear()
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines)
 
@@ -70,7 +77,9 @@ class LineView(Widget):
             self._strip_width = width
         strip = self._strips.get(y)
         if strip is None:
-            style = self.rich_style
+            style = self._style
+            if style is None:  # resolving the CSS style is costly: once per style change
+                style = self._style = self.rich_style
             if y < len(self._lines):
                 text = self._lines[y].copy()
                 text.no_wrap = True

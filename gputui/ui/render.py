@@ -17,7 +17,7 @@ from gputui.clock_events import REASONS, describe_reasons
 from gputui.history import History
 from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
 from gputui.pcie import link_bandwidth
-from gputui.units import NA, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
+from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -513,7 +513,7 @@ def advisor_lines(
         row.append("host " if f.gpu is None else f"GPU{f.gpu} ", style="bold")
         row.append(f"{f.rule} ", style=colour)
         if now is not None:
-            row.append(f"{fmt_duration(now - f.since)} ", style="dim")
+            row.append(f"{fmt_age(now - f.since)} ", style="dim")
         row.append(f.title, style="bold" if i == selected else "")
         row.truncate(width, overflow="ellipsis")
         lines.append(row)

@@ -1,0 +1,112 @@
+"""The app's cost as a user pays it: CPU, time to first frame and memory, in real tmux.
+
+Usage: python benchmarks/app_cpu.py [--gpus 1 8 16] [--seconds 60] [--size 160x50]
+
+For each GPU count it starts `python -m gputui --demo --gpus N` in a detached tmux session
+of the given size, times how long until the first frame is on the screen, lets it warm up
+for 5 s, then measures utime+stime of the app's process tree over --seconds at 1 s refresh
+and prints a table. Needs tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import psutil
+
+SESSION = "gputui-bench"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def measure(gpus: int, seconds: float, width: int, height: int) -> dict[str, float]:
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    command = f"{sys.executable} -m gputui --demo --gpus {gpus} --interval 1"
+    started = time.perf_counter()
+    tmux("new-session", "-d", "-s", SESSION, "-x", str(width), "-y", str(height), command)
+    pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
+    first_frame = float("nan")
+    deadline = started + 20
+    while time.perf_counter() < deadline:
+        screen = tmux("capture-pane", "-p", "-t", SESSION)
+        if "GPU 0 detail" in screen and "H100" in screen:
+            first_frame = time.perf_counter() - started
+            break
+        time.sleep(0.01)
+    proc = psutil.Process(pid)
+    time.sleep(5.0)  # warm-up
+    rss_start = proc.memory_info().rss
+    cpu0, wall0 = cpu_seconds(proc), time.perf_counter()
+    time.sleep(seconds)
+    cpu1, wall1 = cpu_seconds(proc), time.perf_counter()
+    rss_end = proc.memory_info().rss
+    tmux("kill-session", "-t", SESSION)
+    return {
+        "gpus": gpus,
+        "cpu_pct": 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
+        "first_frame_s": first_frame,
+        "rss_start_mb": rss_start / 2**20,
+        "rss_end_mb": rss_end / 2**20,
+    }
+
+
+def import_time() -> tuple[float, float]:
+    def run(code: str) -> float:
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    base = run("pass")
+    return run("import gputui.cli") - base, run("import gputui.ui.app") - base
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, nargs="+", default=[1, 8, 16])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--size", default="160x50")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is needed", file=sys.stderr)
+        return 1
+    width, height = (int(v) for v in args.size.split("x"))
+    cli_import, ui_import = import_time()
+    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, tmux {args.size}")
+    print(
+        f"import time: gputui.cli {cli_import * 1e3:.0f} ms, gputui.ui.app {ui_import * 1e3:.0f} ms"
+    )
+    columns = ("GPUs", "CPU % of a core", "first frame s", "RSS start MB", "RSS end MB")
+    print(" ".join(f"{c:>{w}}" for c, w in zip(columns, (4, 16, 14, 13, 11), strict=True)))
+    for gpus in args.gpus:
+        r = measure(gpus, args.seconds, width, height)
+        print(
+            f"{gpus:>4} {r['cpu_pct']:>16.2f} {r['first_frame_s']:>14.2f} "
+            f"{r['rss_start_mb']:>13.1f} {r['rss_end_mb']:>11.1f}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
