@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from gputui.sources.simulated import MIX, SCENARIOS
 
 EXIT_NO_SOURCE = 3
-COMMANDS = ("snapshot", "doctor")
+COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
 
 
 def _interval(text: str) -> float:
@@ -110,6 +110,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     _sampling_options(doctor, samples=2)
+    rec = sub.add_parser(
+        "record",
+        parents=[common],
+        help="record frames and findings to a JSON-lines file (.gz to compress)",
+        description="Record every tick (readings, processes, findings) to a JSON-lines file, "
+        "gzip-compressed with a .gz name, until --duration or Ctrl+C. Safe to stop at any "
+        "moment: the file reads back up to its last complete line. Format: docs/record.md.",
+    )
+    rec.add_argument("-o", "--output", type=Path, required=True, help="run.jsonl or run.jsonl.gz")
+    rec.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    rec.add_argument(
+        "--rotate-mb",
+        type=float,
+        default=0.0,
+        metavar="MB",
+        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older)",
+    )
+    rec.add_argument("--keep", type=int, default=5, help="rotated files to keep (default 5)")
+    replay = sub.add_parser(
+        "replay",
+        help="the monitor over a recording (pause, step, seek, speed)",
+        description="Play a recording back in the app, advisor included. Keys: p pause, "
+        ". step, [ ] seek one minute, { } ten minutes, < > speed.",
+    )
+    replay.add_argument("file", type=Path, help="a file written by gputui record")
+    replay.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
+    replay.add_argument(
+        "--start", type=float, default=0.0, metavar="SECONDS", help="start this far in"
+    )
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="serve the readings and findings to Prometheus (dcgm-exporter's metric names)",
+        description="Serve /metrics for Prometheus with dcgm-exporter's metric names and "
+        "labels, plus gputui_finding and the limits dcgm-exporter lacks. Samples on its own "
+        "interval; a scrape never waits for NVML. Listens on localhost unless told otherwise.",
+    )
+    export.add_argument(
+        "--listen",
+        default="127.0.0.1:9400",
+        metavar="HOST:PORT",
+        help="address to serve on (default 127.0.0.1:9400)",
+    )
     return parser
 
 
@@ -245,6 +288,125 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return exit_status(monitor.findings)
 
 
+def _open_live(args: argparse.Namespace) -> tuple[Monitor, Source] | int:
+    from gputui.exporters.snapshot import SourceInfo
+    from gputui.monitor import Monitor
+
+    source = make_source(args)
+    try:
+        devices = source.open()
+    except SourceUnavailable as exc:
+        return _fail(str(exc))
+    config = Config(interval_s=args.interval)
+    info = SourceInfo(source.label, source.kind, source_detail(args))
+    return Monitor(devices, config, info), source
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.exporters.record import Header, RecordWriter
+    from gputui.sampler import Sampler
+
+    opened = _open_live(args)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    header = Header(monitor.source, monitor.devices, monitor.config.interval_s)
+    try:
+        writer = RecordWriter(
+            args.output, header, max_bytes=int(args.rotate_mb * 1e6), keep=args.keep
+        )
+    except OSError as exc:
+        source.close()
+        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    print(f"gputui: recording to {args.output} (Ctrl+C to stop)", file=sys.stderr)
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            started = time.monotonic()
+            try:
+                frame = sampler.read_once()
+            except Exception as exc:  # a failed tick is skipped, the recording goes on
+                print(f"gputui: a reading failed: {exc}", file=sys.stderr)
+            else:
+                writer.write(frame, monitor.ingest(frame))
+            pause = monitor.config.interval_s - (time.monotonic() - started)
+            if deadline is not None:
+                pause = min(pause, deadline - time.monotonic())
+            if pause > 0:
+                time.sleep(pause)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        writer.close()
+        source.close()
+    print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from gputui.exporters.record import RecordingError, read_recording
+    from gputui.sources.replay import ReplaySource
+
+    try:
+        recording = read_recording(args.file)
+    except (OSError, RecordingError) as exc:
+        return _fail(str(exc) if isinstance(exc, RecordingError) else f"{args.file}: {exc}")
+    for notice in recording.notices:
+        print(f"gputui: {notice}", file=sys.stderr)
+    if not recording.ticks:
+        return _fail(f"{args.file}: the recording holds no frames")
+    from gputui.ui.run import run_replay
+
+    return run_replay(
+        ReplaySource(recording),
+        speed=args.speed,
+        start_s=args.start,
+        snapshot_dir=args.snapshot_dir,
+        notices=recording.notices,
+    )
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from prometheus_client import start_http_server
+    from prometheus_client.registry import CollectorRegistry
+
+    from gputui.exporters.prometheus import GputuiCollector
+    from gputui.sampler import Sampler
+
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"gputui: --listen wants HOST:PORT, not {args.listen!r}", file=sys.stderr)
+        return 2
+    opened = _open_live(args)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    registry = CollectorRegistry()
+    registry.register(GputuiCollector(monitor))
+    try:
+        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
+    except OSError as exc:
+        source.close()
+        print(f"gputui: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
+    sampler.start()
+    bound = f"{host}:{server.server_port}"
+    print(f"gputui: serving http://{bound}/metrics (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        if sampler.stop(timeout=2.0):
+            source.close()
+    return 0
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     source = make_source(args)
     try:
@@ -270,6 +432,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_snapshot(args)
         if args.command == "doctor":
             return cmd_doctor(args)
+        if args.command == "record":
+            return cmd_record(args)
+        if args.command == "replay":
+            return cmd_replay(args)
+        if args.command == "export":
+            return cmd_export(args)
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130

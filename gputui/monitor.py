@@ -34,9 +34,17 @@ class Monitor:
     def latest(self) -> Frame | None:
         return self.history.latest
 
-    def ingest(self, frame: Frame) -> tuple[Finding, ...]:
+    def ingest(self, frame: Frame, advise: bool = True) -> tuple[Finding, ...]:
+        """Add a frame; ``advise=False`` only fills history (catching up after a seek)."""
         self.history.add(frame)
+        if not advise:
+            return self.advisor.findings
         return self.advisor.update(self.history)
+
+    def reset(self) -> None:
+        """Forget history and findings: a replay jumped in time."""
+        self.history = History(self.config.history_points)
+        self.advisor = make_advisor(self.devices, self.advisor.thresholds)
 
     def snapshot(self, window_points: int | None = None) -> dict[str, Any]:
         return snapshot_dict(

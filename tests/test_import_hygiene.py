@@ -33,6 +33,7 @@ def test_headless_commands_do_not_load_textual() -> None:
         "import sys\n"
         "import gputui.cli, gputui.advisor, gputui.doctor, gputui.monitor\n"
         "import gputui.sources.simulated, gputui.sources.nvml, gputui.exporters.snapshot\n"
+        "import gputui.exporters.record, gputui.exporters.prometheus, gputui.sources.replay\n"
         "assert 'textual' not in sys.modules, 'the core imported textual'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -63,7 +63,8 @@ def record(obj: Any) -> dict[str, Any]:
     return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
-def _build(cls: type[T], data: Mapping[str, Any]) -> T:
+def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
+    """A model dataclass from its dict; unknown keys (a newer writer) are ignored."""
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name not in data:
@@ -102,13 +103,13 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
     gpus = []
     for entry in data["gpus"]:
         clean = {k: v for k, v in entry.items() if k != "clock_reason_names"}
-        gpus.append(_build(GpuSample, clean))
+        gpus.append(from_record(GpuSample, clean))
     host = data.get("host")
     return Frame(
         time=float(data["time"]),
         gpus=tuple(gpus),
-        host=_build(HostSample, host) if host is not None else None,
-        processes=tuple(_build(ProcessSample, p) for p in data.get("processes", ())),
+        host=from_record(HostSample, host) if host is not None else None,
+        processes=tuple(from_record(ProcessSample, p) for p in data.get("processes", ())),
         notes=tuple(data.get("notes", ())),
     )
 
@@ -174,8 +175,8 @@ def parse_snapshot(text: str) -> Snapshot:
         version=version,
         generated_at=data["generated_at"],
         gputui_version=data["gputui_version"],
-        source=_build(SourceInfo, data["source"]),
-        devices=tuple(_build(DeviceInfo, d) for d in data["devices"]),
+        source=from_record(SourceInfo, data["source"]),
+        devices=tuple(from_record(DeviceInfo, d) for d in data["devices"]),
         latest=parse_frame(data["latest"]) if data.get("latest") is not None else None,
         history_times=tuple(history["times"]),
         history_gpus={

@@ -27,6 +27,7 @@ from gputui.exporters.snapshot import dumps, markdown_report
 from gputui.model import Frame
 from gputui.monitor import Monitor
 from gputui.sampler import Sampler
+from gputui.sources.replay import ReplayEnded, ReplaySource
 from gputui.ui import render
 from gputui.ui.lines import LineView
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
@@ -72,6 +73,14 @@ class GpuTuiApp(App[int]):
         Binding("r", "rules", "advisor rules", show=False),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q,ctrl+c", "quit", "quit"),
+        # replay only (check_action hides them otherwise)
+        Binding("full_stop", "step", "replay: step", key_display="."),
+        Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),
+        Binding("right_square_bracket", "seek(60)", "replay: +1 min", key_display="]"),
+        Binding("left_curly_bracket", "seek(-600)", "replay: -10 min", key_display="{", show=False),
+        Binding("right_curly_bracket", "seek(600)", "replay: +10 min", key_display="}", show=False),
+        Binding("less_than_sign", "speed(0.5)", "replay: slower", key_display="<"),
+        Binding("greater_than_sign", "speed(2)", "replay: faster", key_display=">"),
         *(Binding(str(d), f"jump({(d - 1) % 10})", show=False) for d in range(10)),
     ]
 
@@ -86,6 +95,10 @@ class GpuTuiApp(App[int]):
         super().__init__()
         self.monitor = monitor
         self.sampler: Sampler | None = None
+        self.replay: ReplaySource | None = None
+        self.speed = 1.0
+        self.start_at: float | None = None  # a replay's first moment to show
+        self.pending_notices: list[str] = []
         self.snapshot_dir = snapshot_dir
         self._monotonic = monotonic
         self._hostname = hostname
@@ -122,7 +135,11 @@ class GpuTuiApp(App[int]):
         self.query_one("#advisor").border_title = "Advisor"
         self.query_one("#overview").border_title = "Overview (o: back to detail)"
         self._layout()
+        if self.start_at is not None:
+            self.seek_to(self.start_at)
         self.redraw()
+        for notice in self.pending_notices:
+            self.notify(notice, title="Replay", severity="warning", timeout=8)
         self.set_interval(1.0, self._tick_header)
         if self.sampler is not None:
             self.sampler.start()
@@ -191,6 +208,11 @@ class GpuTuiApp(App[int]):
             self.redraw()
 
     def on_sample_failed(self, message: SampleFailed) -> None:
+        if self.replay is not None and self.replay.at_end:
+            if not self.paused:
+                self.action_pause()
+                self.notify("End of the recording: [ and ] seek back", title="Replay", timeout=6)
+            return
         self.sample_error = message.error
         with contextlib.suppress(NoMatches):
             self._tick_header()
@@ -214,7 +236,9 @@ class GpuTuiApp(App[int]):
         interval = (
             self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
         )
-        age = self._age()
+        if self.replay is not None:
+            interval = self.replay.interval_s  # as recorded; the speed is in the label
+        age = None if self.replay is not None else self._age()
         stale = age is not None and age > max(5.0, 3 * interval) and not self.paused
         host = (
             self._hostname
@@ -231,8 +255,15 @@ class GpuTuiApp(App[int]):
             if frame is None
             else (age if age is not None and age >= 2 * interval else 0.0),
             stale=stale,
-            source_label=self.monitor.source.label,
+            source_label=(
+                f"REPLAY {self.speed:g}x" if self.replay is not None else self.monitor.source.label
+            ),
             live=self.monitor.source.kind == "live",
+            moment=(
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(frame.time))
+                if self.replay is not None and frame is not None
+                else None
+            ),
             paused=self.paused,
             findings=len(self.monitor.findings),
         )
@@ -445,3 +476,61 @@ class GpuTuiApp(App[int]):
 
     def action_quit(self) -> None:  # type: ignore[override]
         self.exit(0)
+
+    # -- replay -----------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("step", "seek", "speed"):
+            return self.replay is not None
+        if action == "interval":
+            return self.replay is None
+        return True
+
+    def action_step(self) -> None:
+        """One frame forward while paused."""
+        if self.replay is None:
+            return
+        if not self.paused:
+            self.action_pause()
+        try:
+            frame = self.replay.read()
+        except ReplayEnded:
+            self.notify("End of the recording", title="Replay", timeout=3)
+            return
+        self.monitor.ingest(frame)
+        self.redraw()
+
+    def action_seek(self, seconds: float) -> None:
+        replay, latest = self.replay, self.monitor.latest
+        if replay is None or replay.start_time is None:
+            return
+        now = latest.time if latest is not None else replay.start_time
+        self.seek_to(now + seconds)
+
+    def seek_to(self, target: float) -> None:
+        """Jump in the recording; the history and the advisor are rebuilt as they were then."""
+        replay = self.replay
+        if replay is None or replay.start_time is None or replay.end_time is None:
+            return
+        # Never before the first frame: there must be a moment to show.
+        target = min(max(target, replay.start_time + 1e-6), replay.end_time)
+        before = replay.seek(target)
+        self.monitor.reset()
+        capacity = self.monitor.history.capacity
+        advise_from = len(before) - int(self.monitor.advisor.thresholds.idle_allocated_s * 1.2)
+        for i, frame in enumerate(before[-capacity:], start=max(0, len(before) - capacity)):
+            self.monitor.ingest(frame, advise=i >= advise_from)
+        shown = self.monitor.latest.time if self.monitor.latest else target
+        self.notify(
+            f"at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(shown))}",
+            title="Replay",
+            timeout=2,
+        )
+        self.redraw()
+
+    def action_speed(self, factor: float) -> None:
+        if self.replay is None or self.sampler is None:
+            return
+        self.speed = max(0.125, min(64.0, self.speed * factor))
+        self.sampler.set_interval(self.replay.interval_s / self.speed)
+        self.notify(f"Replay at {self.speed:g}x", title="Replay", timeout=2)
+        self._draw_header()

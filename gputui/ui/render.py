@@ -116,6 +116,7 @@ class HeaderState:
     live: bool
     paused: bool
     findings: int
+    moment: str | None = None  # a replay's recorded time
 
 
 def header_line(h: HeaderState, width: int, p: Palette) -> Text:
@@ -126,6 +127,8 @@ def header_line(h: HeaderState, width: int, p: Palette) -> Text:
     if h.paused:
         text.append(" PAUSED ", style=f"bold reverse {p.warn}")
     text.append(f" {h.hostname}", style="bold")
+    if h.moment:
+        text.append(f"  {h.moment}", style="bold")
     text.append(f"  {h.gpus} GPU(s)  every {h.interval_s:g} s")
     if h.age_s is None:
         text.append("  waiting for data", style="dim")

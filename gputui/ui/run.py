@@ -12,6 +12,7 @@ from gputui.model import DeviceInfo
 from gputui.monitor import Monitor
 from gputui.sampler import Sampler
 from gputui.sources.base import Source
+from gputui.sources.replay import ReplaySource
 from gputui.ui.app import FrameReady, GpuTuiApp, SampleFailed
 
 
@@ -59,6 +60,34 @@ def make_demo_app(
         app.monitor.ingest(source.read())
         clock.advance(1.0)
     return app
+
+
+def run_replay(
+    source: ReplaySource,
+    *,
+    speed: float = 1.0,
+    start_s: float = 0.0,
+    snapshot_dir: Path = Path("."),
+    notices: Sequence[str] = (),
+) -> int:
+    """The app over a recording: the same screens and advisor, with replay keys."""
+    header = source.recording.header
+    config = Config(interval_s=max(0.05, header.interval_s / speed))
+    app = make_app(
+        source,
+        header.devices,
+        config,
+        snapshot_dir=snapshot_dir,
+        detail=header.source.detail,
+    )
+    app.replay = source
+    app.speed = speed
+    app.monitor.source = SourceInfo("REPLAY", "replay", header.source.label)
+    if start_s > 0 and source.start_time is not None:
+        app.start_at = source.start_time + start_s
+    app.pending_notices = list(notices)
+    app.run()
+    return 0
 
 
 def run_app(

@@ -43,6 +43,11 @@ class HelpScreen(_Modal):
             seen.add(binding.action)
             keys = binding.key.replace("question_mark", "?").replace("equals_sign", "=")
             keys = keys.replace("plus", "+").replace("minus", "-").replace(",", " / ")
+            keys = (
+                binding.key_display
+                if binding.action.startswith(("seek", "speed", "step")) and binding.key_display
+                else keys
+            )
             table.add_row(keys, binding.description)
         table.add_row("1 … 9, 0", "jump to GPU 0 … 9")
         body = Text.assemble(

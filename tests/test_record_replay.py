@@ -1,0 +1,205 @@
+"""Record and replay: the same frames and findings back; damaged files named by line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gputui.advisor import make_advisor
+from gputui.cli import EXIT_NO_SOURCE, main
+from gputui.clocks import ManualClock
+from gputui.config import Config
+from gputui.exporters.record import (
+    Header,
+    RecordingError,
+    RecordWriter,
+    read_recording,
+    rotated_name,
+)
+from gputui.exporters.snapshot import SourceInfo
+from gputui.history import History
+from gputui.monitor import Monitor
+from gputui.sources.replay import ReplayEnded, ReplaySource
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from gputui.ui.run import make_app
+
+
+def record_demo(path: Path, seconds: int = 90, scenario: str = "mix", gpus: int = 4) -> Monitor:
+    clock = ManualClock(1_800_000_000.0)
+    source = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
+    devices = source.open()
+    monitor = Monitor(devices, Config(), SourceInfo("SIMULATED", "simulated", scenario))
+    writer = RecordWriter(path, Header(monitor.source, devices, 1.0))
+    for _ in range(seconds):
+        frame = source.read()
+        writer.write(frame, monitor.ingest(frame))
+        clock.advance(1.0)
+    writer.close()
+    return monitor
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
+def test_round_trip_gives_the_same_frames_and_findings(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    live = record_demo(path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    recording = read_recording(path)
+    assert recording.notices == ()
+    assert recording.header.devices == live.devices
+    assert len(recording.ticks) == 90
+    assert recording.ticks[-1].frame == live.latest
+    # the advisor on the replayed frames finds exactly what it found live, tick by tick
+    advisor = make_advisor(recording.header.devices)
+    history = History(3600)
+    for tick in recording.ticks:
+        history.add(tick.frame)
+        assert advisor.update(history) == tick.findings
+    assert {f.rule for f in recording.ticks[-1].findings} >= {"thermal-throttle", "vram-pressure"}
+
+
+def test_replay_source_reads_in_order_and_seeks(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, seconds=20)
+    source = ReplaySource(read_recording(path))
+    first = source.read()
+    assert source.read().time == first.time + 1
+    before = source.seek(first.time + 10)
+    assert len(before) == 10 and source.read().time == first.time + 10
+    source.seek(first.time + 100)
+    with pytest.raises(ReplayEnded):
+        source.read()
+
+
+def test_truncated_last_line_is_skipped_with_a_notice(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, seconds=5)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # cut inside the last line
+    recording = read_recording(path)
+    assert len(recording.ticks) == 4
+    assert recording.notices and ":6:" in recording.notices[0]
+
+
+def test_damaged_line_in_the_middle_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, seconds=5)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b"{garbage"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(RecordingError, match=r"run.jsonl:4: damaged line"):
+        read_recording(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty"),
+        (b"\x00\x01\x02\xff\xfe binary", ":1: not a gputui recording"),
+        (b'{"hello": "world"}\n', ":1: not a gputui recording"),
+        (b'{"schema": "gputui.record", "version": 7}\n', "version 7"),
+    ],
+    ids=["empty", "binary", "foreign", "wrong-version"],
+)
+def test_unreadable_files_give_a_clear_error(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RecordingError, match=message):
+        read_recording(path)
+
+
+def test_replay_command_refuses_a_foreign_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    assert main(["replay", str(path)]) == EXIT_NO_SOURCE
+    assert "notes.txt:1: not a gputui recording" in capsys.readouterr().err
+
+
+def test_rotation_keeps_the_newest_files(tmp_path: Path) -> None:
+    clock = ManualClock(1e9)
+    source = SimulatedSource(resolve_scenarios("healthy", 2), clock=clock)
+    devices = source.open()
+    path = tmp_path / "run.jsonl"
+    writer = RecordWriter(
+        path, Header(SourceInfo("SIMULATED", "simulated"), devices, 1.0), max_bytes=20_000, keep=2
+    )
+    for _ in range(60):
+        writer.write(source.read())
+        clock.advance(1.0)
+    writer.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["run.1.jsonl", "run.2.jsonl", "run.jsonl"]
+    for p in tmp_path.iterdir():  # every file stands alone, with its own header
+        assert read_recording(p).ticks
+    assert rotated_name(Path("a/run.jsonl.gz"), 3) == Path("a/run.3.jsonl.gz")
+
+
+def test_recorder_killed_mid_run_leaves_a_readable_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl.gz"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gputui",
+            "record",
+            "--demo",
+            "--gpus",
+            "2",
+            "--interval",
+            "0.25",
+            "-o",
+            str(path),
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            if path.exists() and path.stat().st_size > 3000:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    recording = read_recording(path)
+    assert len(recording.ticks) >= 2
+    with gzip.open(path, "rb") as handle:  # plain gzip readers get the same lines
+        try:
+            first = handle.readline()
+        except EOFError:
+            pytest.fail("the first line must be readable")
+    assert json.loads(first)["schema"] == "gputui.record"
+
+
+async def test_replay_in_the_app_shows_the_recorded_findings(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    live = record_demo(path, seconds=120)
+    source = ReplaySource(read_recording(path))
+    header = source.recording.header
+    app = make_app(source, header.devices, Config(interval_s=0.05), live=True)
+    app.replay = source
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not source.at_end:
+            await pilot.pause(0.1)
+        await pilot.pause(0.3)
+        assert app.paused  # the end of the recording pauses the replay
+        assert {f.key for f in app.monitor.findings} == {f.key for f in live.findings}
+        await pilot.press("left_square_bracket")  # back one minute
+        await pilot.pause()
+        latest = app.monitor.latest
+        assert latest is not None and latest.time == pytest.approx(live.latest.time - 60, abs=1)  # type: ignore[union-attr]
+        before = latest.time
+        await pilot.press("full_stop")
+        assert app.monitor.latest.time == before + 1  # type: ignore[union-attr]
+        await pilot.press("greater_than_sign")
+        assert app.speed == 2.0
