@@ -57,6 +57,13 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
         help=f"simulated GPUs instead of NVML; scenario: {', '.join(SCENARIOS)} or {MIX} "
         "(default: mix, several causes at once)",
     )
+    group.add_argument(
+        "--source",
+        action="append",
+        metavar="URL",
+        help="read a remote node's Prometheus endpoint (dcgm-exporter or gputui export) "
+        "instead of local GPUs; repeat for several nodes",
+    )
     group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
     group.add_argument("--seed", type=int, help="seed of the simulation")
     group.add_argument(
@@ -74,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal GPU monitor that tells you why your training job is slow.",
         parents=[_source_options(for_command=False)],
     )
-    parser.set_defaults(gpus=4, seed=0, interval=DEFAULT_INTERVAL_S)
+    parser.set_defaults(gpus=4, seed=0, interval=DEFAULT_INTERVAL_S, source=None)
     common = _source_options(for_command=True)
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
@@ -182,6 +189,10 @@ def _normalise(argv: Sequence[str]) -> list[str]:
 
 
 def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
+    if args.source and args.demo is None:
+        from gputui.sources.remote import RemoteSource
+
+        return RemoteSource(args.source, timeout_s=min(5.0, max(0.5, args.interval)), clock=clock)
     if args.demo is not None:
         from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -193,6 +204,8 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
 
 
 def source_detail(args: argparse.Namespace) -> str | None:
+    if args.source and args.demo is None:
+        return "sources: " + ", ".join(args.source)
     if args.demo is None:
         return None
     from gputui.sources.simulated import resolve_scenarios

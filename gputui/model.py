@@ -45,6 +45,9 @@ class DeviceInfo:
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     gpm_supported: bool | None = None
+    #: the node it lives on, and its index there, when read from a remote source
+    node: str | None = None
+    node_index: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

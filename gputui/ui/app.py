@@ -266,6 +266,8 @@ class GpuTuiApp(App[int]):
             ),
             paused=self.paused,
             findings=len(self.monitor.findings),
+            nodes=len({d.node for d in self.monitor.devices if d.node is not None}),
+            down=sum(1 for n in (frame.notes if frame else ()) if n.startswith("node ")),
         )
         line = render.header_line(state, self.size.width, self.palette_colours)
         if self.sample_error and stale:
@@ -333,7 +335,8 @@ class GpuTuiApp(App[int]):
             f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)"
         )
         processes = frame.processes_on(self.selected) if frame else ()
-        notes = [n for n in (frame.notes if frame else ()) if "PID namespace" in n]
+        all_notes = frame.notes if frame else ()
+        notes = [n for n in all_notes if "PID namespace" in n]
         procs.set_lines(
             render.process_lines(
                 processes,
@@ -355,6 +358,7 @@ class GpuTuiApp(App[int]):
                 advisor.size.width,
                 advisor.size.height,
                 p,
+                notes=[n for n in all_notes if "PID namespace" not in n],
             )
         )
 

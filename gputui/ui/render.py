@@ -117,6 +117,8 @@ class HeaderState:
     paused: bool
     findings: int
     moment: str | None = None  # a replay's recorded time
+    nodes: int = 1
+    down: int = 0
 
 
 def header_line(h: HeaderState, width: int, p: Palette) -> Text:
@@ -136,6 +138,10 @@ def header_line(h: HeaderState, width: int, p: Palette) -> Text:
         text.append(f"  STALE: no data for {fmt_duration(h.age_s)}", style=f"bold {p.crit}")
     elif h.age_s > 0:
         text.append(f"  data {h.age_s:.0f} s old", style=p.warn)
+    if h.nodes > 1:
+        text.append(f"  {h.nodes} nodes")
+    if h.down:
+        text.append(f"  {h.down} node(s) down", style=f"bold {p.crit}")
     if h.findings:
         text.append(f"  {h.findings} finding(s)", style=f"bold {p.warn}")
     text.append(f"  driver {h.driver or NA}  CUDA {h.cuda or NA}", style="dim")
@@ -190,14 +196,23 @@ def gpu_list(
     p: Palette,
 ) -> list[Text]:
     samples = {s.index: s for s in frame.gpus} if frame is not None else {}
-    rows = [
-        gpu_row(samples.get(d.index), d, worst(findings, d.index), d.index == selected, width, p)
-        for d in devices
-    ]
+    rows: list[Text] = []
+    position = 0
+    node: str | None = None
+    for d in devices:
+        if d.node is not None and d.node != node:  # remote sources: GPUs grouped by node
+            node = d.node
+            rows.append(Text(f"── {node} " + "─" * max(0, width - len(node) - 4), style="bold dim"))
+        if d.index == selected:
+            position = len(rows)
+        rows.append(
+            gpu_row(
+                samples.get(d.index), d, worst(findings, d.index), d.index == selected, width, p
+            )
+        )
     if height <= 0 or len(rows) <= height:
         return rows
     # Keep the selected GPU in view when the list is longer than the panel.
-    position = next((i for i, d in enumerate(devices) if d.index == selected), 0)
     start = min(max(0, position - height // 2), len(rows) - height)
     return rows[start : start + height]
 
@@ -492,6 +507,26 @@ def advisor_lines(
     width: int,
     height: int,
     p: Palette,
+    notes: Sequence[str] = (),
+) -> list[Text]:
+    """The findings, most severe first, the selected one's evidence and remedies below;
+    the source's notes (a node down, rules that cannot run) at the end."""
+    lines = _finding_lines(findings, selected, now, waiting, width, height - len(notes), p)
+    for note in notes[: max(0, height - len(lines))]:
+        line = Text(f"! {note}", style=p.warn if "down" in note else "dim")
+        line.truncate(width, overflow="ellipsis")
+        lines.append(line)
+    return lines
+
+
+def _finding_lines(
+    findings: Sequence[Finding],
+    selected: int,
+    now: float | None,
+    waiting: bool,
+    width: int,
+    height: int,
+    p: Palette,
 ) -> list[Text]:
     if not findings:
         if waiting:
@@ -559,7 +594,8 @@ def card(
     """
     inner = width - 2
     border = f"bold {p.accent}" if selected else "dim"
-    title = f" {device.index} {short_name(device.name)} "[:inner]
+    where = f"{device.node}:{device.node_index} " if device.node is not None else ""
+    title = f" {device.index} {where}{short_name(device.name)} "[:inner]
     top = Text()
     top.append("╭", style=border)
     top.append(title, style="bold")

@@ -1,0 +1,301 @@
+"""Remote nodes: GPUs read from Prometheus endpoints (dcgm-exporter or `gputui export`).
+
+Each tick fetches every endpoint in parallel with a deadline; a node that times out, resets
+or sends something that is not an exposition is marked down for that tick and the other
+nodes keep updating. GPUs get one index across all nodes, in the order the endpoints were
+given; ``DeviceInfo.node`` says where each lives.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.model import DeviceInfo, Frame, GpuSample
+from gputui.sources.base import SourceKind, SourceUnavailable
+
+MIB = 1024**2
+MAX_BYTES = 10 * 1024 * 1024
+# DCGM's "blank" values (not supported / no data) start here, for every value type.
+_DCGM_BLANK_INT32 = 0x7FFFFFF0
+_DCGM_BLANK_FP64 = 140737488355328.0
+
+# Rules that need what an exporter does not carry: processes and the host.
+RULES_WITHOUT_REMOTE_DATA = (
+    "input-starved",
+    "io-bound",
+    "host-memory-pressure",
+    "idle-allocated",
+    "cuda-launch-blocking",
+    "cuda-driver-mismatch",
+    "straggler",
+)
+
+
+def _scaled(factor: float) -> Callable[[float], float]:
+    return lambda v: v * factor
+
+
+# exposition name -> (GpuSample field, conversion)
+SAMPLE_FIELDS: dict[str, tuple[str, Callable[[float], Any]]] = {
+    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu", float),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem", float),
+    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock_mhz", int),
+    "DCGM_FI_DEV_MEM_CLOCK": ("mem_clock_mhz", int),
+    "DCGM_FI_DEV_GPU_TEMP": ("temp_c", float),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("mem_temp_c", float),
+    "DCGM_FI_DEV_FAN_SPEED": ("fan_pct", float),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", float),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", float),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_j", _scaled(1e-3)),
+    "DCGM_FI_DEV_FB_USED": ("mem_used", lambda v: int(v * MIB)),
+    "DCGM_FI_DEV_FB_FREE": ("mem_free", lambda v: int(v * MIB)),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("clock_reasons", int),
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("clock_reasons", int),  # its older name
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_count", int),
+    "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_gen", int),
+    "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("pcie_width", int),
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": ("ecc_volatile_corrected", int),
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("ecc_volatile_uncorrected", int),
+    "DCGM_FI_PROF_SM_ACTIVE": ("sm_activity", _scaled(100.0)),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_activity", _scaled(100.0)),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_bps", float),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_bps", float),
+}
+
+# exposition name -> (DeviceInfo field, conversion): limits, from DCGM or `gputui export`
+DEVICE_FIELDS: dict[str, tuple[str, Callable[[float], Any]]] = {
+    "DCGM_FI_DEV_SLOWDOWN_TEMP": ("temp_slowdown_c", float),
+    "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temp_shutdown_c", float),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": ("power_default_limit_w", float),
+    "DCGM_FI_DEV_MAX_SM_CLOCK": ("max_sm_clock_mhz", int),
+    "DCGM_FI_DEV_MAX_MEM_CLOCK": ("max_mem_clock_mhz", int),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("pcie_max_gen", int),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": ("pcie_max_width", int),
+    "gputui_temp_slowdown_celsius": ("temp_slowdown_c", float),
+    "gputui_temp_shutdown_celsius": ("temp_shutdown_c", float),
+    "gputui_power_default_limit_watts": ("power_default_limit_w", float),
+    "gputui_sm_clock_max_mhz": ("max_sm_clock_mhz", int),
+    "gputui_pcie_max_gen": ("pcie_max_gen", int),
+    "gputui_pcie_max_width": ("pcie_max_width", int),
+}
+
+
+class ScrapeError(Exception):
+    pass
+
+
+def _valid(value: float) -> bool:
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        return False
+    if value >= _DCGM_BLANK_FP64:
+        return False
+    return not (value.is_integer() and _DCGM_BLANK_INT32 <= value <= 0xFFFFFFFF)
+
+
+@dataclass
+class NodeGpu:
+    """One GPU of one scrape: its labels and its numbers."""
+
+    gpu: int
+    labels: dict[str, str]
+    values: dict[str, float] = field(default_factory=dict)
+
+
+def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
+    """The node's host name (if labelled) and its GPUs, from a Prometheus text exposition."""
+    hostname: str | None = None
+    gpus: dict[int, NodeGpu] = {}
+    try:
+        families = list(text_string_to_metric_families(text))
+    except Exception as exc:  # the parser raises ValueError and friends on garbage
+        raise ScrapeError(f"not a Prometheus exposition ({type(exc).__name__})") from exc
+    for family in families:
+        for sample in family.samples:
+            name = sample.name
+            if name not in SAMPLE_FIELDS and name not in DEVICE_FIELDS:
+                continue
+            labels = sample.labels
+            gpu_label = labels.get("gpu")
+            if gpu_label is None or not gpu_label.isdigit():
+                continue
+            hostname = hostname or labels.get("Hostname") or labels.get("hostname")
+            entry = gpus.setdefault(int(gpu_label), NodeGpu(int(gpu_label), dict(labels)))
+            if _valid(float(sample.value)):
+                entry.values[name] = float(sample.value)
+    if not gpus:
+        raise ScrapeError("no GPU metrics in the answer")
+    return hostname, gpus
+
+
+def fetch(url: str, timeout: float) -> str:
+    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body: bytes = response.read(MAX_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise ScrapeError(f"HTTP {exc.code}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ScrapeError(f"unreachable ({reason})") from exc
+    if len(body) > MAX_BYTES:
+        raise ScrapeError("answer larger than 10 MB")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScrapeError("answer is not text") from exc
+
+
+@dataclass
+class _Node:
+    url: str
+    name: str
+    first_index: int = 0
+    gpus: tuple[int, ...] = ()  # the node's own GPU numbers, in our index order
+    pending: Future[str] | None = None
+    down: str | None = None
+
+
+class RemoteSource:
+    label = "REMOTE"
+    kind: SourceKind = "remote"
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        timeout_s: float = 2.0,
+        clock: Callable[[], float] = time.time,
+        fetcher: Callable[[str, float], str] = fetch,
+    ) -> None:
+        self._nodes = [
+            _Node(url=_metrics_url(u), name=urllib.parse.urlsplit(_metrics_url(u)).netloc)
+            for u in urls
+        ]
+        self._timeout = timeout_s
+        self._clock = clock
+        self._fetch = fetcher
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, len(urls)), thread_name_prefix="gputui-remote"
+        )
+        self._devices: list[DeviceInfo] = []
+
+    def open(self) -> tuple[DeviceInfo, ...]:
+        results = self._scrape()
+        devices: list[DeviceInfo] = []
+        for node in self._nodes:
+            result = results.get(node.url)
+            if isinstance(result, ScrapeError) or result is None:
+                continue
+            hostname, gpus = result
+            node.name = hostname or node.name
+            node.first_index = len(devices)
+            node.gpus = tuple(sorted(gpus))
+            for number in node.gpus:
+                devices.append(_device(len(devices), node.name, gpus[number]))
+        if not devices:
+            reasons = "; ".join(f"{n.url}: {results.get(n.url)}" for n in self._nodes)
+            raise SourceUnavailable(f"no GPUs could be read from the sources ({reasons}).")
+        self._devices = devices
+        return tuple(devices)
+
+    def _scrape(self) -> dict[str, tuple[str | None, dict[int, NodeGpu]] | ScrapeError]:
+        started = time.monotonic()
+        for node in self._nodes:
+            if node.pending is None:  # a node still hanging from before is not asked again
+                node.pending = self._pool.submit(self._fetch, node.url, self._timeout)
+        out: dict[str, tuple[str | None, dict[int, NodeGpu]] | ScrapeError] = {}
+        for node in self._nodes:
+            assert node.pending is not None
+            left = max(0.0, self._timeout - (time.monotonic() - started))
+            try:
+                text = node.pending.result(timeout=left)
+            except FuturesTimeout:
+                out[node.url] = ScrapeError(f"no answer within {self._timeout:g} s")
+                continue
+            except ScrapeError as exc:
+                node.pending = None
+                out[node.url] = exc
+                continue
+            except Exception as exc:
+                node.pending = None
+                out[node.url] = ScrapeError(f"{type(exc).__name__}: {exc}")
+                continue
+            node.pending = None
+            try:
+                out[node.url] = parse_exposition(text)
+            except ScrapeError as exc:
+                out[node.url] = exc
+        return out
+
+    def read(self) -> Frame:
+        now = self._clock()
+        results = self._scrape()
+        samples: list[GpuSample] = []
+        notes: list[str] = []
+        for node in self._nodes:
+            result = results.get(node.url)
+            if isinstance(result, ScrapeError) or result is None:
+                node.down = str(result)
+                if node.gpus:
+                    notes.append(f"node {node.name} is down: {result}")
+                else:
+                    notes.append(f"node {node.url} gave no GPUs at start: {result}")
+                continue
+            node.down = None
+            _hostname, gpus = result
+            for offset, number in enumerate(node.gpus):
+                entry = gpus.get(number)
+                if entry is not None:
+                    samples.append(_sample(node.first_index + offset, entry))
+        notes.append(
+            "remote source: no process or host readings, so these rules cannot run: "
+            + ", ".join(RULES_WITHOUT_REMOTE_DATA)
+        )
+        return Frame(time=now, gpus=tuple(samples), notes=tuple(notes))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _metrics_url(url: str) -> str:
+    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    path = parts.path if parts.path not in ("", "/") else "/metrics"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
+    labels = entry.labels
+    facts: dict[str, Any] = {}
+    for name, (attr, convert) in DEVICE_FIELDS.items():
+        if name in entry.values:
+            facts[attr] = convert(entry.values[name])
+    info = DeviceInfo(
+        index=index,
+        name=labels.get("modelName") or f"GPU {entry.gpu}",
+        uuid=labels.get("UUID") or labels.get("uuid"),
+        pci_bus_id=labels.get("pci_bus_id"),
+        node=node,
+        node_index=entry.gpu,
+    )
+    return replace(info, **facts)
+
+
+def _sample(index: int, entry: NodeGpu) -> GpuSample:
+    fields: dict[str, Any] = {}
+    for name, (attr, convert) in SAMPLE_FIELDS.items():
+        if name in entry.values:
+            fields[attr] = convert(entry.values[name])
+    used, free = fields.get("mem_used"), fields.get("mem_free")
+    if used is not None and free is not None:
+        fields["mem_total"] = used + free
+    return GpuSample(index=index, **fields)

@@ -1,0 +1,177 @@
+"""Remote nodes over Prometheus endpoints served on 127.0.0.1: healthy, hanging, garbage."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from gputui import clock_events as ce
+from gputui.cli import main
+from gputui.clocks import ManualClock
+from gputui.config import Config
+from gputui.exporters.prometheus import GputuiCollector
+from gputui.exporters.snapshot import SourceInfo
+from gputui.monitor import Monitor
+from gputui.sources.remote import RemoteSource, parse_exposition
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from gputui.ui.lines import LineView
+from gputui.ui.run import make_app
+
+FIXTURE = (Path(__file__).parent / "fixtures" / "dcgm_exporter.txt").read_text()
+
+
+def dcgm_payload(host: str, lowercase: bool = False) -> bytes:
+    text = FIXTURE.replace("{HOST}", host)
+    if lowercase:  # the GPU operator on Kubernetes labels it so, with pod labels beside
+        text = text.replace('Hostname="', 'container="train",namespace="ml",hostname="')
+    return text.encode()
+
+
+def serve(handler: Callable[[BaseHTTPRequestHandler], None]) -> tuple[str, ThreadingHTTPServer]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            handler(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/metrics", server
+
+
+def answer(body: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", "text/plain; version=0.0.4")
+        request.end_headers()
+        request.wfile.write(body)
+
+    return handle
+
+
+def hang(request: BaseHTTPRequestHandler) -> None:
+    time.sleep(30)
+
+
+@pytest.fixture
+def servers() -> Iterator[dict[str, str]]:
+    started = {
+        "healthy": serve(answer(dcgm_payload("gpu-node-a"))),
+        "k8s": serve(answer(dcgm_payload("gpu-node-b", lowercase=True))),
+        "hang": serve(hang),
+        "garbage": serve(answer(b"\x00\xff<html>this is not metrics{{{\n" * 1000)),
+    }
+    yield {name: url for name, (url, _) in started.items()}
+    for _, server in started.values():
+        server.shutdown()
+
+
+def test_parse_dcgm_exporter_payload() -> None:
+    host, gpus = parse_exposition(dcgm_payload("n1").decode())
+    assert host == "n1" and sorted(gpus) == [0, 1]
+    assert gpus[0].values["DCGM_FI_DEV_GPU_TEMP"] == 90
+    assert "DCGM_FI_DEV_FAN_SPEED" not in gpus[0].values  # DCGM's blank: not supported
+
+
+def test_healthy_node_stays_live_beside_a_hanging_and_a_garbage_one(
+    servers: dict[str, str],
+) -> None:
+    source = RemoteSource(
+        [servers["healthy"], servers["hang"], servers["garbage"]],
+        timeout_s=0.5,
+        clock=ManualClock(1e9),
+    )
+    devices = source.open()
+    assert [(d.node, d.node_index) for d in devices] == [("gpu-node-a", 0), ("gpu-node-a", 1)]
+    assert devices[0].uuid == "GPU-0b1c8d6e-aaaa-bbbb-cccc-000000000000"
+    for _ in range(3):
+        started = time.monotonic()
+        frame = source.read()
+        assert time.monotonic() - started < 1.5  # the hanging node costs at most the deadline
+        assert [s.index for s in frame.gpus] == [0, 1]
+        s = frame.gpus[0]
+        assert s.temp_c == 90 and s.sm_clock_mhz == 1380 and s.fan_pct is None
+        assert s.clock_reasons == ce.SW_THERMAL | ce.HW_THERMAL  # the old THROTTLE name
+        assert s.mem_used == 61164 * 1024**2 and s.mem_total == (61164 + 19891) * 1024**2
+        assert s.sm_activity == pytest.approx(81.2361)
+        down = [n for n in frame.notes if n.startswith("node ")]
+        assert len(down) == 2 and any("timed out" in n or "no answer within" in n for n in down)
+        assert any("not a Prometheus exposition" in n or "not text" in n for n in down)
+    source.close()
+
+
+def test_two_nodes_side_by_side_and_lowercase_hostname(servers: dict[str, str]) -> None:
+    source = RemoteSource([servers["healthy"], servers["k8s"]], timeout_s=1.0)
+    devices = source.open()
+    assert [d.node for d in devices] == ["gpu-node-a"] * 2 + ["gpu-node-b"] * 2
+    assert [d.index for d in devices] == [0, 1, 2, 3]
+    assert len(source.read().gpus) == 4
+    source.close()
+
+
+def test_gputui_export_feeds_a_remote_gputui(servers: dict[str, str]) -> None:
+    """`gputui export` on one node, `gputui --source` on another: limits come across."""
+    clock = ManualClock(1.8e9)
+    sim = SimulatedSource(resolve_scenarios("thermal", 2), clock=clock)
+    monitor = Monitor(sim.open(), Config(), SourceInfo("SIMULATED", "simulated"))
+    for _ in range(60):
+        monitor.ingest(sim.read())
+        clock.advance(1.0)
+    from prometheus_client import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(GputuiCollector(monitor, hostname="sim-node"))
+    url, server = serve(answer(generate_latest(registry)))
+    try:
+        remote = RemoteSource([url], timeout_s=1.0, clock=ManualClock(1e9))
+        devices = remote.open()
+        assert devices[0].temp_slowdown_c == 89.0 and devices[0].max_sm_clock_mhz == 1980
+        # the advisor runs on remote readings where the metrics allow
+        remote_monitor = Monitor(devices, Config(), SourceInfo("REMOTE", "remote"))
+        clock2 = ManualClock(1e9)
+        remote._clock = clock2
+        for _ in range(20):
+            remote_monitor.ingest(remote.read())
+            clock2.advance(1.0)
+        assert {f.rule for f in remote_monitor.findings} == {"thermal-throttle"}
+        remote.close()
+    finally:
+        server.shutdown()
+
+
+def test_snapshot_command_with_sources(
+    servers: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["snapshot", "--source", servers["healthy"], "--source", servers["garbage"]]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["source"]["label"] == "REMOTE"
+    assert [d["node"] for d in document["devices"]] == ["gpu-node-a", "gpu-node-a"]
+
+
+def test_no_source_answers(servers: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "--source", servers["garbage"]]) == 3
+    assert "no GPUs could be read" in capsys.readouterr().err
+
+
+async def test_app_shows_two_nodes_grouped(servers: dict[str, str]) -> None:
+    source = RemoteSource([servers["healthy"], servers["k8s"], servers["garbage"]], timeout_s=0.5)
+    app = make_app(source, source.open(), Config(interval_s=0.25))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause(1.0)
+        gpus = app.query_one("#gpus", LineView).plain
+        assert "── gpu-node-a" in gpus and "── gpu-node-b" in gpus
+        assert "2 nodes" in app.query_one("#header", LineView).plain
+        assert "node(s) down" in app.query_one("#header", LineView).plain
+        assert "cannot run" in app.query_one("#advisor", LineView).plain
+    if app.sampler is not None:
+        app.sampler.stop()
+    source.close()
