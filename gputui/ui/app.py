@@ -316,7 +316,7 @@ class GpuTuiApp(App[int]):
         device = next((d for d in monitor.devices if d.index == self.selected), None)
         detail = self.query_one("#detail", LineView)
         if device is not None:
-            detail.border_title = f"GPU {device.index} detail"
+            _titled(detail, f"GPU {device.index} detail")
             lines = render.detail_lines(
                 frame,
                 device,
@@ -328,12 +328,10 @@ class GpuTuiApp(App[int]):
                 p,
             )
             detail.set_lines(lines[1:])  # the border carries the title line
-            detail.border_subtitle = lines[0].plain[len(f"GPU {device.index} ") :]
+            _titled(detail, subtitle=lines[0].plain[len(f"GPU {device.index} ") :])
         procs = self.query_one("#procs", LineView)
         sort_key = render.SORT_KEYS[self.sort_index]
-        procs.border_title = (
-            f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)"
-        )
+        _titled(procs, f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)")
         processes = frame.processes_on(self.selected) if frame else ()
         all_notes = frame.notes if frame else ()
         notes = [n for n in all_notes if "PID namespace" in n]
@@ -348,7 +346,7 @@ class GpuTuiApp(App[int]):
             )
         )
         advisor = self.query_one("#advisor", LineView)
-        advisor.border_title = f"Advisor ({len(findings)} finding(s))" if findings else "Advisor"
+        _titled(advisor, f"Advisor ({len(findings)} finding(s))" if findings else "Advisor")
         advisor.set_lines(
             render.advisor_lines(
                 findings,
@@ -538,3 +536,11 @@ class GpuTuiApp(App[int]):
         self.sampler.set_interval(self.replay.interval_s / self.speed)
         self.notify(f"Replay at {self.speed:g}x", title="Replay", timeout=2)
         self._draw_header()
+
+
+def _titled(panel: LineView, title: str | None = None, subtitle: str | None = None) -> None:
+    """Set a panel's border texts only when they change: each set repaints the whole panel."""
+    if title is not None and panel.border_title != title:
+        panel.border_title = title
+    if subtitle is not None and panel.border_subtitle != subtitle:
+        panel.border_subtitle = subtitle

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
@@ -51,11 +52,19 @@ class LineView(Widget):
             self.refresh(layout=True)
             return
         width = self.size.width
-        dirty = []
+        dirty: list[Region] = []
+        start = -1
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
             if a != b:
                 self._strips.pop(y, None)
-                dirty.append(Region(0, y, width, 1))
+                if start < 0:
+                    start = y
+            elif start >= 0:
+                # adjacent changed lines make one region: fewer chops for the compositor
+                dirty.append(Region(0, start, width, y - start))
+                start = -1
+        if start >= 0:
+            dirty.append(Region(0, start, width, len(new) - start))
         if dirty:
             self.refresh(*dirty)
 
@@ -82,10 +91,11 @@ class LineView(Widget):
                 style = self._style = self.rich_style
             if y < len(self._lines):
                 text = self._lines[y].copy()
-                text.no_wrap = True
                 text.end = ""
-                strip = Strip(text.render(self.app.console)).apply_style(style)
-                strip = strip.crop_extend(0, width, style)
+                # Fitted to the width first, so the strip's length is known, not measured.
+                text.truncate(width, overflow="crop", pad=True)
+                segments = Segment.apply_style(text.render(self.app.console), style)
+                strip = Strip(segments, width)
             else:
                 strip = Strip.blank(width, style)
             self._strips[y] = strip
