@@ -27,7 +27,6 @@ REASONS: Final[tuple[tuple[int, str, str, str], ...]] = (
     (GPU_IDLE, "gpu_idle", "idle", "idle"),
 )
 
-BIT_BY_NAME: Final[dict[str, int]] = {name: bit for bit, name, _, _ in REASONS}
 
 THERMAL_BITS: Final = SW_THERMAL | HW_THERMAL
 

@@ -61,9 +61,6 @@ class Ring:
             return self._data[a : a + n].tolist()
         return self._data[a:].tolist() + self._data[: a + n - self._capacity].tolist()
 
-    def last(self) -> float | None:
-        return self[-1] if self._size else None
-
 
 def _f(value: float | int | bool | None) -> float:
     return NAN if value is None else float(value)
@@ -254,10 +251,6 @@ class History:
         if not known:
             return None
         return sum(1 for r in known if r & bits) / len(known)
-
-    def reasons(self, gpu: int, points: int | None = None) -> list[int]:
-        rings = self._gpus.get(gpu)
-        return [] if rings is None else [int(r) for r in rings.reasons.tail(points)]
 
     def memory_bytes(self) -> int:
         """Bytes held by the ring buffers: constant once constructed for every GPU."""

@@ -61,10 +61,6 @@ class Context:
         return self.frame.processes_on(gpu)
 
 
-def pct(part: float, whole: float) -> float:
-    return 100.0 * part / whole if whole else 0.0
-
-
 def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB/s"
 

@@ -110,7 +110,6 @@ class GpuTuiApp(App[int]):
         self.sort_index = 0
         self.sample_error: str | None = None
         self.palette_colours = render.Palette()
-        self._frozen_age: float | None = None
         self._redraw_pending = False
         self._drawable = False
 
@@ -218,9 +217,7 @@ class GpuTuiApp(App[int]):
             self._tick_header()
 
     def _age(self) -> float | None:
-        if self.sampler is None:
-            return self._frozen_age
-        return self.sampler.age()
+        return None if self.sampler is None else self.sampler.age()
 
     def _tick_header(self) -> None:
         if self._drawable and not (self.is_headless and self.sampler is None):
