@@ -144,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("file", type=Path, help="a file written by gputui record")
     replay.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
     replay.add_argument(
-        "--start", type=float, default=0.0, metavar="SECONDS", help="start this far in"
+        "--start",
+        default="0",
+        metavar="WHEN",
+        help="where to start: seconds into the recording (90), or a clock time (14:05[:30])",
     )
     export = sub.add_parser(
         "export",
@@ -370,15 +373,39 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"gputui: {notice}", file=sys.stderr)
     if not recording.ticks:
         return _fail(f"{args.file}: the recording holds no frames")
+    try:
+        start_s = _start_offset(args.start, recording.ticks[0].frame.time)
+    except ValueError:
+        print(f"gputui: --start wants seconds or HH:MM[:SS], not {args.start!r}", file=sys.stderr)
+        return 2
     from gputui.ui.run import run_replay
 
     return run_replay(
         ReplaySource(recording),
         speed=args.speed,
-        start_s=args.start,
+        start_s=start_s,
         snapshot_dir=args.snapshot_dir,
         notices=recording.notices,
     )
+
+
+def _start_offset(text: str, first: float) -> float:
+    """Seconds after the recording's first frame: '90', or a clock time on its first day."""
+    if ":" not in text:
+        return max(0.0, float(text))
+    parts = [int(p) for p in text.split(":")]
+    if (
+        len(parts) not in (2, 3)
+        or not 0 <= parts[0] < 24
+        or not all(0 <= p < 60 for p in parts[1:])
+    ):
+        raise ValueError(text)
+    hour, minute, second = (*parts, 0)[:3]
+    day = time.localtime(first)
+    wanted = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hour, minute, second, 0, 0, -1))
+    if wanted < first:
+        wanted += 86400  # a time before the start means the next day
+    return wanted - first
 
 
 def cmd_export(args: argparse.Namespace) -> int:

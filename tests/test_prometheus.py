@@ -66,6 +66,7 @@ def test_dcgm_names_labels_and_units() -> None:
         "device": "nvidia1",
         "modelName": "NVIDIA H100 80GB HBM3",
         "Hostname": "node-7",
+        "DCGM_FI_DRIVER_VERSION": "550.54.15",
     }
     assert temp == monitor.latest.gpus[1].temp_c  # type: ignore[union-attr]
     fb = dict((lab["gpu"], v) for lab, v in metrics["DCGM_FI_DEV_FB_USED"])

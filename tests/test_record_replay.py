@@ -203,3 +203,15 @@ async def test_replay_in_the_app_shows_the_recorded_findings(tmp_path: Path) -> 
         assert app.monitor.latest.time == before + 1  # type: ignore[union-attr]
         await pilot.press("greater_than_sign")
         assert app.speed == 2.0
+
+
+def test_start_as_seconds_or_clock_time() -> None:
+    from gputui.cli import _start_offset
+
+    first = time.mktime((2026, 12, 2, 14, 0, 0, 0, 0, -1))
+    assert _start_offset("90", first) == 90
+    assert _start_offset("14:05", first) == 300
+    assert _start_offset("14:05:30", first) == 330
+    assert _start_offset("13:00", first) == 23 * 3600  # before the start: the next day
+    with pytest.raises(ValueError):
+        _start_offset("25:00", first)

@@ -92,6 +92,7 @@ def test_healthy_node_stays_live_beside_a_hanging_and_a_garbage_one(
     devices = source.open()
     assert [(d.node, d.node_index) for d in devices] == [("gpu-node-a", 0), ("gpu-node-a", 1)]
     assert devices[0].uuid == "GPU-0b1c8d6e-aaaa-bbbb-cccc-000000000000"
+    assert devices[0].driver_version == "550.54.15"
     for _ in range(3):
         started = time.monotonic()
         frame = source.read()
@@ -144,6 +145,17 @@ def test_gputui_export_feeds_a_remote_gputui(servers: dict[str, str]) -> None:
             clock2.advance(1.0)
         assert {f.rule for f in remote_monitor.findings} == {"thermal-throttle"}
         remote.close()
+    finally:
+        server.shutdown()
+
+
+def test_two_endpoints_on_one_host_stay_apart(servers: dict[str, str]) -> None:
+    second, server = serve(answer(dcgm_payload("gpu-node-a")))
+    try:
+        source = RemoteSource([servers["healthy"], second], timeout_s=1.0)
+        nodes = {d.node for d in source.open()}
+        assert len(nodes) == 2 and all(n.startswith("gpu-node-a@127.0.0.1:") for n in nodes)
+        source.close()
     finally:
         server.shutdown()
 

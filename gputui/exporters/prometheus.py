@@ -19,7 +19,7 @@ from gputui.model import DeviceInfo, GpuSample
 from gputui.monitor import Monitor
 
 MIB = 1024**2
-LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
+LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +147,7 @@ class GputuiCollector(Collector):
             f"nvidia{device.index}",
             device.name,
             self._hostname,
+            device.driver_version or "",
         ]
 
     def collect(self) -> Iterator[Metric]:

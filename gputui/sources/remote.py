@@ -191,13 +191,20 @@ class RemoteSource:
 
     def open(self) -> tuple[DeviceInfo, ...]:
         results = self._scrape()
+        answered = [
+            (node, result)
+            for node in self._nodes
+            if (result := results.get(node.url)) is not None and not isinstance(result, ScrapeError)
+        ]
+        names = [hostname or node.name for node, (hostname, _gpus) in answered]
         devices: list[DeviceInfo] = []
-        for node in self._nodes:
-            result = results.get(node.url)
-            if isinstance(result, ScrapeError) or result is None:
-                continue
-            hostname, gpus = result
-            node.name = hostname or node.name
+        for (node, (_hostname, gpus)), name in zip(answered, names, strict=True):
+            # two endpoints on one host (or unlabelled) are kept apart by their address
+            node.name = (
+                name
+                if names.count(name) == 1
+                else f"{name}@{urllib.parse.urlsplit(node.url).netloc}"
+            )
             node.first_index = len(devices)
             node.gpus = tuple(sorted(gpus))
             for number in node.gpus:
@@ -284,6 +291,7 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         name=labels.get("modelName") or f"GPU {entry.gpu}",
         uuid=labels.get("UUID") or labels.get("uuid"),
         pci_bus_id=labels.get("pci_bus_id"),
+        driver_version=labels.get("DCGM_FI_DRIVER_VERSION"),
         node=node,
         node_index=entry.gpu,
     )

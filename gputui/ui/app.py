@@ -237,8 +237,10 @@ class GpuTuiApp(App[int]):
             interval = self.replay.interval_s  # as recorded; the speed is in the label
         age = None if self.replay is not None else self._age()
         stale = age is not None and age > max(5.0, 3 * interval) and not self.paused
+        nodes = list(dict.fromkeys(d.node for d in self.monitor.devices if d.node is not None))
         host = (
             self._hostname
+            or ", ".join(nodes)  # remote: the nodes shown, not the machine gputui runs on
             or (frame.host.hostname if frame and frame.host else None)
             or socket.gethostname()
         )
@@ -263,7 +265,7 @@ class GpuTuiApp(App[int]):
             ),
             paused=self.paused,
             findings=len(self.monitor.findings),
-            nodes=len({d.node for d in self.monitor.devices if d.node is not None}),
+            nodes=len(nodes),
             down=sum(1 for n in (frame.notes if frame else ()) if n.startswith("node ")),
         )
         line = render.header_line(state, self.size.width, self.palette_colours)

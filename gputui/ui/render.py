@@ -336,7 +336,7 @@ def detail_lines(
     power.append(
         f"  default {fmt_num(default)} W"
         + ("  (limit lowered)" if lowered else "")
-        + f"  P{fmt_num(s.pstate)}",
+        + (f"  P{s.pstate}" if s.pstate is not None else ""),
         style=p.warn if lowered else "dim",
     )
     lines.append(power)
