@@ -1,0 +1,198 @@
+"""Fault injection: gputui keeps running, says what happened, and loses nothing recorded."""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+from prometheus_client import start_http_server
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+from gputui.clocks import ManualClock
+from gputui.config import Config
+from gputui.exporters.prometheus import GputuiCollector
+from gputui.exporters.snapshot import SourceInfo
+from gputui.model import Frame, GpuSample, HostSample, ProcessSample
+from gputui.monitor import Monitor
+from gputui.sources.host import HostReader
+from gputui.sources.nvml import NvmlSource
+from gputui.sources.remote import RemoteSource
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from gputui.ui.app import FrameReady
+from gputui.ui.lines import LineView
+from gputui.ui.run import make_app
+from tests.advisor_kit import BUSY, Sim
+from tests.nvml_double import FakeGpu, FakeNvmlLib, install
+from tests.test_remote import answer, dcgm_payload, serve
+
+NAN = float("nan")
+
+
+async def test_hung_nvml_call_keeps_the_screen_responsive(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = threading.Event()  # cleared: the power reading blocks like a wedged driver call
+    gate.set()
+    lib = FakeNvmlLib([FakeGpu(), FakeGpu()])
+    real = FakeNvmlLib.fn_nvmlDeviceGetPowerUsage
+
+    def hanging_power(self: FakeNvmlLib, name: str, h: object, ref: object) -> int:
+        gate.wait(30)
+        return real(self, name, h, ref)
+
+    monkeypatch.setattr(FakeNvmlLib, "fn_nvmlDeviceGetPowerUsage", hanging_power)
+    install(monkeypatch, lib)
+    source = NvmlSource(host=None)
+    app = make_app(source, source.open(), Config(interval_s=0.25))
+    assert app.sampler is not None
+    mono = ManualClock(500.0)
+    app.sampler._monotonic = mono
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        assert app.monitor.latest is not None, app.sample_error
+        gate.clear()  # the next power reading hangs
+        await pilot.pause(0.5)
+        mono.advance(30.0)
+        app._draw_header()
+        assert "STALE: no data for 30 s" in app.query_one("#header", LineView).plain
+        await pilot.press("right")
+        assert app.selected == 1  # keys still work while NVML hangs
+        gate.set()
+        await pilot.pause(0.5)
+    assert app.sampler.stop(timeout=2.0)  # the read returned, so NVML may be shut down
+    source.close()
+
+
+@pytest.mark.parametrize("bad", [NAN, -1.0, math.inf])
+def test_out_of_range_readings_never_crash_a_rule(bad: float) -> None:
+    sim = Sim()
+    weird = replace(
+        BUSY,
+        util_gpu=bad,
+        temp_c=bad,
+        power_w=bad,
+        sm_clock_mhz=None,
+        pcie_rx_bps=bad,
+        pcie_replay_count=None,
+    )
+    host = HostSample(cpu_percent=bad, iowait_pct=bad, mem_total=0, mem_available=None)
+    proc = ProcessSample(pid=1, gpu_index=0, cpu_percent=bad, gpu_memory=None)
+    sim.run(60, weird, processes=(proc,), host=host)  # Sim asserts no rule raised
+
+
+async def test_app_draws_unknown_and_out_of_range_readings() -> None:
+    clock = ManualClock(1e9)
+    source = SimulatedSource(resolve_scenarios("healthy", 2), clock=clock)
+    app = make_app(source, source.open(), Config(), live=False)
+    weird = GpuSample(
+        index=0,
+        util_gpu=NAN,
+        temp_c=NAN,
+        power_w=-3.0,
+        mem_used=None,
+        mem_total=0,
+        pcie_gen=None,
+        clock_reasons=None,
+    )
+    frame = Frame(time=1e9, gpus=(weird, GpuSample(index=1, lost=True)))
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.post_message(FrameReady(frame))
+        await pilot.pause()
+        assert "n/a" in app.query_one("#gpus", LineView).plain
+        assert "lost" in app.query_one("#gpus", LineView).plain
+        await pilot.press("o")
+        await pilot.pause()
+        assert "LOST" in app.query_one("#overview", LineView).plain
+
+
+@pytest.fixture
+def exporter() -> Iterator[str]:
+    clock = ManualClock(1.8e9)
+    sim = SimulatedSource(resolve_scenarios("mix", 8), clock=clock)
+    monitor = Monitor(sim.open(), Config(), SourceInfo("SIMULATED", "simulated"))
+    for _ in range(40):
+        monitor.ingest(sim.read())
+        clock.advance(1.0)
+    registry = CollectorRegistry()
+    registry.register(GputuiCollector(monitor))
+    server, _ = start_http_server(0, addr="127.0.0.1", registry=registry)
+    yield f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_exporter_survives_200_concurrent_scrapes_and_bad_clients(exporter: str) -> None:
+    host, port = exporter.split(":")
+    # a client that connects and never reads, and one that sends garbage
+    idle = socket.create_connection((host, int(port)))
+    idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    garbage = socket.create_connection((host, int(port)))
+    garbage.sendall(b"\x00\xff NOT HTTP \r\n\r\n")
+    results: list[int] = []
+
+    def scrape() -> None:
+        body = urllib.request.urlopen(f"http://{exporter}/metrics", timeout=30).read().decode()
+        results.append(len(list(text_string_to_metric_families(body))))
+
+    threads = [threading.Thread(target=scrape) for _ in range(200)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 200 and len(set(results)) == 1
+    assert time.monotonic() - started < 60
+    idle.close()
+    garbage.close()
+
+
+def reset(request: BaseHTTPRequestHandler) -> None:
+    request.connection.setsockopt(
+        socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+    )
+    request.connection.close()
+
+
+def huge(request: BaseHTTPRequestHandler) -> None:
+    request.send_response(200)
+    request.end_headers()
+    chunk = b"# garbage " + b"x" * 1_000_000 + b"\n"
+    try:
+        for _ in range(11):
+            request.wfile.write(chunk)
+    except OSError:
+        pass
+
+
+def test_remote_resets_and_10_mb_of_garbage_leave_the_healthy_node_live() -> None:
+    healthy, s1 = serve(answer(dcgm_payload("good-node")))
+    resetting, s2 = serve(reset)
+    flood, s3 = serve(huge)
+    try:
+        source = RemoteSource([healthy, resetting, flood], timeout_s=3.0, clock=ManualClock(1e9))
+        assert len(source.open()) == 2
+        frame = source.read()
+        assert len(frame.gpus) == 2
+        down = " ".join(n for n in frame.notes if n.startswith("node "))
+        assert "larger than 10 MB" in down
+        assert "unreachable" in down or "HTTP" in down or "not a Prometheus" in down
+        source.close()
+    finally:
+        for s in (s1, s2, s3):
+            s.shutdown()
+
+
+def test_every_host_reading_failing_is_survivable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no disks here")
+
+    monkeypatch.setattr(psutil, "disk_io_counters", broken)
+    reader = HostReader()
+    assert reader.read_host().disk_read_bps is None
