@@ -34,6 +34,7 @@ from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 NARROW_WIDTH = 110
+WATCHDOG_S = 2.5
 
 
 class FrameReady(Message):
@@ -139,7 +140,9 @@ class GpuTuiApp(App[int]):
         self.redraw()
         for notice in self.pending_notices:
             self.notify(notice, title="Replay", severity="warning", timeout=8)
-        self.set_interval(1.0, self._tick_header)
+        # A watchdog, not a clock: frames redraw the header themselves; this only notices
+        # when they stop coming (a hung driver call). Slow, because every tick costs.
+        self.set_interval(WATCHDOG_S, self._tick_header)
         if self.sampler is not None:
             self.sampler.start()
 
@@ -220,8 +223,12 @@ class GpuTuiApp(App[int]):
         return None if self.sampler is None else self.sampler.age()
 
     def _tick_header(self) -> None:
-        if self._drawable and not (self.is_headless and self.sampler is None):
-            self._draw_header()
+        if not self._drawable or self.sampler is None or self.paused:
+            return
+        age = self.sampler.age()
+        if age is not None and age < 2 * self.sampler.interval_s:
+            return  # frames are flowing: the last one already drew the header
+        self._draw_header()
 
     def on_unmount(self) -> None:
         self._drawable = False
