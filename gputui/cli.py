@@ -13,10 +13,10 @@ from gputui import __version__
 from gputui.clocks import ManualClock
 from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
 from gputui.sources.base import Source, SourceUnavailable
+from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
 if TYPE_CHECKING:
     from gputui.monitor import Monitor
-from gputui.sources.simulated import MIX, SCENARIOS
 
 EXIT_NO_SOURCE = 3
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
@@ -33,8 +33,8 @@ def _interval(text: str) -> float:
 
 def _gpus(text: str) -> int:
     value = int(text)
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError("must be between 1 and 64")
+    if not 1 <= value <= MAX_GPUS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_GPUS}")
     return value
 
 
