@@ -147,6 +147,7 @@ class History:
         self._host = {name: Ring(capacity) for name in HOST_METRICS}
         self.latest: Frame | None = None
         self._counts: dict[float, int] = {}  # window length -> ticks in it, until the next add
+        self._time_tails: dict[int, list[float]] = {}  # likewise, the window's times
 
     @property
     def capacity(self) -> int:
@@ -172,6 +173,7 @@ class History:
                 self._gpus[index] = rings
         self._times.append(frame.time)
         self._counts.clear()
+        self._time_tails.clear()
         for index, rings in self._gpus.items():
             sample = present.get(index)
             if sample is None or sample.lost:
@@ -212,6 +214,13 @@ class History:
         n = None if seconds is None else self._count_since(seconds)
         return self._times.tail(n)
 
+    def _time_tail(self, n: int) -> list[float]:
+        """The newest ``n`` times; every rule asks for the same few windows each tick."""
+        tail = self._time_tails.get(n)
+        if tail is None:
+            tail = self._time_tails[n] = self._times.tail(n)
+        return tail
+
     def series(self, gpu: int, metric: str, points: int | None = None) -> list[float]:
         """The newest ``points`` values of a metric, NaN where there was no reading."""
         rings = self._gpus.get(gpu)
@@ -231,11 +240,11 @@ class History:
         if rings is None:
             return None
         n = self._count_since(seconds)
-        return _stats(self._times.tail(n), rings.metrics[metric].tail(n))
+        return _stats(self._time_tail(n), rings.metrics[metric].tail(n))
 
     def host_stats(self, metric: str, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)
-        return _stats(self._times.tail(n), self._host[metric].tail(n))
+        return _stats(self._time_tail(n), self._host[metric].tail(n))
 
     def known_reasons(self, gpu: int, seconds: float) -> list[int]:
         """Clock-event masks of the window, ticks where they were unknown left out."""

@@ -47,13 +47,12 @@ def bar(fraction: float | None, width: int, style: str, bg: str) -> Text:
     fraction = min(1.0, max(0.0, fraction))
     eighths = round(fraction * width * 8)
     full, part = divmod(eighths, 8)
-    text = Text("█" * full, style=style)
+    cells = "█" * full
     if full < width:
-        if part:
-            text.append(BLOCKS[part], style=f"{style} on {bg}")
-            full += 1
-        text.append(" " * (width - full), style=f"on {bg}")
-    return text
+        cells += (BLOCKS[part] if part else "") + " " * (width - full - (1 if part else 0))
+    # One style for the whole bar (blocks in the colour, the rest on the track): one
+    # segment instead of three, which is what a repaint pays for.
+    return Text(cells, style=f"{style} on {bg}")
 
 
 def sparkline(values: Sequence[float], width: int, top: float | None, style: str) -> Text:
