@@ -248,3 +248,15 @@ async def test_live_header_says_simulated_and_nvml_would_not() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert "SIMULATED" in text_of(app, "header")
+
+
+async def test_the_mouse_selects_gpus_and_findings() -> None:
+    app = make_demo_app(None, 8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        gpus = app.query_one("#gpus", LineView)
+        await pilot.click(gpus, offset=(5, 1 + 3))  # border row, then the fourth GPU row
+        assert app.selected == 3
+        advisor = app.query_one("#advisor", LineView)
+        await pilot.click(advisor, offset=(10, 1 + 1))  # the second finding
+        assert app.finding_index == 1

@@ -7,6 +7,7 @@ redrawn, and within them only the lines that changed.
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import time
 from collections.abc import Callable
@@ -169,6 +170,28 @@ class GpuTuiApp(App[int]):
         if not self._redraw_pending:
             self._redraw_pending = True
             self.call_after_refresh(self._redraw_after_resize)
+
+    def on_line_view_clicked(self, message: LineView.Clicked) -> None:
+        """The mouse, for those who reach for it: a GPU row selects it, a finding selects it,
+        an overview card selects its GPU."""
+        text = message.line.plain
+        panel = message.view.id
+        if panel == "gpus":
+            match = re.match(r"[▶ ](\d+)", text)
+            if match:
+                self.selected = int(match.group(1))
+        elif panel == "advisor":
+            match = re.search(r"(GPU(\d+)|host) (\S+) ", text)
+            if match:
+                gpu = int(match.group(2)) if match.group(2) else None
+                for i, f in enumerate(self.monitor.findings):
+                    if f.gpu == gpu and f.rule == match.group(3):
+                        self.finding_index = i
+        elif panel == "overview":
+            match = re.search(r"╭ (\d+) ", text)
+            if match:
+                self.selected = int(match.group(1))
+        self.redraw()
 
     def _redraw_after_resize(self) -> None:
         self._redraw_pending = False

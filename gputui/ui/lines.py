@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -20,6 +21,14 @@ from textual.widget import Widget
 class LineView(Widget):
     class Resized(Message):
         """The panel's size changed: its lines must be laid out again."""
+
+    class Clicked(Message):
+        """A line was clicked: the app decides what that line stands for."""
+
+        def __init__(self, view: LineView, line: Text) -> None:
+            super().__init__()
+            self.view = view
+            self.line = line
 
     DEFAULT_CSS = """
     LineView {
@@ -70,6 +79,11 @@ class LineView(Widget):
 
     def on_resize(self) -> None:
         self.post_message(self.Resized())
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and 0 <= offset.y < len(self._lines):
+            self.post_message(self.Clicked(self, self._lines[offset.y]))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
