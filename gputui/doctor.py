@@ -34,8 +34,8 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
     header = Text.assemble(
         ("gputui doctor", "bold"),
         f"  source {monitor.source.label}",
-        f"  driver {first.driver_version if first else NA}",
-        f"  CUDA {first.cuda_driver_version if first else NA}",
+        f"  driver {(first.driver_version if first else None) or NA}",
+        f"  CUDA {(first.cuda_driver_version if first else None) or NA}",
         f"  {len(monitor.devices)} GPU(s)",
         f"  sampled {fmt_duration(span[-1] - span[0]) if len(span) > 1 else '1 reading'}",
     )
@@ -75,6 +75,8 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
             ", ".join(describe_reasons(s.clock_reasons, short=True)) or "none",
         )
     console.print(table)
+    for note in frame.notes if frame is not None else ():
+        console.print(Text(f"! {note}", style="yellow" if "down" in note else "dim"))
     console.print()
     findings = monitor.findings
     if not findings:

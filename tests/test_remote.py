@@ -187,3 +187,23 @@ async def test_app_shows_two_nodes_grouped(servers: dict[str, str]) -> None:
     if app.sampler is not None:
         app.sampler.stop()
     source.close()
+
+
+def test_doctor_over_a_source_says_what_it_cannot_check(
+    servers: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(
+        [
+            "doctor",
+            "--source",
+            servers["healthy"],
+            "--source",
+            servers["garbage"],
+            "--duration",
+            "1",
+        ]
+    )
+    out = " ".join(capsys.readouterr().out.split())  # the report wraps at the console width
+    assert status in (0, 1, 2)
+    assert "these rules cannot run" in out and "gave no GPUs at start" in out
+    assert "CUDA n/a" in out  # an exporter does not say; never "None"
