@@ -228,18 +228,14 @@ def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
     A simulated source needs no waiting: its clock is stepped through ``--warmup`` seconds
     of history first, so the state is the scenario's, not its first second.
     """
-    from gputui.exporters.snapshot import SourceInfo
-    from gputui.monitor import Monitor
     from gputui.sampler import Sampler
 
-    config = Config(interval_s=args.interval)
     manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
-    source = make_source(args, manual or time.time)
-    try:
-        devices = source.open()
-    except SourceUnavailable as exc:
-        return _fail(str(exc))
-    monitor = Monitor(devices, config, SourceInfo(source.label, source.kind, source_detail(args)))
+    opened = _open_live(args, manual or time.time)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    config = monitor.config
     sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
     readings = max(args.samples, int(seconds / config.interval_s) + 1)
     try:
@@ -304,11 +300,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return exit_status(monitor.findings)
 
 
-def _open_live(args: argparse.Namespace) -> tuple[Monitor, Source] | int:
+def _open_live(
+    args: argparse.Namespace, clock: Callable[[], float] = time.time
+) -> tuple[Monitor, Source] | int:
+    """The source opened and a monitor over it, or the exit status when it cannot start."""
     from gputui.exporters.snapshot import SourceInfo
     from gputui.monitor import Monitor
 
-    source = make_source(args)
+    source = make_source(args, clock)
     try:
         devices = source.open()
     except SourceUnavailable as exc:

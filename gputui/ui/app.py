@@ -242,6 +242,10 @@ class GpuTuiApp(App[int]):
         with contextlib.suppress(NoMatches):
             self._tick_header()
 
+    def _interval(self) -> float:
+        """The sampling interval now (the sampler's, which +/- change)."""
+        return self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
+
     def _age(self) -> float | None:
         return None if self.sampler is None else self.sampler.age()
 
@@ -260,9 +264,7 @@ class GpuTuiApp(App[int]):
         header = self.query_one("#header", LineView)
         frame = self.monitor.latest
         first = self.monitor.devices[0] if self.monitor.devices else None
-        interval = (
-            self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
-        )
+        interval = self._interval()
         if self.replay is not None:
             interval = self.replay.interval_s  # as recorded; the speed is in the label
         age = None if self.replay is not None else self._age()
@@ -390,9 +392,7 @@ class GpuTuiApp(App[int]):
         )
 
     def _window_points(self) -> int:
-        interval = (
-            self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
-        )
+        interval = self._interval()
         return max(2, int(render.WINDOWS_S[self.window_index] / interval))
 
     # -- actions ----------------------------------------------------------------------
