@@ -163,7 +163,6 @@ class _Node:
     first_index: int = 0
     gpus: tuple[int, ...] = ()  # the node's own GPU numbers, in our index order
     pending: Future[str] | None = None
-    down: str | None = None
 
 
 class RemoteSource:
@@ -252,13 +251,11 @@ class RemoteSource:
         for node in self._nodes:
             result = results.get(node.url)
             if isinstance(result, ScrapeError) or result is None:
-                node.down = str(result)
                 if node.gpus:
                     notes.append(f"node {node.name} is down: {result}")
                 else:
                     notes.append(f"node {node.url} gave no GPUs at start: {result}")
                 continue
-            node.down = None
             _hostname, gpus = result
             for offset, number in enumerate(node.gpus):
                 entry = gpus.get(number)

@@ -96,9 +96,14 @@ def temp_style(sample: GpuSample, device: DeviceInfo, p: Palette) -> str:
     return level_style(sample.temp_c, min(80.0, slowdown - 5), slowdown, p)
 
 
+def on_gpu(findings: Sequence[Finding], gpu: int) -> list[Finding]:
+    """A GPU's findings, most severe first (the advisor's order)."""
+    return [f for f in findings if f.gpu == gpu]
+
+
 def worst(findings: Sequence[Finding], gpu: int) -> Finding | None:
-    mine = [f for f in findings if f.gpu == gpu]
-    return mine[0] if mine else None  # findings come most severe first
+    mine = on_gpu(findings, gpu)
+    return mine[0] if mine else None
 
 
 # -- header ---------------------------------------------------------------------------
@@ -600,7 +605,7 @@ def card(
     top.append(title, style="bold")
     top.append("─" * max(0, inner - len(title)) + "╮", style=border)
     body: list[tuple[int, Text]] = []  # (priority: lower is kept first, line)
-    mine = [f for f in findings if f.gpu == device.index]
+    mine = on_gpu(findings, device.index)
     if mine:
         f = mine[0]
         more = f" +{len(mine) - 1}" if len(mine) > 1 else ""
