@@ -7,9 +7,11 @@ comparison, changed ones one line of repaint. No widgets are created after mount
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
+from rich.cells import cell_len
 from rich.segment import Segment
-from rich.style import Style
+from rich.style import Style, StyleType
 from rich.text import Text
 from textual import events
 from textual.geometry import Region, Size
@@ -43,6 +45,8 @@ class LineView(Widget):
         self._strips: dict[int, Strip] = {}
         self._strip_width = -1
         self._style: Style | None = None
+        # (line style, span style) -> the resolved style on top of the panel's own
+        self._styles: dict[tuple[StyleType, StyleType], Style] = {}
 
     @property
     def lines(self) -> list[Text]:
@@ -88,6 +92,7 @@ class LineView(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style = None
+        self._styles.clear()
         self._strips.clear()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -104,13 +109,58 @@ class LineView(Widget):
             if style is None:  # resolving the CSS style is costly: once per style change
                 style = self._style = self.rich_style
             if y < len(self._lines):
-                text = self._lines[y].copy()
-                text.end = ""
-                # Fitted to the width first, so the strip's length is known, not measured.
-                text.truncate(width, overflow="crop", pad=True)
-                segments = Segment.apply_style(text.render(self.app.console), style)
+                segments = self._segments(self._lines[y], width, style)
                 strip = Strip(segments, width)
             else:
                 strip = Strip.blank(width, style)
             self._strips[y] = strip
         return strip
+
+    def _resolve(self, base: Style, line: StyleType, span: StyleType) -> Style:
+        key = (line, span)
+        style = self._styles.get(key)
+        if style is None:
+            get = self.app.console.get_style
+            style = base + get(line, default=Style.null()) + get(span, default=Style.null())
+            if len(self._styles) > 1024:  # styles come from a palette; this is a backstop
+                self._styles.clear()
+            self._styles[key] = style
+        return style
+
+    def _segments(self, text: Text, width: int, base: Style) -> list[Segment]:
+        """The line fitted to ``width`` as segments on the panel's style.
+
+        Lines are built from appended pieces: spans that follow one another. For those,
+        slicing the plain text beats rich's general renderer several times over, and this
+        runs for every changed line of every tick. Anything else takes rich's way.
+        """
+        plain = text.plain
+        spans = text.spans
+        simple = len(plain) == cell_len(plain) and all(a.end <= b.start for a, b in pairwise(spans))
+        if not simple:
+            fitted = text.copy()
+            fitted.end = ""
+            fitted.truncate(width, overflow="crop", pad=True)
+            # rich drops the line's own style when a line has no spans: put it back.
+            under = self._resolve(base, text.style, "")
+            return list(Segment.apply_style(fitted.render(self.app.console), under))
+        line_style = text.style
+        resolve = self._resolve
+        segments: list[Segment] = []
+        add = segments.append
+        at = 0
+        for span in spans:
+            start = min(span.start, width)
+            end = min(span.end, width)
+            if start > at:
+                add(Segment(plain[at:start], resolve(base, line_style, "")))
+            if end > start:
+                add(Segment(plain[start:end], resolve(base, line_style, span.style)))
+            at = max(at, end)
+        tail = min(len(plain), width)
+        if tail > at:
+            add(Segment(plain[at:tail], resolve(base, line_style, "")))
+            at = tail
+        if at < width:
+            add(Segment(" " * (width - at), resolve(base, line_style, "")))
+        return segments

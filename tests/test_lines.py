@@ -1,0 +1,83 @@
+"""LineView turns rich Text into cells itself (a fast path): it must mean what rich means."""
+
+from __future__ import annotations
+
+import pytest
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from gputui.ui.lines import LineView
+
+WIDTH = 24
+
+
+class _OneView(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LineView(id="view")
+
+
+def _expected_cells(app: App[None], text: Text, base: Style) -> list[tuple[str, Style]]:
+    """Rich's meaning, cell by cell: the panel's style, the line's, then spans in order."""
+    get = app.console.get_style
+    plain = text.plain[:WIDTH].ljust(WIDTH)
+    cells = []
+    for i, char in enumerate(plain):
+        style = base + get(text.style, default=Style.null())
+        for span in text.spans:
+            if span.start <= i < span.end and i < len(text.plain):
+                style += get(span.style, default=Style.null())
+        cells.append((char, style))
+    return cells
+
+
+def _pieces() -> Text:
+    text = Text("GPU ", style="bold")
+    text.append("████▌   ", style="#4EBF71 on #333333")
+    text.append(" 97%")
+    text.append(" 70°C", style="red")
+    return text
+
+
+def _overlapping() -> Text:
+    text = Text("  2100 mlteam   60.1 GiB   135")
+    text.stylize("dim", 0, 14)
+    text.stylize("bold yellow", 8, 20)
+    return text
+
+
+CASES = {
+    "spans that follow one another": _pieces(),
+    "a line style and no spans": Text("    PID USER  GPU MEM", style="bold"),
+    "longer than the panel": Text("x" * 40, style="dim").append("tail", style="red"),
+    "spans that overlap": _overlapping(),
+    "wide characters": Text("名前 ").append("train.py", style="green"),
+    "empty": Text(""),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_a_line_renders_as_rich_would(name: str) -> None:
+    app = _OneView()
+    async with app.run_test(size=(WIDTH, 5)) as pilot:
+        view = app.query_one("#view", LineView)
+        text = CASES[name]
+        view.set_lines([text])
+        await pilot.pause()
+        assert view.size.width == WIDTH
+        strip = view.render_line(0)
+        assert strip.cell_length == WIDTH
+        cells = [(char, seg.style) for seg in strip for char in seg.text]
+        if name == "wide characters":  # two cells per character: compare the text only
+            assert "".join(c for c, _ in cells).startswith("名前 train.py")
+            return
+        assert cells == _expected_cells(app, text, view.rich_style)
+
+
+async def test_wide_characters_keep_the_line_style() -> None:
+    app = _OneView()
+    async with app.run_test(size=(WIDTH, 5)) as pilot:
+        view = app.query_one("#view", LineView)
+        view.set_lines([Text("名前 python", style="bold")])
+        await pilot.pause()
+        assert all(seg.style is not None and seg.style.bold for seg in view.render_line(0))
