@@ -6,6 +6,7 @@ comparison, changed ones one line of repaint. No widgets are created after mount
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -18,6 +19,13 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+# Characters the panels draw with, kept only where rich agrees they take one cell: a line
+# made of these needs no per-character width lookup.
+_NARROW = "".join(
+    c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
+)
+_NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
 
 
 class LineView(Widget):
@@ -64,7 +72,10 @@ class LineView(Widget):
             self._strips.clear()
             self.refresh(layout=True)
             return
-        width = self.size.width
+        # Whole rows, padding included: a region narrower than the widget makes Textual
+        # crop every repainted line to it.
+        left = -self.styles.gutter.left
+        width = self.outer_size.width
         dirty: list[Region] = []
         start = -1
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
@@ -74,10 +85,10 @@ class LineView(Widget):
                     start = y
             elif start >= 0:
                 # adjacent changed lines make one region: fewer chops for the compositor
-                dirty.append(Region(0, start, width, y - start))
+                dirty.append(Region(left, start, width, y - start))
                 start = -1
         if start >= 0:
-            dirty.append(Region(0, start, width, len(new) - start))
+            dirty.append(Region(left, start, width, len(new) - start))
         if dirty:
             self.refresh(*dirty)
 
@@ -136,7 +147,8 @@ class LineView(Widget):
         """
         plain = text.plain
         spans = text.spans
-        simple = len(plain) == cell_len(plain) and all(a.end <= b.start for a, b in pairwise(spans))
+        narrow = _NOT_NARROW.search(plain) is None or len(plain) == cell_len(plain)
+        simple = narrow and all(a.end <= b.start for a, b in pairwise(spans))
         if not simple:
             fitted = text.copy()
             fitted.end = ""
