@@ -18,6 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.message import Message
 from textual.widgets import Footer
 
@@ -30,6 +31,7 @@ from gputui.monitor import Monitor
 from gputui.sampler import Sampler
 from gputui.sources.replay import ReplayEnded, ReplaySource
 from gputui.ui import render
+from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
 
@@ -114,6 +116,9 @@ class GpuTuiApp(App[int]):
         self.palette_colours = render.Palette()
         self._redraw_pending = False
         self._drawable = False
+
+    def get_driver_class(self) -> type[Driver]:
+        return quiet_driver(super().get_driver_class())
 
     # -- composition ------------------------------------------------------------------
     def compose(self) -> ComposeResult:

@@ -1,0 +1,105 @@
+"""Textual's terminal driver, minus its ten idle wake-ups a second.
+
+Textual's Linux driver reads keys on a thread that polls ``select`` every 0.1 s so its
+parser can time out a lone Escape. That poll is 0.2 % of a core on its own, a third of
+what gputui may spend with eight GPUs. This driver blocks until a key arrives, polls only
+while the parser waits for the rest of an escape sequence, and is woken through a pipe
+when Textual stops the input thread (quit, Ctrl+Z).
+
+It leans on two internals of Textual (the xterm parser and the parser's pending timeout).
+Where either is missing, ``quiet_driver`` keeps Textual's own driver: slower, never broken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+from codecs import getincrementaldecoder
+from typing import Any
+
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
+
+try:
+    from textual._xterm_parser import XTermParser
+except ImportError:  # pragma: no cover - a Textual without it keeps its own driver
+    XTermParser = None  # type: ignore[assignment,misc]
+
+ESCAPE_POLL_S = 0.1  # Textual's own poll, while the parser waits for the rest of a sequence
+
+
+class _WakingEvent(threading.Event):
+    """An Event whose ``set`` also wakes a thread blocked in ``select``."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self._wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # a full pipe is already a wake-up
+            os.write(self._wake_fd, b"\0")
+
+
+class QuietLinuxDriver(LinuxDriver):
+    def __init__(self, app: Any, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.exit_event = _WakingEvent(self._wake_w)
+
+    def close(self) -> None:
+        super().close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def run_input_thread(self) -> None:
+        """Textual's loop, with a blocking select while no escape sequence is pending."""
+        selector = selectors.SelectSelector()
+        selector.register(self.fileno, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+
+        def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
+            """Feed what arrived to the parser; False when the input has ended."""
+            for key, _mask in events:
+                if key.fd == self._wake_r:
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_r, 64)
+                    continue
+                data = decode(os.read(self.fileno, 4096), final=final)
+                if not data:
+                    return False  # stdin was a pipe and it closed
+                for event in parser.feed(data):
+                    self.process_message(event)
+            for event in parser.tick():
+                self.process_message(event)
+            return True
+
+        try:
+            while not self.exit_event.is_set():
+                pending = getattr(parser, "_timeout_time", 0.0) is not None
+                if not process(selector.select(ESCAPE_POLL_S if pending else None)):
+                    break
+            selector.unregister(self.fileno)
+            process(selector.select(ESCAPE_POLL_S), final=True)
+        finally:
+            selector.close()
+            with contextlib.suppress(Exception):
+                for _event in parser.feed(""):
+                    pass
+
+
+def quiet_driver(stock: type[Driver]) -> type[Driver]:
+    """The quiet driver where Textual would use its plain Linux one, else ``stock``."""
+    if stock is not LinuxDriver or XTermParser is None:
+        return stock
+    probe = XTermParser()
+    if not hasattr(probe, "_timeout_time") or not hasattr(probe, "tick"):
+        return stock
+    return QuietLinuxDriver
