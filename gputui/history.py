@@ -7,9 +7,9 @@ run uses what the first hour used. All times come from the frames, never a clock
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from gputui.model import Frame, GpuSample, HostSample
 
@@ -109,8 +109,10 @@ class WindowStats:
     first: float
     last: float
     span_s: float  # time between the first and last reading in the window
-    times: tuple[float, ...]  # the readings behind the figures, for the slope
-    values: tuple[float, ...]
+    # The readings behind the figures, for the slope. Shared with the history's per-tick
+    # caches rather than copied: nothing may change them.
+    times: Sequence[float]
+    values: Sequence[float]
 
     @property
     def slope_per_s(self) -> float | None:
@@ -251,8 +253,10 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return []
-        window = rings.reasons.tail(self._count_since(seconds))
-        return [int(r) for r in window if r != NO_REASONS]
+        window = cast("list[int]", rings.reasons.tail(self._count_since(seconds)))  # a "q" ring
+        if NO_REASONS not in window:
+            return window
+        return [r for r in window if r != NO_REASONS]
 
     def reason_fraction(self, gpu: int, bits: int, seconds: float) -> float | None:
         """Share of known ticks in the window with any of ``bits`` set; None if none known."""
@@ -273,19 +277,25 @@ class History:
 
 def _stats(times: list[float], values: list[float]) -> WindowStats | None:
     # The advisor asks for ~100 of these per tick: lean on C builtins, slope on demand.
-    known = [v for v in values if v == v]
-    if not known:
+    if not values:
         return None
-    if len(known) != len(values):
+    total = sum(values)
+    if total == total:  # no NaN among them: no gaps to leave out (the common case)
+        known = values
+    else:
+        known = [v for v in values if v == v]
+        if not known:
+            return None
         times = [t for t, v in zip(times, values, strict=True) if v == v]
+        total = sum(known)
     return WindowStats(
         count=len(known),
-        mean=sum(known) / len(known),
+        mean=total / len(known),
         min=min(known),
         max=max(known),
         first=known[0],
         last=known[-1],
         span_s=times[-1] - times[0],
-        times=tuple(times),
-        values=tuple(known),
+        times=times,
+        values=known,
     )

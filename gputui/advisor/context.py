@@ -18,6 +18,7 @@ class Context:
     t: Thresholds
     # Rules ask the same questions (is GPU 3 busy?): one answer per tick.
     _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
+    _reasons: dict[tuple[int, float], list[int]] = field(default_factory=dict)
 
     @property
     def now(self) -> float:
@@ -36,7 +37,10 @@ class Context:
 
     def fraction(self, gpu: int, bits: int, seconds: float | None = None) -> float | None:
         """Share of the window with any of ``bits`` set; None if too few known readings."""
-        known = self.history.known_reasons(gpu, self.t.window_s if seconds is None else seconds)
+        key = (gpu, self.t.window_s if seconds is None else seconds)
+        known = self._reasons.get(key)
+        if known is None:  # rules ask the same window with different bits
+            known = self._reasons[key] = self.history.known_reasons(*key)
         if len(known) < self.t.min_points:
             return None
         return sum(1 for r in known if r & bits) / len(known)
