@@ -21,7 +21,9 @@ Calm by design: a finding starts only after its condition held for `start_after_
 only after it stopped for `end_after_s`. Rules marked "under load" look only at GPUs whose
 mean utilisation over the window is at least `busy_util_pct`, so an idle GPU (link at Gen1,
 low clocks, idle reason) raises nothing. A rule that lacks a reading (not supported on this
-board) stays silent instead of guessing.
+board) stays silent instead of guessing. The rules judge every `judge_every_s` of frame time
+(each tick when the refresh is slower), since their windows are tens of seconds long; a
+lost GPU is judged at once.
 
 This page is generated from the code (`python -m gputui.advisor.catalogue`); a test keeps
 it in step.

@@ -46,6 +46,7 @@ class Advisor:
         #: rule id -> the last error it raised (a broken rule is skipped, never fatal)
         self.rule_errors: dict[str, str] = {}
         self.findings: tuple[Finding, ...] = ()
+        self._judged_at: float | None = None
 
     @property
     def thresholds(self) -> Thresholds:
@@ -55,6 +56,13 @@ class Advisor:
         frame = history.latest
         if frame is None:
             return self.findings
+        last = self._judged_at
+        # Within a tolerance of a tick's jitter: "every 2 s" must not become every 3 ticks.
+        # A lost GPU is judged at once: that one cannot wait.
+        early = last is not None and last <= frame.time < last + self._t.judge_every_s - 0.25
+        if early and not any(s.lost for s in frame.gpus):
+            return self.findings
+        self._judged_at = frame.time
         ctx = Context(history=history, devices=self._devices, frame=frame, t=self._t)
         now = frame.time
         seen: dict[tuple[str, int | None], Candidate] = {}
