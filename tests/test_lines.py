@@ -81,3 +81,33 @@ async def test_wide_characters_keep_the_line_style() -> None:
         view.set_lines([Text("名前 python", style="bold")])
         await pilot.pause()
         assert all(seg.style is not None and seg.style.bold for seg in view.render_line(0))
+
+
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)])
+async def test_panels_draw_the_rows_textual_would(size: tuple[int, int]) -> None:
+    """Every row of every panel, border and title included, as Textual's own styles cache
+    draws it: the panels' shortcut must be invisible."""
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    from gputui.ui.run import make_demo_app
+
+    app = make_demo_app(gpus=8)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        views = [v for v in app.query(LineView) if v.display and v.outer_size.area]
+        assert len(views) >= 5
+        for view in views:
+            whole = Region(0, 0, *view.outer_size)
+            ours = view.render_lines(whole)
+            view._styles_cache.clear()
+            theirs = Widget.render_lines(view, whole)
+            assert len(ours) == len(theirs) == view.outer_size.height
+            for y, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+                cells_a = [(c, s.style) for s in a for c in s.text]
+                cells_b = [(c, s.style) for s in b for c in s.text]
+                assert cells_a == cells_b, f"{view.id} row {y}"
+            part = Region(3, 1, 10, 2)  # a crop inside the panel, as the compositor asks
+            assert [r.text for r in view.render_lines(part)] == [
+                r.text for r in Widget.render_lines(view, part)
+            ]

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style, StyleType
 from rich.text import Text
 from textual import events
+from textual.color import Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # Characters the panels draw with, kept only where rich agrees they take one cell: a line
 # made of these needs no per-character width lookup.
@@ -26,6 +32,18 @@ _NARROW = "".join(
     c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
 )
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Box:
+    """What surrounds a panel's content rows, resolved once per style change."""
+
+    plain: bool  # only padding and top/bottom rows: content rows can skip Textual's cache
+    top: int  # rows above the content (border, padding), drawn by Textual
+    bottom: int
+    left: tuple[Segment, ...]  # the left and right padding, none when there is none
+    right: tuple[Segment, ...]
+    background: Color
 
 
 class LineView(Widget):
@@ -52,7 +70,10 @@ class LineView(Widget):
         self._lines: list[Text] = []
         self._strips: dict[int, Strip] = {}
         self._strip_width = -1
+        self._rows_width = -1
         self._style: Style | None = None
+        self._box: _Box | None = None
+        self._rows: dict[int, Strip] = {}  # finished rows (padding, filters) by widget row
         # (line style, span style) -> the resolved style on top of the panel's own
         self._styles: dict[tuple[StyleType, StyleType], Style] = {}
 
@@ -70,6 +91,7 @@ class LineView(Widget):
         self._lines = new
         if len(new) != len(old):
             self._strips.clear()
+            self._rows.clear()
             self.refresh(layout=True)
             return
         # Whole rows, padding included: a region narrower than the widget makes Textual
@@ -78,9 +100,11 @@ class LineView(Widget):
         width = self.outer_size.width
         dirty: list[Region] = []
         start = -1
+        top = self.styles.gutter.top
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
             if a != b:
                 self._strips.pop(y, None)
+                self._rows.pop(y + top, None)
                 if start < 0:
                     start = y
             elif start >= 0:
@@ -103,8 +127,74 @@ class LineView(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style = None
+        self._box = None
         self._styles.clear()
         self._strips.clear()
+        self._rows.clear()
+
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        if repaint and not regions:
+            self._rows.clear()
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual's styles cache, minus its work per row: for a panel that is only
+        padding and a top border (ours), content rows are assembled and cached here, and
+        every other row (the border with its title) is still drawn by Textual."""
+        box = self._box
+        if box is None:
+            box = self._box = self._measure_box()
+        width = self.outer_size.width
+        if not box.plain or width != self._rows_width:
+            self._rows.clear()
+            self._rows_width = width
+            if not box.plain:
+                return super().render_lines(crop)
+        top, bottom = box.top, self.outer_size.height - box.bottom
+        rows: list[Strip] = []
+        for y in crop.line_range:
+            if y < top or y >= bottom:
+                rows.extend(super().render_lines(Region(0, y, width, 1)))
+                continue
+            row = self._rows.get(y)
+            if row is None:
+                content = self.render_line(y - top)
+                row = Strip([*box.left, *content, *box.right], width)
+                for line_filter in self.get_line_filters():
+                    row = row.apply_filter(line_filter, box.background)
+                self._rows[y] = row
+            rows.append(row)
+        if crop.column_span != (0, width):
+            rows = [row.crop(crop.x, crop.right) for row in rows]
+        return rows
+
+    def _measure_box(self) -> _Box:
+        styles = self.styles
+        gutter = styles.gutter
+        base_background, background = self.background_colors
+        plain = (
+            not any(edge for edge, _colour in (styles.border_left, styles.border_right))
+            and not any(edge for edge, _colour in styles.outline)
+            and styles.tint.a == 0
+            and self.opacity == 1.0
+            and styles.text_opacity == 1.0
+            and (not styles.has_rule("hatch") or styles.hatch == "none")
+        )
+        inner = Style(bgcolor=(base_background + background).rich_color)
+        return _Box(
+            plain=plain,
+            top=gutter.top,
+            bottom=gutter.bottom,
+            left=(Segment(" " * gutter.left, inner),) if gutter.left else (),
+            right=(Segment(" " * gutter.right, inner),) if gutter.right else (),
+            background=background,
+        )
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines)
