@@ -34,6 +34,7 @@ from gputui.ui import render
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+from gputui.units import fmt_age
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 NARROW_WIDTH = 110
@@ -116,6 +117,7 @@ class GpuTuiApp(App[int]):
         self.palette_colours = render.Palette()
         self._redraw_pending = False
         self._drawable = False
+        self._advisor_drawn: object = None  # what the advisor pane shows now
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
@@ -383,18 +385,32 @@ class GpuTuiApp(App[int]):
         )
         advisor = self.query_one("#advisor", LineView)
         _titled(advisor, f"Advisor ({len(findings)} finding(s))" if findings else "Advisor")
-        advisor.set_lines(
-            render.advisor_lines(
-                findings,
-                self.finding_index,
-                frame.time if frame else None,
-                frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points,
-                advisor.size.width,
-                advisor.size.height,
-                p,
-                notes=[n for n in all_notes if "PID namespace" not in n],
-            )
+        now = frame.time if frame else None
+        # The advisor judges every few seconds and shows coarse ages: most ticks its pane
+        # would be rebuilt only to find it unchanged.
+        key = (
+            findings,
+            self.finding_index,
+            tuple(fmt_age(now - f.since) for f in findings) if now is not None else None,
+            frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points,
+            advisor.size,
+            p,
+            tuple(n for n in all_notes if "PID namespace" not in n),
         )
+        if key != self._advisor_drawn:
+            self._advisor_drawn = key
+            advisor.set_lines(
+                render.advisor_lines(
+                    findings,
+                    self.finding_index,
+                    now,
+                    key[3],
+                    advisor.size.width,
+                    advisor.size.height,
+                    p,
+                    notes=key[6],
+                )
+            )
 
     def _window_points(self) -> int:
         interval = self._interval()

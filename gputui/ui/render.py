@@ -64,15 +64,13 @@ def sparkline(values: Sequence[float], width: int, top: float | None, style: str
     if not known:
         return Text(" " * width)
     high = top if top else max(known)
-    high = high or 1.0
-    chars = []
-    for v in tail:
-        if v != v:
-            chars.append(" ")
-        else:
-            level = int(min(1.0, max(0.0, v / high)) * (len(SPARKS) - 1) + 0.5)
-            chars.append(SPARKS[level])
-    return Text(" " * (width - len(tail)) + "".join(chars), style=style)
+    top_level = len(SPARKS) - 1
+    scale = top_level / (high or 1.0)
+    # Clamped before int(): an infinite or negative reading draws full or empty.
+    chars = "".join(
+        SPARKS[int(min(top_level, max(0.0, v * scale + 0.5)))] if v == v else " " for v in tail
+    )
+    return Text(" " * (width - len(tail)) + chars, style=style)
 
 
 def level_style(value: float | None, warn: float, crit: float, p: Palette) -> str:
