@@ -111,3 +111,23 @@ async def test_panels_draw_the_rows_textual_would(size: tuple[int, int]) -> None
             assert [r.text for r in view.render_lines(part)] == [
                 r.text for r in Widget.render_lines(view, part)
             ]
+
+
+async def test_a_new_title_or_size_repaints_the_cached_rows() -> None:
+    from textual.geometry import Region
+
+    from gputui.ui.run import make_demo_app
+
+    app = make_demo_app(gpus=2)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        view = app.query_one("#advisor", LineView)
+        width = view.outer_size.width
+        assert "Advisor" in view.render_lines(Region(0, 0, width, 1))[0].text
+        view.border_title = "Something else"
+        assert "Something else" in view.render_lines(Region(0, 0, width, 1))[0].text
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert view.outer_size.width != width
+        rows = view.render_lines(Region(0, 0, *view.outer_size))
+        assert all(row.cell_length == view.outer_size.width for row in rows)

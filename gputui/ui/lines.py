@@ -70,7 +70,7 @@ class LineView(Widget):
         self._lines: list[Text] = []
         self._strips: dict[int, Strip] = {}
         self._strip_width = -1
-        self._rows_width = -1
+        self._rows_size = Size(0, 0)
         self._style: Style | None = None
         self._box: _Box | None = None
         self._rows: dict[int, Strip] = {}  # finished rows (padding, filters) by widget row
@@ -150,25 +150,28 @@ class LineView(Widget):
         box = self._box
         if box is None:
             box = self._box = self._measure_box()
-        width = self.outer_size.width
-        if not box.plain or width != self._rows_width:
+        size = self.outer_size
+        if not box.plain or size != self._rows_size:
             self._rows.clear()
-            self._rows_width = width
+            self._rows_size = size
             if not box.plain:
                 return super().render_lines(crop)
-        top, bottom = box.top, self.outer_size.height - box.bottom
+        width = size.width
+        top, bottom = box.top, size.height - box.bottom
         rows: list[Strip] = []
         for y in crop.line_range:
-            if y < top or y >= bottom:
-                rows.extend(super().render_lines(Region(0, y, width, 1)))
-                continue
             row = self._rows.get(y)
-            if row is None:
+            if row is not None:
+                rows.append(row)
+                continue
+            if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
+                row = super().render_lines(Region(0, y, width, 1))[0]
+            else:
                 content = self.render_line(y - top)
                 row = Strip([*box.left, *content, *box.right], width)
                 for line_filter in self.get_line_filters():
                     row = row.apply_filter(line_filter, box.background)
-                self._rows[y] = row
+            self._rows[y] = row
             rows.append(row)
         if crop.column_span != (0, width):
             rows = [row.crop(crop.x, crop.right) for row in rows]
