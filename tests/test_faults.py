@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import socket
 import threading
 import time
@@ -149,6 +150,60 @@ def test_exporter_survives_200_concurrent_scrapes_and_bad_clients(exporter: str)
     assert time.monotonic() - started < 60
     idle.close()
     garbage.close()
+
+
+def _ask(address: str, request: bytes) -> bytes:
+    """Send raw bytes, return what the server answers before it closes (at most 64 KB)."""
+    host, port = address.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        try:
+            conn.sendall(request)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:  # the server may answer and close before all of it is sent
+            pass
+        answer = b""
+        while len(answer) < 65536:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+MALFORMED = {
+    "request line of 100 KB": b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\n\r\n",
+    "header line of 100 KB": b"GET /metrics HTTP/1.1\r\nX-Big: " + b"b" * 100_000 + b"\r\n\r\n",
+    "500 headers": b"GET /metrics HTTP/1.1\r\n" + b"X-H: v\r\n" * 500 + b"\r\n",
+    "unknown method": b"BREW /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    "no version": b"GET\r\n\r\n",
+}
+
+
+def test_exporter_serves_on_after_clients_vanish_mid_request(exporter: str) -> None:
+    host, port = exporter.split(":")
+    for partial in (b"GET /metr", b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Cut: ab"):
+        conn = socket.create_connection((host, int(port)))
+        conn.sendall(partial)
+        # vanish with a reset, as a killed scraper does
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        conn.close()
+    body = urllib.request.urlopen(f"http://{exporter}/metrics", timeout=10).read().decode()
+    assert any(f.name == "DCGM_FI_DEV_GPU_TEMP" for f in text_string_to_metric_families(body))
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_exporter_refuses_malformed_requests_and_serves_on(exporter: str, case: str) -> None:
+    answer = _ask(exporter, MALFORMED[case])
+    assert b"DCGM_" not in answer  # never a metrics page for a broken request
+    if answer.startswith(b"HTTP/1."):  # refused in words: a 4xx or 5xx status
+        assert int(answer.split(b"\r\n", 1)[0].split()[1]) >= 400, answer[:80]
+    elif answer:  # a request without a version gets an HTTP/0.9 answer: the error page
+        assert re.search(rb"Error code: [45]\d\d", answer), answer[:200]
+    body = urllib.request.urlopen(f"http://{exporter}/metrics", timeout=10).read().decode()
+    assert any(f.name == "DCGM_FI_DEV_GPU_TEMP" for f in text_string_to_metric_families(body))
 
 
 def reset(request: BaseHTTPRequestHandler) -> None:
