@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 import threading
@@ -260,3 +261,20 @@ async def test_the_mouse_selects_gpus_and_findings() -> None:
         advisor = app.query_one("#advisor", LineView)
         await pilot.click(advisor, offset=(10, 1 + 1))  # the second finding
         assert app.finding_index == 1
+
+
+async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process() -> None:
+    gc.unfreeze()
+    app = make_demo_app(gpus=2)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert gc.get_freeze_count() == 0  # tests run many apps: nothing kept forever
+    app = make_demo_app(gpus=2)
+    app.freeze_startup_heap = True  # as run_app does
+    try:
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()

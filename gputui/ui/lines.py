@@ -203,7 +203,7 @@ class LineView(Widget):
         return len(self._lines)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.outer_size.width - self.styles.gutter.width  # what size.width says, faster
         if width != self._strip_width:
             self._strips.clear()
             self._strip_width = width

@@ -86,6 +86,7 @@ def run_replay(
     if start_s > 0 and source.start_time is not None:
         app.start_at = source.start_time + start_s
     app.pending_notices = list(notices)
+    app.freeze_startup_heap = True
     app.run()
     return 0
 
@@ -99,6 +100,7 @@ def run_app(
     detail: str | None = None,
 ) -> int:
     app = make_app(source, devices, config, snapshot_dir=snapshot_dir, detail=detail)
+    app.freeze_startup_heap = True
     try:
         result = app.run()
     finally:
