@@ -1,11 +1,12 @@
 """The app's cost as a user pays it: CPU, time to first frame and memory, in real tmux.
 
-Usage: python benchmarks/app_cpu.py [--gpus 1 8 16] [--seconds 60] [--size 160x50]
+Usage: python benchmarks/app_cpu.py [--gpus 1 8 16] [--seconds 60] [--warmup 5] [--size 160x50]
 
 For each GPU count it starts `python -m gputui --demo --gpus N` in a detached tmux session
 of the given size, times how long until the first frame is on the screen, lets it warm up
-for 5 s, then measures utime+stime of the app's process tree over --seconds at 1 s refresh
-and prints a table. Needs tmux.
+(5 s by default; 65 s measures the steady state, once the 60 s sparklines are full and
+scroll every tick), then measures utime+stime of the app's process tree over --seconds at
+1 s refresh and prints a table. Needs tmux.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return total
 
 
-def measure(gpus: int, seconds: float, width: int, height: int) -> dict[str, float]:
+def measure(gpus: int, seconds: float, warmup: float, width: int, height: int) -> dict[str, float]:
     subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
     command = f"{sys.executable} -m gputui --demo --gpus {gpus} --interval 1"
     started = time.perf_counter()
@@ -52,7 +53,7 @@ def measure(gpus: int, seconds: float, width: int, height: int) -> dict[str, flo
             break
         time.sleep(0.01)
     proc = psutil.Process(pid)
-    time.sleep(5.0)  # warm-up
+    time.sleep(warmup)
     rss_start = proc.memory_info().rss
     cpu0, wall0 = cpu_seconds(proc), time.perf_counter()
     time.sleep(seconds)
@@ -85,6 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 8, 16])
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--size", default="160x50")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
@@ -92,14 +94,17 @@ def main() -> int:
         return 1
     width, height = (int(v) for v in args.size.split("x"))
     cli_import, ui_import = import_time()
-    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, tmux {args.size}")
+    print(
+        f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, tmux {args.size}, "
+        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s"
+    )
     print(
         f"import time: gputui.cli {cli_import * 1e3:.0f} ms, gputui.ui.app {ui_import * 1e3:.0f} ms"
     )
     columns = ("GPUs", "CPU % of a core", "first frame s", "RSS start MB", "RSS end MB")
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, (4, 16, 14, 13, 11), strict=True)))
     for gpus in args.gpus:
-        r = measure(gpus, args.seconds, width, height)
+        r = measure(gpus, args.seconds, args.warmup, width, height)
         print(
             f"{gpus:>4} {r['cpu_pct']:>16.2f} {r['first_frame_s']:>14.2f} "
             f"{r['rss_start_mb']:>13.1f} {r['rss_end_mb']:>11.1f}",

@@ -251,3 +251,55 @@ def test_every_host_reading_failing_is_survivable(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(psutil, "disk_io_counters", broken)
     reader = HostReader()
     assert reader.read_host().disk_read_bps is None
+
+
+def _doctor_over_fake_nvml(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], lib: FakeNvmlLib
+) -> tuple[int, str]:
+    from gputui.cli import main
+
+    install(monkeypatch, lib)
+    status = main(["doctor", "--duration", "0.5", "--interval", "0.25", "--samples", "3"])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    return status, out.out + out.err
+
+
+def test_doctor_reads_on_through_unreadable_fields(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.nvml_double import NO_PERMISSION, NOT_SUPPORTED, UNKNOWN
+
+    names = [n[3:] for n in dir(FakeNvmlLib) if n.startswith("fn_nvmlDevice") and "Handle" not in n]
+    blind = FakeGpu(errors={n: NOT_SUPPORTED for n in names if n != "nvmlDeviceGetCount_v2"})
+    partial = FakeGpu(
+        errors={
+            "nvmlDeviceGetPowerUsage": NO_PERMISSION,
+            "nvmlDeviceGetUtilizationRates": UNKNOWN,
+            "nvmlDeviceGetTemperature": UNKNOWN,
+        }
+    )
+    status, out = _doctor_over_fake_nvml(monkeypatch, capsys, FakeNvmlLib([blind, partial]))
+    assert status in (0, 1)  # nothing it cannot see is called a fault
+    assert "2 GPU(s)" in out and "n/a" in out
+    assert "H100" in out  # the GPU it can read is reported
+
+
+def test_doctor_names_a_gpu_lost_mid_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [FakeGpu(), FakeGpu(), FakeGpu()]
+    reads = 0
+    real_read = NvmlSource.read
+
+    def read(self: NvmlSource) -> Frame:
+        nonlocal reads
+        reads += 1
+        if reads == 2:
+            gpus[1].lost = True  # falls off the bus after the first reading
+        return real_read(self)
+
+    monkeypatch.setattr(NvmlSource, "read", read)
+    status, out = _doctor_over_fake_nvml(monkeypatch, capsys, FakeNvmlLib(gpus))
+    assert status == 2 and reads >= 3  # critical, and it kept reading the other two
+    assert "gpu-errors" in out and "lost" in out
