@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui.advisor import make_advisor
 from gputui.clocks import ManualClock
+from gputui.config import Thresholds
 from gputui.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui import render
@@ -68,7 +69,8 @@ def main() -> int:
     source = SimulatedSource(resolve_scenarios("mix", args.gpus), clock=clock)
     devices = source.open()
     history = History(3600)
-    advisor = make_advisor(devices)
+    # judge_every_s=0: every call below is a full judgement (the app judges every 2 s)
+    advisor = make_advisor(devices, Thresholds(judge_every_s=0.0))
 
     def sim_read() -> None:
         clock.advance(1.0)
@@ -84,7 +86,9 @@ def main() -> int:
     frames = [dataclasses.replace(frame, time=frame.time + i) for i in range(args.ticks)]
     feed = iter(frames)
     rows.append(("history.add", *timed(lambda: scratch.add(next(feed)), args.ticks)))
-    rows.append(("advisor.update (19 rules)", *timed(lambda: advisor.update(history), args.ticks)))
+    rows.append(
+        ("advisor, one judgement (19 rules)", *timed(lambda: advisor.update(history), args.ticks))
+    )
     palette = render.Palette()
     findings = advisor.findings
 
