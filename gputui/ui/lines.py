@@ -43,6 +43,7 @@ class _Box:
     bottom: int
     left: tuple[Segment, ...]  # the left and right padding, none when there is none
     right: tuple[Segment, ...]
+    sides: int  # cells of padding and border beside the content
     background: Color
 
 
@@ -166,11 +167,11 @@ class LineView(Widget):
                 continue
             if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
                 row = super().render_lines(Region(0, y, width, 1))[0]
-            else:
-                content = self.render_line(y - top)
-                row = Strip([*box.left, *content, *box.right], width)
+            else:  # one strip per row: segments padded and filtered before it is made
+                segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
                 for line_filter in self.get_line_filters():
-                    row = row.apply_filter(line_filter, box.background)
+                    segments = line_filter.apply(segments, box.background)
+                row = Strip(segments, width)
             self._rows[y] = row
             rows.append(row)
         if crop.column_span != (0, width):
@@ -196,6 +197,7 @@ class LineView(Widget):
             bottom=gutter.bottom,
             left=(Segment(" " * gutter.left, inner),) if gutter.left else (),
             right=(Segment(" " * gutter.right, inner),) if gutter.right else (),
+            sides=gutter.width,
             background=background,
         )
 
@@ -203,22 +205,24 @@ class LineView(Widget):
         return len(self._lines)
 
     def render_line(self, y: int) -> Strip:
+        """Textual's way in, for a panel dressed beyond what render_lines handles itself."""
         width = self.outer_size.width - self.styles.gutter.width  # what size.width says, faster
         if width != self._strip_width:
             self._strips.clear()
             self._strip_width = width
         strip = self._strips.get(y)
         if strip is None:
-            style = self._style
-            if style is None:  # resolving the CSS style is costly: once per style change
-                style = self._style = self.rich_style
-            if y < len(self._lines):
-                segments = self._segments(self._lines[y], width, style)
-                strip = Strip(segments, width)
-            else:
-                strip = Strip.blank(width, style)
-            self._strips[y] = strip
+            strip = self._strips[y] = Strip(self._content(y, width), width)
         return strip
+
+    def _content(self, y: int, width: int) -> list[Segment]:
+        """Content line ``y`` as segments exactly ``width`` cells wide."""
+        style = self._style
+        if style is None:  # resolving the CSS style is costly: once per style change
+            style = self._style = self.rich_style
+        if y < len(self._lines):
+            return self._segments(self._lines[y], width, style)
+        return [Segment(" " * width, style)] if width > 0 else []
 
     def _resolve(self, base: Style, line: StyleType, span: StyleType) -> Style:
         key = (line, span)
