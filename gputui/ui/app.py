@@ -119,6 +119,7 @@ class GpuTuiApp(App[int]):
         self._redraw_pending = False
         self._drawable = False
         self._advisor_drawn: object = None  # what the advisor pane shows now
+        self._header_drawn: object = None  # likewise the header
         # Set where the app owns the process (the CLI); tests run many apps in one.
         self.freeze_startup_heap = False
 
@@ -319,6 +320,10 @@ class GpuTuiApp(App[int]):
             nodes=len(nodes),
             down=sum(1 for n in (frame.notes if frame else ()) if n.startswith("node ")),
         )
+        key = (state, self.size.width, self.palette_colours, self.sample_error if stale else None)
+        if key == self._header_drawn:
+            return  # most ticks: the same header
+        self._header_drawn = key
         line = render.header_line(state, self.size.width, self.palette_colours)
         if self.sample_error and stale:
             line.append(f"  last error: {self.sample_error}", style="dim")
