@@ -21,6 +21,7 @@ from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer
 
 from gputui.advisor import Finding
@@ -54,6 +55,22 @@ class SampleFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+# The screen and the containers are covered edge to edge by the panels: they have nothing
+# of their own to show, yet the compositor asks each for every repainted row, and a plain
+# widget answers through the styles cache. BLANK is Textual's way of saying "only my
+# background", answered at once.
+class _MainScreen(Screen[int]):
+    BLANK = True
+
+
+class _Column(Container):
+    BLANK = True
+
+
+class _Row(Horizontal):
+    BLANK = True
 
 
 class GpuTuiApp(App[int]):
@@ -123,17 +140,20 @@ class GpuTuiApp(App[int]):
         # Set where the app owns the process (the CLI); tests run many apps in one.
         self.freeze_startup_heap = False
 
+    def get_default_screen(self) -> Screen[int]:
+        return _MainScreen(id="_default")
+
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
 
     # -- composition ------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
-        with Container(id="body"):
-            with Horizontal(id="top"):
+        with _Column(id="body"):
+            with _Row(id="top"):
                 yield LineView(id="gpus", classes="panel")
                 yield LineView(id="detail", classes="panel")
-            with Horizontal(id="bottom"):
+            with _Row(id="bottom"):
                 yield LineView(id="advisor", classes="panel")
                 yield LineView(id="procs", classes="panel")
         yield LineView(id="overview", classes="panel")
