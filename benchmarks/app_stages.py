@@ -1,0 +1,171 @@
+"""Where the running app's CPU goes, stage by stage, in a real tmux.
+
+Usage: python benchmarks/app_stages.py [--gpus 8] [--warmup 65] [--seconds 30] [--size 160x50]
+
+Starts the demo in tmux through this same script (``--child``), which wraps the app's
+stages with per-thread CPU timers before it runs: the frame handler (monitor.ingest,
+then drawing the panels' lines), Textual's compositor refresh (rendering the changed
+rows, writing the ANSI), the sampler thread (the source read) and garbage collection.
+After the warm-up it measures for --seconds and prints CPU milliseconds per tick for
+each stage beside the process total. The timers cost a little themselves: the process
+figure here reads ~0.05 points above app_cpu.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SESSION = "gputui-stages"
+
+
+def child(out: Path, argv: list[str]) -> int:
+    """Run the app with timers on its stages; SIGUSR1 starts a measurement, SIGUSR2 ends it."""
+    from textual import _compositor
+    from textual import app as textual_app
+    from textual import screen as textual_screen
+
+    from gputui import cli, monitor
+    from gputui.sources import simulated
+    from gputui.ui import app as ui_app
+    from gputui.ui import render
+
+    spent: defaultdict[str, float] = defaultdict(float)
+    calls: defaultdict[str, int] = defaultdict(int)
+    main = threading.get_ident()
+
+    def wrap(owner: Any, name: str, label: str, any_thread: bool = False) -> None:
+        original: Callable[..., Any] = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not any_thread and threading.get_ident() != main:
+                return original(*args, **kwargs)
+            start = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] += time.thread_time() - start
+                calls[label] += 1
+
+        setattr(owner, name, timed)
+
+    wrap(ui_app.GpuTuiApp, "on_frame_ready", "frame handler")
+    wrap(monitor.Monitor, "ingest", "  monitor.ingest (history + advisor)")
+    wrap(ui_app.GpuTuiApp, "redraw", "  redraw (build the panels' lines)")
+    for fn in ("gpu_list", "detail_lines", "process_lines", "advisor_lines"):
+        wrap(render, fn, f"    render.{fn}")
+    wrap(textual_screen.Screen, "_compositor_refresh", "compositor refresh")
+    wrap(_compositor.Compositor, "render_update", "  render the changed rows")
+    wrap(textual_app.App, "_display", "  write the ANSI")
+    wrap(simulated.SimulatedSource, "read", "sampler thread: source read", any_thread=True)
+
+    gc_start = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if threading.get_ident() != main:
+            return
+        if phase == "start":
+            gc_start[0] = time.thread_time()
+        else:
+            spent["garbage collection"] += time.thread_time() - gc_start[0]
+            calls["garbage collection"] += 1
+
+    gc.callbacks.append(on_gc)
+    marks = {"wall": 0.0, "process": 0.0, "main": 0.0}
+
+    def begin(_signum: int, _frame: object) -> None:
+        spent.clear()
+        calls.clear()
+        marks.update(wall=time.monotonic(), process=time.process_time(), main=time.thread_time())
+
+    def end(_signum: int, _frame: object) -> None:
+        result = {
+            "wall": time.monotonic() - marks["wall"],
+            "process": time.process_time() - marks["process"],
+            "main": time.thread_time() - marks["main"],
+            "stages": {k: [spent[k], calls[k]] for k in spent},
+        }
+        out.write_text(json.dumps(result))
+
+    signal.signal(signal.SIGUSR1, begin)
+    signal.signal(signal.SIGUSR2, end)
+    return cli.main(argv)
+
+
+def measure(gpus: int, warmup: float, seconds: float, size: str) -> dict[str, Any]:
+    width, height = size.split("x")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "stages.json"
+        command = (
+            f"{sys.executable} {Path(__file__).resolve()} --child {out} "
+            f"--demo --gpus {gpus} --interval 1"
+        )
+        subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", SESSION, "-x", width, "-y", height, command],
+            check=True,
+        )
+        try:
+            pane = subprocess.run(
+                ["tmux", "list-panes", "-t", SESSION, "-F", "#{pane_pid}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            pid = int(pane.stdout.split()[0])
+            time.sleep(warmup)
+            os.kill(pid, signal.SIGUSR1)
+            time.sleep(seconds)
+            os.kill(pid, signal.SIGUSR2)
+            for _ in range(50):
+                if out.exists():
+                    break
+                time.sleep(0.1)
+            result: dict[str, Any] = json.loads(out.read_text())
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    return result
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        return child(Path(sys.argv[2]), sys.argv[3:])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--warmup", type=float, default=65.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--size", default="160x50")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is needed", file=sys.stderr)
+        return 1
+    r = measure(args.gpus, args.warmup, args.seconds, args.size)
+    wall = r["wall"]
+    ticks = max(1, r["stages"].get("frame handler", [0.0, 1])[1])
+    print(
+        f"{args.gpus} GPUs, {args.size}, 1 s refresh, {args.seconds:g} s after {args.warmup:g} s: "
+        f"process {100 * r['process'] / wall:.2f} % of a core "
+        f"({1e3 * r['process'] / ticks:.1f} ms per tick), "
+        f"main thread {1e3 * r['main'] / ticks:.1f} ms per tick"
+    )
+    print(f"{'stage':<40} {'ms per tick':>11} {'calls':>6}")
+    for label, (spent, calls) in r["stages"].items():
+        print(f"{label:<40} {1e3 * spent / ticks:>11.2f} {calls:>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
