@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import selectors
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -31,13 +33,36 @@ class _FakeApp:
         return [m.key for m in self.messages if isinstance(m, events.Key)]
 
 
+@dataclass
+class _Running:
+    app: _FakeApp
+    driver: QuietLinuxDriver
+    keys_w: int  # what the terminal would type
+    thread: threading.Thread
+
+
 @pytest.fixture
-def signals() -> Iterator[None]:
-    """The Linux driver installs Ctrl+Z handlers; give the test process its own back."""
+async def running() -> AsyncIterator[_Running]:
+    """The driver's input thread reading a pipe instead of the terminal."""
+    # The Linux driver installs Ctrl+Z handlers: give the test process its own back.
     saved = {s: signal.getsignal(s) for s in (signal.SIGTSTP, signal.SIGCONT)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
+    app = _FakeApp()
+    driver = QuietLinuxDriver(app)
+    keys_r, keys_w = os.pipe()
+    driver.fileno = keys_r
+    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+    try:
+        yield _Running(app, driver, keys_w, thread)
+    finally:
+        driver.exit_event.set()
+        if thread.is_alive():
+            thread.join(1.0)
+        driver.close()
+        for fd in (keys_r, keys_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 async def _wait_for(condition: Any, timeout: float = 2.0) -> bool:
@@ -54,12 +79,8 @@ def test_used_only_where_textual_would_use_its_linux_driver() -> None:
 
 
 async def test_keys_arrive_escape_times_out_and_idle_does_not_poll(
-    signals: None, monkeypatch: pytest.MonkeyPatch
+    running: _Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = _FakeApp()
-    driver = QuietLinuxDriver(app)
-    keys_r, keys_w = os.pipe()
-    driver.fileno = keys_r
     timeouts: list[float | None] = []
     select = selectors.SelectSelector.select
 
@@ -68,45 +89,26 @@ async def test_keys_arrive_escape_times_out_and_idle_does_not_poll(
         return select(self, timeout)
 
     monkeypatch.setattr(selectors.SelectSelector, "select", counting_select)
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
-    try:
-        os.write(keys_w, b"q")
-        assert await _wait_for(lambda: app.keys() == ["q"])
+    running.thread.start()
+    os.write(running.keys_w, b"q")
+    assert await _wait_for(lambda: running.app.keys() == ["q"])
 
-        # A lone Escape may be the start of a sequence: the parser waits, then gives it up.
-        os.write(keys_w, b"\x1b")
-        assert await _wait_for(lambda: app.keys() == ["q", "escape"])
+    # A lone Escape may be the start of a sequence: the parser waits, then gives it up.
+    os.write(running.keys_w, b"\x1b")
+    assert await _wait_for(lambda: running.app.keys() == ["q", "escape"])
 
-        timeouts.clear()
-        await asyncio.sleep(0.5)  # Textual's driver would wake five times here
-        assert len(timeouts) <= 1
-        assert all(t is None for t in timeouts)
+    timeouts.clear()
+    await asyncio.sleep(0.5)  # Textual's driver would wake five times here
+    assert len(timeouts) <= 1
+    assert all(t is None for t in timeouts)
 
-        driver.exit_event.set()  # what Textual does to stop the thread (quit, Ctrl+Z)
-        thread.join(1.0)
-        assert not thread.is_alive()
-    finally:
-        driver.exit_event.set()
-        thread.join(1.0)
-        driver.close()
-        os.close(keys_r)
-        os.close(keys_w)
+    running.driver.exit_event.set()  # what Textual does to stop the thread (quit, Ctrl+Z)
+    running.thread.join(1.0)
+    assert not running.thread.is_alive()
 
 
-async def test_the_thread_ends_when_its_input_closes(signals: None) -> None:
-    app = _FakeApp()
-    driver = QuietLinuxDriver(app)
-    keys_r, keys_w = os.pipe()
-    driver.fileno = keys_r
-    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
-    thread.start()
-    try:
-        os.close(keys_w)  # stdin was a pipe and its writer went away: no busy loop
-        thread.join(1.0)
-        assert not thread.is_alive()
-    finally:
-        driver.exit_event.set()
-        thread.join(1.0)
-        driver.close()
-        os.close(keys_r)
+async def test_the_thread_ends_when_its_input_closes(running: _Running) -> None:
+    running.thread.start()
+    os.close(running.keys_w)  # stdin was a pipe and its writer went away: no busy loop
+    running.thread.join(1.0)
+    assert not running.thread.is_alive()

@@ -35,12 +35,17 @@ class _WakingEvent(threading.Event):
 
     def __init__(self, wake_fd: int) -> None:
         super().__init__()
-        self._wake_fd = wake_fd
+        self._wake_fd: int | None = wake_fd
+
+    def disarm(self) -> None:
+        """The pipe is closing: its number may soon belong to another file."""
+        self._wake_fd = None
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(OSError):  # a full pipe is already a wake-up
-            os.write(self._wake_fd, b"\0")
+        if self._wake_fd is not None:
+            with contextlib.suppress(OSError):  # a full pipe is already a wake-up
+                os.write(self._wake_fd, b"\0")
 
 
 class QuietLinuxDriver(LinuxDriver):
@@ -49,10 +54,11 @@ class QuietLinuxDriver(LinuxDriver):
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self.exit_event = _WakingEvent(self._wake_w)
+        self._waking = self.exit_event = _WakingEvent(self._wake_w)
 
     def close(self) -> None:
         super().close()
+        self._waking.disarm()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
