@@ -423,17 +423,12 @@ class GpuTuiApp(App[int]):
         advisor = self.query_one("#advisor", LineView)
         _titled(advisor, f"Advisor ({len(findings)} finding(s))" if findings else "Advisor")
         now = frame.time if frame else None
+        waiting = frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points
+        advisor_notes = tuple(n for n in all_notes if "PID namespace" not in n)
+        ages = tuple(fmt_age(now - f.since) for f in findings) if now is not None else None
         # The advisor judges every few seconds and shows coarse ages: most ticks its pane
         # would be rebuilt only to find it unchanged.
-        key = (
-            findings,
-            self.finding_index,
-            tuple(fmt_age(now - f.since) for f in findings) if now is not None else None,
-            frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points,
-            advisor.size,
-            p,
-            tuple(n for n in all_notes if "PID namespace" not in n),
-        )
+        key = (findings, self.finding_index, ages, waiting, advisor.size, p, advisor_notes)
         if key != self._advisor_drawn:
             self._advisor_drawn = key
             advisor.set_lines(
@@ -441,11 +436,11 @@ class GpuTuiApp(App[int]):
                     findings,
                     self.finding_index,
                     now,
-                    key[3],
+                    waiting,
                     advisor.size.width,
                     advisor.size.height,
                     p,
-                    notes=key[6],
+                    notes=advisor_notes,
                 )
             )
 

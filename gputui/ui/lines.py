@@ -69,8 +69,6 @@ class LineView(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._lines: list[Text] = []
-        self._strips: dict[int, Strip] = {}
-        self._strip_width = -1
         self._rows_size = Size(0, 0)
         self._style: Style | None = None
         self._box: _Box | None = None
@@ -91,7 +89,6 @@ class LineView(Widget):
         old = self._lines
         self._lines = new
         if len(new) != len(old):
-            self._strips.clear()
             self._rows.clear()
             self.refresh(layout=True)
             return
@@ -104,7 +101,6 @@ class LineView(Widget):
         top = self.styles.gutter.top
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
             if a != b:
-                self._strips.pop(y, None)
                 self._rows.pop(y + top, None)
                 if start < 0:
                     start = y
@@ -130,7 +126,6 @@ class LineView(Widget):
         self._style = None
         self._box = None
         self._styles.clear()
-        self._strips.clear()
         self._rows.clear()
 
     def refresh(
@@ -159,6 +154,7 @@ class LineView(Widget):
                 return super().render_lines(crop)
         width = size.width
         top, bottom = box.top, size.height - box.bottom
+        filters = self.get_line_filters()
         rows: list[Strip] = []
         for y in crop.line_range:
             row = self._rows.get(y)
@@ -169,7 +165,7 @@ class LineView(Widget):
                 row = super().render_lines(Region(0, y, width, 1))[0]
             else:  # one strip per row: segments padded and filtered before it is made
                 segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
-                for line_filter in self.get_line_filters():
+                for line_filter in filters:
                     segments = line_filter.apply(segments, box.background)
                 row = Strip(segments, width)
             self._rows[y] = row
@@ -205,15 +201,10 @@ class LineView(Widget):
         return len(self._lines)
 
     def render_line(self, y: int) -> Strip:
-        """Textual's way in, for a panel dressed beyond what render_lines handles itself."""
+        """Textual's way in, for a panel dressed beyond what render_lines handles itself
+        (its styles cache keeps what this returns until the line is refreshed)."""
         width = self.outer_size.width - self.styles.gutter.width  # what size.width says, faster
-        if width != self._strip_width:
-            self._strips.clear()
-            self._strip_width = width
-        strip = self._strips.get(y)
-        if strip is None:
-            strip = self._strips[y] = Strip(self._content(y, width), width)
-        return strip
+        return Strip(self._content(y, width), width)
 
     def _content(self, y: int, width: int) -> list[Segment]:
         """Content line ``y`` as segments exactly ``width`` cells wide."""
