@@ -17,12 +17,13 @@ from typing import Any
 import pynvml
 import pytest
 
-OK = pynvml.NVML_SUCCESS
-NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
-NO_PERMISSION = pynvml.NVML_ERROR_NO_PERMISSION
-GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
-UNKNOWN = pynvml.NVML_ERROR_UNKNOWN
-INSUFFICIENT_SIZE = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+OK: int = pynvml.NVML_SUCCESS
+NOT_SUPPORTED: int = pynvml.NVML_ERROR_NOT_SUPPORTED
+NO_PERMISSION: int = pynvml.NVML_ERROR_NO_PERMISSION
+GPU_IS_LOST: int = pynvml.NVML_ERROR_GPU_IS_LOST
+UNKNOWN: int = pynvml.NVML_ERROR_UNKNOWN
+INSUFFICIENT_SIZE: int = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+GPU_NOT_FOUND = 28  # nvml.h's NVML_ERROR_GPU_NOT_FOUND; nvidia-ml-py < 12.550 lacks it
 MIB = 1024**2
 
 
@@ -106,6 +107,24 @@ class FakeGpu:
     lost: bool = False
     # field id -> nvmlReturn_t inside nvmlDeviceGetFieldValues
     field_errors: dict[int, int] = field(default_factory=dict)
+
+
+class DriverProcessInfoV1(ctypes.Structure):
+    """nvmlProcessInfo_v1_t as the driver lays it out: the unversioned functions fill it."""
+
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+
+
+class DriverProcessInfoV2(ctypes.Structure):
+    """nvmlProcessInfo_v2_t as the driver lays it out: the _v2 and the _v3 functions fill it
+    (drivers other than 535.43-535.86), whatever struct the caller's bindings assume."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("usedGpuMemory", ctypes.c_ulonglong),
+        ("gpuInstanceId", ctypes.c_uint),
+        ("computeInstanceId", ctypes.c_uint),
+    ]
 
 
 def _out(ref: Any) -> Any:
@@ -425,9 +444,14 @@ class FakeNvmlLib:
         if count.value < len(procs):
             count.value = len(procs)
             return INSUFFICIENT_SIZE
+        # Fill the caller's buffer in the driver's layout, as the real library does.
+        layout = DriverProcessInfoV2 if name.endswith(("_v2", "_v3")) else DriverProcessInfoV1
+        entries = ctypes.cast(array, ctypes.POINTER(layout))
         for i, proc in enumerate(procs):
-            array[i].pid = proc.pid
-            array[i].usedGpuMemory = proc.used_memory
+            entries[i].pid = proc.pid
+            entries[i].usedGpuMemory = proc.used_memory
+            if layout is DriverProcessInfoV2:
+                entries[i].gpuInstanceId = entries[i].computeInstanceId = 0xFFFFFFFF
         count.value = len(procs)
         return OK
 

@@ -16,19 +16,58 @@ from typing import Any, TypeVar
 
 import pynvml
 
-from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
-from gputui.sources.base import SourceKind, SourceUnavailable
+from gputui.model import DeviceInfo, Frame, GpuSample, Note, ProcessSample
+from gputui.names import NoteKind, SourceKind
+from gputui.sources.base import SourceUnavailable
 from gputui.sources.host import GpuProcess, HostReader
 
 T = TypeVar("T")
+
+
+# -- names older nvidia-ml-py releases lack --------------------------------------------
+# pyproject allows nvidia-ml-py>=12.535. The oldest such release, 12.535.77, lacks
+# NVML_ERROR_GPU_NOT_FOUND and NVMLLibraryMismatchError (added in 12.550), the _v2 process
+# wrappers (12.550), NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES (12.555),
+# NVML_DEVICE_ARCH_BLACKWELL (12.560), nvmlDeviceGetTemperatureV and
+# nvmlDeviceGetMarginTemperature (12.570). Every binding name that is not in every release
+# from 12.535.77 on is read through the three helpers below, never as ``pynvml.NAME``.
+
+
+def _constant(name: str, value: int) -> int:
+    """The bindings' constant ``name``, or ``value`` (what nvml.h defines) where they lack it."""
+    found = getattr(pynvml, name, value)
+    return found if isinstance(found, int) else value
+
+
+def _function(name: str) -> Callable[..., Any] | None:
+    """The bindings' wrapper ``name``, or None where they lack it: the caller reads that as
+    "not supported", as it does when the driver lacks the function."""
+    fn = getattr(pynvml, name, None)
+    return fn if callable(fn) else None
+
+
+class _NeverRaised(Exception):
+    """Stands in for an exception class the loaded bindings do not define."""
+
+
+def _exception(name: str) -> type[Exception]:
+    """The bindings' exception class ``name``, or one that nothing raises."""
+    found = getattr(pynvml, name, None)
+    if isinstance(found, type) and issubclass(found, Exception):
+        return found
+    return _NeverRaised
+
 
 _LOST_CODES = frozenset(
     {
         pynvml.NVML_ERROR_GPU_IS_LOST,
         pynvml.NVML_ERROR_RESET_REQUIRED,
-        pynvml.NVML_ERROR_GPU_NOT_FOUND,
+        _constant("NVML_ERROR_GPU_NOT_FOUND", 28),
     }
 )
+# What 12.550+ raises from an unversioned wrapper whose symbol the driver lacks; ``_first``
+# moves on to the next call when it sees it.
+_LIBRARY_MISMATCH = _exception("NVMLLibraryMismatchError")
 
 _ARCHITECTURES = {
     pynvml.NVML_DEVICE_ARCH_KEPLER: "Kepler",
@@ -39,7 +78,7 @@ _ARCHITECTURES = {
     pynvml.NVML_DEVICE_ARCH_AMPERE: "Ampere",
     pynvml.NVML_DEVICE_ARCH_ADA: "Ada",
     pynvml.NVML_DEVICE_ARCH_HOPPER: "Hopper",
-    10: "Blackwell",
+    _constant("NVML_DEVICE_ARCH_BLACKWELL", 10): "Blackwell",
 }
 
 _COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
@@ -52,8 +91,8 @@ FI_REPLAY = 94  # NVML_FI_DEV_PCIE_REPLAY_COUNTER
 FI_ECC_SBE_VOL = 3  # NVML_FI_DEV_ECC_SBE_VOL_TOTAL
 FI_ECC_DBE_VOL = 4  # NVML_FI_DEV_ECC_DBE_VOL_TOTAL
 FI_REMAPPED_PENDING = 144  # NVML_FI_DEV_REMAPPED_PENDING
-FI_PCIE_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES (cumulative)
-FI_PCIE_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES (cumulative)
+FI_PCIE_TX_BYTES = _constant("NVML_FI_DEV_PCIE_COUNT_TX_BYTES", 197)  # cumulative
+FI_PCIE_RX_BYTES = _constant("NVML_FI_DEV_PCIE_COUNT_RX_BYTES", 198)  # cumulative
 FI_MEMORY_TEMP = 82  # NVML_FI_DEV_MEMORY_TEMP
 _FIELDS = (
     FI_REPLAY,
@@ -76,9 +115,31 @@ class _GpuLost(Exception):
 
 
 class _ProcessInfoV1(ctypes.Structure):
-    """The process struct of drivers older than the _v2 functions (pid, memory)."""
+    """nvmlProcessInfo_v1_t, what the unversioned process functions fill (pid, memory)."""
 
     _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+
+
+class _ProcessInfoV2(ctypes.Structure):
+    """nvmlProcessInfo_v2_t, what the _v2 and _v3 process functions fill (24 bytes)."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("usedGpuMemory", ctypes.c_ulonglong),
+        ("gpuInstanceId", ctypes.c_uint),
+        ("computeInstanceId", ctypes.c_uint),
+    ]
+
+
+# Newest first; each symbol with the struct the driver fills for it.
+_PROCESS_VERSIONS: tuple[tuple[str, type[ctypes.Structure]], ...] = (
+    ("_v3", _ProcessInfoV2),
+    ("_v2", _ProcessInfoV2),
+    ("", _ProcessInfoV1),
+)
+# Drivers 535.43-535.86 filled _v3 with 32-byte entries (an extra usedGpuCcProtectedMemory):
+# the buffer leaves room for those so that such a driver cannot write past its end.
+_PROCESS_ENTRY_ROOM = 32
 
 
 def _error_code(exc: BaseException) -> int | None:
@@ -114,7 +175,7 @@ class NvmlSource:
     """Reads real GPUs. Initialise once; ``close`` only after the sampler has stopped."""
 
     label = "NVML"
-    kind: SourceKind = "live"
+    kind = SourceKind.LIVE
 
     def __init__(
         self,
@@ -147,7 +208,7 @@ class NvmlSource:
     def _first(self, calls: Sequence[tuple[str, tuple[Any, ...]]]) -> Any:
         """The first of several equivalent calls that the loaded driver has."""
         for name, args in calls:
-            fn = getattr(pynvml, name, None)
+            fn = _function(name)
             if fn is None:
                 continue
             self._calls += 1
@@ -160,7 +221,7 @@ class NvmlSource:
                 if code == pynvml.NVML_ERROR_FUNCTION_NOT_FOUND:
                     continue
                 return None
-            except pynvml.NVMLLibraryMismatchError:
+            except _LIBRARY_MISMATCH:
                 continue
         return None
 
@@ -312,7 +373,7 @@ class NvmlSource:
                 samples.append(GpuSample(index=gpu.index, lost=True))
             self.last_calls[gpu.index] = self._calls
             self.last_seconds[gpu.index] = self._monotonic() - started
-        notes: tuple[str, ...] = ()
+        notes: tuple[Note, ...] = ()
         if self._host is None:
             procs = tuple(
                 ProcessSample(
@@ -327,8 +388,11 @@ class NvmlSource:
         lost = [s.index for s in samples if s.lost]
         if lost:
             notes += (
-                "GPU " + ", ".join(str(i) for i in lost) + " fell off the bus (GPU is lost): "
-                "check dmesg for Xid 79; it needs a reset or a reboot.",
+                Note(
+                    NoteKind.GPU_LOST,
+                    "GPU " + ", ".join(str(i) for i in lost) + " fell off the bus (GPU is lost): "
+                    "check dmesg for Xid 79; it needs a reset or a reboot.",
+                ),
             )
         return Frame(time=now, gpus=tuple(samples), host=host, processes=procs, notes=notes)
 
@@ -494,14 +558,11 @@ class NvmlSource:
 
     def _processes(self, gpu: _Gpu) -> list[GpuProcess]:
         found: dict[int, GpuProcess] = {}
-        for kind, names in (
-            ("compute", ("ComputeRunningProcesses",)),
-            ("graphics", ("GraphicsRunningProcesses",)),
+        for kind, what in (
+            ("compute", "ComputeRunningProcesses"),
+            ("graphics", "GraphicsRunningProcesses"),
         ):
-            for info in self._process_list(gpu.handle, names[0]) or ():
-                pid = int(info.pid)
-                memory = info.usedGpuMemory
-                memory = _clean(memory) if memory is not None else None
+            for pid, memory in self._process_list(gpu.handle, what) or ():
                 existing = found.get(pid)
                 if existing is not None:
                     kind_here = existing.kind if existing.kind == kind else "compute+graphics"
@@ -511,38 +572,44 @@ class NvmlSource:
                     found[pid] = GpuProcess(pid, gpu.index, memory, kind)
         return list(found.values())
 
-    def _process_list(self, handle: Any, what: str) -> list[Any] | None:
-        """The _v3 -> _v2 -> v1 fallback: process structs changed across drivers."""
-        result = self._first(
-            [
-                (f"nvmlDeviceGet{what}_v3", (handle,)),
-                (f"nvmlDeviceGet{what}_v2", (handle,)),
-            ]
-        )
-        if result is not None:
-            return list(result)
-        return self._process_list_v1(handle, f"nvmlDeviceGet{what}")
+    def _process_list(self, handle: Any, what: str) -> list[tuple[int, int | None]] | None:
+        """(pid, used memory) per process: the _v3 -> _v2 -> v1 fallback.
 
-    def _process_list_v1(self, handle: Any, symbol: str) -> list[Any] | None:
-        self._calls += 1
-        try:
-            fn = pynvml._nvmlGetFunctionPointer(symbol)
-        except pynvml.NVMLError:
-            return None
-        count = ctypes.c_uint(0)
-        ret = fn(handle, ctypes.byref(count), None)
-        if ret == pynvml.NVML_SUCCESS:
-            return []
-        if ret in _LOST_CODES:
-            raise _GpuLost
-        if ret != pynvml.NVML_ERROR_INSUFFICIENT_SIZE:
-            return None
-        count.value = count.value * 2 + 5
-        array = (_ProcessInfoV1 * count.value)()
-        ret = fn(handle, ctypes.byref(count), array)
-        if ret != pynvml.NVML_SUCCESS:
-            return None
-        return [array[i] for i in range(count.value)]
+        The driver functions are called with this module's own structs, not through
+        nvidia-ml-py's wrappers: 12.535.77 reads the _v3 answer as 32-byte entries (with
+        usedGpuCcProtectedMemory) where drivers fill 24-byte nvmlProcessInfo_v2_t ones,
+        which garbles every process after the first, and releases before 12.550 have no
+        _v2 wrappers at all.
+        """
+        for suffix, struct in _PROCESS_VERSIONS:
+            try:
+                fn = pynvml._nvmlGetFunctionPointer(f"nvmlDeviceGet{what}{suffix}")
+            except pynvml.NVMLError:
+                continue  # a driver older than this version of the function
+            self._calls += 1
+            count = ctypes.c_uint(0)
+            ret = fn(handle, ctypes.byref(count), None)
+            if ret == pynvml.NVML_ERROR_INSUFFICIENT_SIZE:
+                room = count.value * 2 + 5  # processes may start between the two calls
+                buffer = (ctypes.c_ubyte * (room * _PROCESS_ENTRY_ROOM))()
+                entries = ctypes.cast(buffer, ctypes.POINTER(struct))
+                count.value = room
+                ret = fn(handle, ctypes.byref(count), entries)
+                if ret == pynvml.NVML_SUCCESS:
+                    return [
+                        (int(entries[i].pid), _clean(int(entries[i].usedGpuMemory)))
+                        for i in range(min(count.value, room))
+                    ]
+            elif ret == pynvml.NVML_SUCCESS:
+                return []  # no processes
+            if ret in _LOST_CODES:
+                raise _GpuLost
+            if ret not in (
+                pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+                pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+            ):
+                return None
+        return None
 
 
 # nvmlValue_t is a union: which member holds the reading depends on its valueType.
