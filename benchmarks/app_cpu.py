@@ -1,12 +1,17 @@
 """The app's cost as a user pays it: CPU, time to first frame and memory, in real tmux.
 
 Usage: python benchmarks/app_cpu.py [--gpus 1 8 16] [--seconds 60] [--warmup 5] [--size 160x50]
+                                   [--public | --both]
 
 For each GPU count it starts `python -m gputui --demo --gpus N` in a detached tmux session
 of the given size, times how long until the first frame is on the screen, lets it warm up
 (5 s by default; 65 s measures the steady state, once the 60 s sparklines are full and
 scroll every tick), then measures utime+stime of the app's process tree over --seconds at
 1 s refresh and prints a table. Needs tmux.
+
+--public runs the app with GPUTUI_TEXTUAL_PUBLIC=1 (Textual's public paths only, none of
+the shortcuts in gputui/ui/compat.py); --both measures each GPU count on both paths, back
+to back. The default is the app as users get it (shortcuts on).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 import psutil
 
 SESSION = "gputui-bench"
+PATHS = {"shortcuts": "0", "public": "1"}  # the value of GPUTUI_TEXTUAL_PUBLIC
 
 
 def tmux(*args: str) -> str:
@@ -38,9 +44,15 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return total
 
 
-def measure(gpus: int, seconds: float, warmup: float, width: int, height: int) -> dict[str, float]:
+def measure(
+    gpus: int, seconds: float, warmup: float, width: int, height: int, path: str = "shortcuts"
+) -> dict[str, float]:
     subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
-    command = f"{sys.executable} -m gputui --demo --gpus {gpus} --interval 1"
+    # Set either way: the tmux server's environment may not be this shell's.
+    command = (
+        f"env GPUTUI_TEXTUAL_PUBLIC={PATHS[path]} "
+        f"{sys.executable} -m gputui --demo --gpus {gpus} --interval 1"
+    )
     started = time.perf_counter()
     tmux("new-session", "-d", "-s", SESSION, "-x", str(width), "-y", str(height), command)
     pid = int(tmux("list-panes", "-t", SESSION, "-F", "#{pane_pid}").split()[0])
@@ -88,7 +100,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--size", default="160x50")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--public", action="store_true", help="GPUTUI_TEXTUAL_PUBLIC=1 only")
+    which.add_argument("--both", action="store_true", help="shortcuts on, then public")
     args = parser.parse_args()
+    paths = ["shortcuts", "public"] if args.both else ["public" if args.public else "shortcuts"]
     if shutil.which("tmux") is None:
         print("tmux is needed", file=sys.stderr)
         return 1
@@ -101,15 +117,17 @@ def main() -> int:
     print(
         f"import time: gputui.cli {cli_import * 1e3:.0f} ms, gputui.ui.app {ui_import * 1e3:.0f} ms"
     )
-    columns = ("GPUs", "CPU % of a core", "first frame s", "RSS start MB", "RSS end MB")
-    print(" ".join(f"{c:>{w}}" for c, w in zip(columns, (4, 16, 14, 13, 11), strict=True)))
+    columns = ("GPUs", "Textual path", "CPU % of a core", "first frame s", "RSS start MB")
+    widths = (4, 12, 16, 14, 13, 11)
+    print(" ".join(f"{c:>{w}}" for c, w in zip((*columns, "RSS end MB"), widths, strict=True)))
     for gpus in args.gpus:
-        r = measure(gpus, args.seconds, args.warmup, width, height)
-        print(
-            f"{gpus:>4} {r['cpu_pct']:>16.2f} {r['first_frame_s']:>14.2f} "
-            f"{r['rss_start_mb']:>13.1f} {r['rss_end_mb']:>11.1f}",
-            flush=True,
-        )
+        for path in paths:
+            r = measure(gpus, args.seconds, args.warmup, width, height, path)
+            print(
+                f"{gpus:>4} {path:>12} {r['cpu_pct']:>16.2f} {r['first_frame_s']:>14.2f} "
+                f"{r['rss_start_mb']:>13.1f} {r['rss_end_mb']:>11.1f}",
+                flush=True,
+            )
     return 0
 
 

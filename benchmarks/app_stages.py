@@ -1,6 +1,7 @@
 """Where the running app's CPU goes, stage by stage, in a real tmux.
 
 Usage: python benchmarks/app_stages.py [--gpus 8] [--warmup 65] [--seconds 30] [--size 160x50]
+                                      [--public]
 
 Starts the demo in tmux through this same script (``--child``), which wraps the app's
 stages with per-thread CPU timers before it runs: the frame handler (monitor.ingest,
@@ -9,6 +10,10 @@ rows, writing the ANSI), the sampler thread (the source read) and garbage collec
 After the warm-up it measures for --seconds and prints CPU milliseconds per tick for
 each stage beside the process total. The timers cost a little themselves: the process
 figure here reads ~0.05 points above app_cpu.py's.
+
+The Textual stages are private methods (Screen._compositor_refresh, App._display,
+textual._compositor): a stage this Textual lacks is left out of the table. --public runs
+the app with GPUTUI_TEXTUAL_PUBLIC=1 (none of the shortcuts in gputui/ui/compat.py).
 """
 
 from __future__ import annotations
@@ -34,11 +39,10 @@ SESSION = "gputui-stages"
 
 def child(out: Path, argv: list[str]) -> int:
     """Run the app with timers on its stages; SIGUSR1 starts a measurement, SIGUSR2 ends it."""
-    from textual import _compositor
     from textual import app as textual_app
     from textual import screen as textual_screen
 
-    from gputui import cli, monitor
+    from gputui import cli
     from gputui.sources import simulated
     from gputui.ui import app as ui_app
     from gputui.ui import render
@@ -48,7 +52,10 @@ def child(out: Path, argv: list[str]) -> int:
     main = threading.get_ident()
 
     def wrap(owner: Any, name: str, label: str, any_thread: bool = False) -> None:
-        original: Callable[..., Any] = getattr(owner, name)
+        original: Callable[..., Any] | None = getattr(owner, name, None)
+        if original is None:  # a private name this Textual (or gputui) no longer has
+            print(f"app_stages: no {getattr(owner, '__name__', owner)}.{name}", file=sys.stderr)
+            return
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             if not any_thread and threading.get_ident() != main:
@@ -62,13 +69,22 @@ def child(out: Path, argv: list[str]) -> int:
 
         setattr(owner, name, timed)
 
+    from gputui.sampling.monitor import Monitor
+
+    try:
+        from textual import _compositor
+
+        Compositor: Any = _compositor.Compositor
+    except (ImportError, AttributeError):
+        Compositor = None
+
     wrap(ui_app.GpuTuiApp, "on_frame_ready", "frame handler")
-    wrap(monitor.Monitor, "ingest", "  monitor.ingest (history + advisor)")
+    wrap(Monitor, "ingest", "  monitor.ingest (history + advisor)")
     wrap(ui_app.GpuTuiApp, "redraw", "  redraw (build the panels' lines)")
     for fn in ("gpu_list", "detail_lines", "process_lines", "advisor_lines"):
         wrap(render, fn, f"    render.{fn}")
     wrap(textual_screen.Screen, "_compositor_refresh", "compositor refresh")
-    wrap(_compositor.Compositor, "render_update", "  render the changed rows")
+    wrap(Compositor, "render_update", "  render the changed rows")
     wrap(textual_app.App, "_display", "  write the ANSI")
     wrap(simulated.SimulatedSource, "read", "sampler thread: source read", any_thread=True)
 
@@ -105,11 +121,14 @@ def child(out: Path, argv: list[str]) -> int:
     return cli.main(argv)
 
 
-def measure(gpus: int, warmup: float, seconds: float, size: str) -> dict[str, Any]:
+def measure(
+    gpus: int, warmup: float, seconds: float, size: str, public: bool = False
+) -> dict[str, Any]:
     width, height = size.split("x")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stages.json"
         command = (
+            f"env GPUTUI_TEXTUAL_PUBLIC={int(public)} "
             f"{sys.executable} {Path(__file__).resolve()} --child {out} "
             f"--demo --gpus {gpus} --interval 1"
         )
@@ -148,15 +167,17 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=65.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--size", default="160x50")
+    parser.add_argument("--public", action="store_true", help="GPUTUI_TEXTUAL_PUBLIC=1")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is needed", file=sys.stderr)
         return 1
-    r = measure(args.gpus, args.warmup, args.seconds, args.size)
+    r = measure(args.gpus, args.warmup, args.seconds, args.size, args.public)
     wall = r["wall"]
     ticks = max(1, r["stages"].get("frame handler", [0.0, 1])[1])
     print(
-        f"{args.gpus} GPUs, {args.size}, 1 s refresh, {args.seconds:g} s after {args.warmup:g} s: "
+        f"{args.gpus} GPUs, {args.size}, 1 s refresh, {args.seconds:g} s after {args.warmup:g} s, "
+        f"{'public Textual paths only' if args.public else 'shortcuts on'}: "
         f"process {100 * r['process'] / wall:.2f} % of a core "
         f"({1e3 * r['process'] / ticks:.1f} ms per tick), "
         f"main thread {1e3 * r['main'] / ticks:.1f} ms per tick"

@@ -6,8 +6,9 @@ what gputui may spend with eight GPUs. This driver blocks until a key arrives, p
 while the parser waits for the rest of an escape sequence, and is woken through a pipe
 when Textual stops the input thread (quit, Ctrl+Z).
 
-It leans on two internals of Textual (the xterm parser and the parser's pending timeout).
-Where either is missing, ``quiet_driver`` keeps Textual's own driver: slower, never broken.
+It leans on internals of Textual (the xterm parser, its pending timeout, the input loop),
+all reached through ``compat``. Where one is missing, or with ``GPUTUI_TEXTUAL_PUBLIC=1``,
+``quiet_driver`` keeps Textual's own driver: slower, never broken.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from typing import Any
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
-try:
-    from textual._xterm_parser import XTermParser
-except ImportError:  # pragma: no cover - a Textual without it keeps its own driver
-    XTermParser = None  # type: ignore[assignment,misc]
+from gputui.ui import compat
 
 ESCAPE_POLL_S = 0.1  # Textual's own poll, while the parser waits for the rest of a sequence
 
@@ -68,7 +66,10 @@ class QuietLinuxDriver(LinuxDriver):
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
+        parser_class = compat.XTermParser
+        if parser_class is None:  # quiet_driver never picks this driver then
+            raise RuntimeError("the quiet driver needs Textual's XTermParser")
+        parser = parser_class(compat.driver_debug(self))
         decode = getincrementaldecoder("utf-8")().decode
 
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
@@ -89,7 +90,7 @@ class QuietLinuxDriver(LinuxDriver):
 
         try:
             while not self.exit_event.is_set():
-                pending = getattr(parser, "_timeout_time", 0.0) is not None
+                pending = compat.escape_pending(parser)
                 if not process(selector.select(ESCAPE_POLL_S if pending else None)):
                     break
             selector.unregister(self.fileno)
@@ -103,9 +104,6 @@ class QuietLinuxDriver(LinuxDriver):
 
 def quiet_driver(stock: type[Driver]) -> type[Driver]:
     """The quiet driver where Textual would use its plain Linux one, else ``stock``."""
-    if stock is not LinuxDriver or XTermParser is None:
-        return stock
-    probe = XTermParser()
-    if not hasattr(probe, "_timeout_time") or not hasattr(probe, "tick"):
+    if stock is not LinuxDriver or not compat.quiet_input_supported():
         return stock
     return QuietLinuxDriver

@@ -2,6 +2,10 @@
 
 Each tick the app hands every visible panel its new lines; unchanged lines cost a
 comparison, changed ones one line of repaint. No widgets are created after mount.
+
+Two overrides of Textual's undocumented widget contract (``render_lines``,
+``notify_style_update``) make repaints cheaper still; ``compat.FAST_LINES`` turns them off
+(``GPUTUI_TEXTUAL_PUBLIC=1``), and the panel then draws through the public Line API alone.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+from gputui.ui import compat
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -121,13 +127,6 @@ class LineView(Widget):
         if offset is not None and 0 <= offset.y < len(self._lines):
             self.post_message(self.Clicked(self, self._lines[offset.y]))
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._style = None
-        self._box = None
-        self._styles.clear()
-        self._rows.clear()
-
     def refresh(
         self,
         *regions: Region,
@@ -139,40 +138,51 @@ class LineView(Widget):
             self._rows.clear()
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """Textual's styles cache, minus its work per row: for a panel that is only
-        padding and a top border (ours), content rows are assembled and cached here, and
-        every other row (the border with its title) is still drawn by Textual."""
-        box = self._box
-        if box is None:
-            box = self._box = self._measure_box()
-        size = self.outer_size
-        if not box.plain or size != self._rows_size:
+    # Textual's undocumented widget contract (see compat.py). Without these two overrides
+    # every row goes through Textual's styles cache and render_line below (the Line API).
+    if compat.FAST_LINES:
+
+        def notify_style_update(self) -> None:
+            super().notify_style_update()
+            self._style = None
+            self._box = None
+            self._styles.clear()
             self._rows.clear()
-            self._rows_size = size
-            if not box.plain:
-                return super().render_lines(crop)
-        width = size.width
-        top, bottom = box.top, size.height - box.bottom
-        filters = self.get_line_filters()
-        rows: list[Strip] = []
-        for y in crop.line_range:
-            row = self._rows.get(y)
-            if row is not None:
+
+        def render_lines(self, crop: Region) -> list[Strip]:
+            """Textual's styles cache, minus its work per row: for a panel that is only
+            padding and a top border (ours), content rows are assembled and cached here, and
+            every other row (the border with its title) is still drawn by Textual."""
+            box = self._box
+            if box is None:
+                box = self._box = self._measure_box()
+            size = self.outer_size
+            if not box.plain or size != self._rows_size:
+                self._rows.clear()
+                self._rows_size = size
+                if not box.plain:
+                    return super().render_lines(crop)
+            width = size.width
+            top, bottom = box.top, size.height - box.bottom
+            filters = self.get_line_filters()
+            rows: list[Strip] = []
+            for y in crop.line_range:
+                row = self._rows.get(y)
+                if row is not None:
+                    rows.append(row)
+                    continue
+                if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
+                    row = super().render_lines(Region(0, y, width, 1))[0]
+                else:  # one strip per row: segments padded and filtered before it is made
+                    segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
+                    for line_filter in filters:
+                        segments = line_filter.apply(segments, box.background)
+                    row = Strip(segments, width)
+                self._rows[y] = row
                 rows.append(row)
-                continue
-            if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
-                row = super().render_lines(Region(0, y, width, 1))[0]
-            else:  # one strip per row: segments padded and filtered before it is made
-                segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
-                for line_filter in filters:
-                    segments = line_filter.apply(segments, box.background)
-                row = Strip(segments, width)
-            self._rows[y] = row
-            rows.append(row)
-        if crop.column_span != (0, width):
-            rows = [row.crop(crop.x, crop.right) for row in rows]
-        return rows
+            if crop.column_span != (0, width):
+                rows = [row.crop(crop.x, crop.right) for row in rows]
+            return rows
 
     def _measure_box(self) -> _Box:
         styles = self.styles
@@ -209,8 +219,13 @@ class LineView(Widget):
     def _content(self, y: int, width: int) -> list[Segment]:
         """Content line ``y`` as segments exactly ``width`` cells wide."""
         style = self._style
-        if style is None:  # resolving the CSS style is costly: once per style change
-            style = self._style = self.rich_style
+        if style is None or not compat.FAST_LINES:
+            # Resolving the CSS style is costly: once per style change, which
+            # notify_style_update reports. Without that hook, once per line.
+            fresh = self.rich_style
+            if fresh != style:
+                self._styles.clear()
+            style = self._style = fresh
         if y < len(self._lines):
             return self._segments(self._lines[y], width, style)
         return [Segment(" " * width, style)] if width > 0 else []

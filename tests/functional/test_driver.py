@@ -18,7 +18,13 @@ from textual.drivers.headless_driver import HeadlessDriver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 
+from gputui.ui import compat
 from gputui.ui.driver import QuietLinuxDriver, quiet_driver
+
+# With GPUTUI_TEXTUAL_PUBLIC=1 the quiet driver is never used: it has no parser to run.
+needs_quiet_driver = pytest.mark.skipif(
+    compat.PUBLIC_ONLY, reason="GPUTUI_TEXTUAL_PUBLIC=1: Textual's own driver is used"
+)
 
 
 class _FakeApp:
@@ -74,10 +80,19 @@ async def _wait_for(condition: Any, timeout: float = 2.0) -> bool:
 
 
 def test_used_only_where_textual_would_use_its_linux_driver() -> None:
-    assert quiet_driver(LinuxDriver) is QuietLinuxDriver
+    expected = LinuxDriver if compat.PUBLIC_ONLY else QuietLinuxDriver
+    assert quiet_driver(LinuxDriver) is expected
     assert quiet_driver(HeadlessDriver) is HeadlessDriver
 
 
+def test_textual_keeps_its_driver_where_a_private_name_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(compat, "XTermParser", None)
+    assert quiet_driver(LinuxDriver) is LinuxDriver
+
+
+@needs_quiet_driver
 async def test_keys_arrive_escape_times_out_and_idle_does_not_poll(
     running: _Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +122,7 @@ async def test_keys_arrive_escape_times_out_and_idle_does_not_poll(
     assert not running.thread.is_alive()
 
 
+@needs_quiet_driver
 async def test_the_thread_ends_when_its_input_closes(running: _Running) -> None:
     running.thread.start()
     os.close(running.keys_w)  # stdin was a pipe and its writer went away: no busy loop

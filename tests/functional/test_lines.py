@@ -8,11 +8,14 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 
 from gputui.ui.lines import LineView
+from tests.conftest import DemoApp
 
 WIDTH = 24
 
 
 class _OneView(App[None]):
+    CSS = "LineView.hot { color: red; background: blue; }"
+
     def compose(self) -> ComposeResult:
         yield LineView(id="view")
 
@@ -84,15 +87,13 @@ async def test_wide_characters_keep_the_line_style() -> None:
 
 
 @pytest.mark.parametrize("size", [(160, 50), (80, 24)])
-async def test_panels_draw_the_rows_textual_would(size: tuple[int, int]) -> None:
+async def test_panels_draw_the_rows_textual_would(demo_app: DemoApp, size: tuple[int, int]) -> None:
     """Every row of every panel, border and title included, as Textual's own styles cache
     draws it: the panels' shortcut must be invisible."""
     from textual.geometry import Region
     from textual.widget import Widget
 
-    from gputui.ui.run import make_demo_app
-
-    app = make_demo_app(gpus=8)
+    app = demo_app(gpus=8)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         views = [v for v in app.query(LineView) if v.display and v.outer_size.area]
@@ -100,7 +101,7 @@ async def test_panels_draw_the_rows_textual_would(size: tuple[int, int]) -> None
         for view in views:
             whole = Region(0, 0, *view.outer_size)
             ours = view.render_lines(whole)
-            view._styles_cache.clear()
+            view.refresh()  # Textual's own path, from a fresh styles cache
             theirs = Widget.render_lines(view, whole)
             assert len(ours) == len(theirs) == view.outer_size.height
             for y, (a, b) in enumerate(zip(ours, theirs, strict=True)):
@@ -113,12 +114,10 @@ async def test_panels_draw_the_rows_textual_would(size: tuple[int, int]) -> None
             ]
 
 
-async def test_a_new_title_or_size_repaints_the_cached_rows() -> None:
+async def test_a_new_title_or_size_repaints_the_cached_rows(demo_app: DemoApp) -> None:
     from textual.geometry import Region
 
-    from gputui.ui.run import make_demo_app
-
-    app = make_demo_app(gpus=2)
+    app = demo_app(gpus=2)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         view = app.query_one("#advisor", LineView)
@@ -131,3 +130,20 @@ async def test_a_new_title_or_size_repaints_the_cached_rows() -> None:
         assert view.outer_size.width != width
         rows = view.render_lines(Region(0, 0, *view.outer_size))
         assert all(row.cell_length == view.outer_size.width for row in rows)
+
+
+async def test_a_css_change_recolours_the_lines() -> None:
+    """A class that changes the panel's colours shows on the lines already drawn, on the
+    fast path (which caches resolved styles) and on Textual's public one alike."""
+    app = _OneView()
+    async with app.run_test(size=(WIDTH, 5)) as pilot:
+        view = app.query_one("#view", LineView)
+        view.set_lines([Text("GPU 0")])
+        await pilot.pause()
+        before = next(iter(view.render_line(0))).style
+        view.add_class("hot")
+        await pilot.pause()
+        after = next(iter(view.render_line(0))).style
+        assert after is not None and after != before
+        assert after.color is not None and after.color.triplet == (255, 0, 0)
+        assert after.bgcolor is not None and after.bgcolor.triplet == (0, 0, 255)

@@ -1,0 +1,107 @@
+"""Every private or undocumented Textual name gputui leans on, in one place, with a way out.
+
+gputui takes four shortcuts through Textual's internals to stay cheap while it idles and
+redraws a few panels once a second. Each has a public fallback, and setting
+``GPUTUI_TEXTUAL_PUBLIC=1`` takes every fallback at once (read once, when this module is
+imported): the way out if a Textual release renames one of these. tests/test_textual_compat.py
+checks that each name still exists and behaves as assumed here.
+
+Private name (who uses it): why / public fallback
+- ``textual._xterm_parser.XTermParser`` (driver.py): the quiet driver parses keys exactly
+  as Textual does / Textual's own driver (``App.get_driver_class``).
+- ``Parser.feed`` / ``Parser.tick`` of that class (driver.py): bytes in, key events out;
+  tick gives up a lone Escape / Textual's own driver.
+- ``Parser._timeout_time`` (driver.py): set while the parser waits for the rest of an
+  escape sequence, the only time the driver needs to poll / Textual's own driver.
+- ``LinuxDriver.run_input_thread``, ``.exit_event``, ``Driver._debug`` (driver.py): the
+  input loop replaced, the event Textual sets to stop it, the debug flag for the parser /
+  Textual's own driver.
+- ``Widget.render_lines`` override (lines.py): the compositor's way into a widget; LineView
+  answers content rows from its own row cache / the Line API: ``render_line`` through
+  Textual's styles cache.
+- ``DOMNode.notify_style_update`` override (lines.py): the hook Textual calls when CSS
+  changes, where LineView drops the styles it resolved / ``rich_style`` read for every line.
+- ``Widget.BLANK`` (app.py, through ``blank``): the screen and containers are covered by
+  panels, and answer "only my background" at once / ordinary rendering of their background
+  (also what Textual before 7.1.0, which has no BLANK, does).
+
+benchmarks/app_stages.py also times a few private methods (the compositor's update, the
+app's write); that is measurement only, and a stage it cannot find is left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from textual.driver import Driver
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from textual._xterm_parser import XTermParser as _XTermParser
+
+ENV_VAR: Final = "GPUTUI_TEXTUAL_PUBLIC"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+W = TypeVar("W", bound=Widget)
+
+
+def public_only(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``environ`` asks for Textual's public paths only (``GPUTUI_TEXTUAL_PUBLIC=1``)."""
+    return environ.get(ENV_VAR, "").strip().lower() in _TRUE
+
+
+PUBLIC_ONLY: Final[bool] = public_only()
+"""Read once: every shortcut below is off, and gputui uses Textual's public paths only."""
+
+FAST_LINES: Final[bool] = not PUBLIC_ONLY
+"""LineView overrides ``render_lines`` and ``notify_style_update`` (lines.py)."""
+
+
+def load_xterm_parser() -> type[_XTermParser] | None:
+    """Textual's key parser class, or None where this Textual has no such module."""
+    try:
+        from textual._xterm_parser import XTermParser
+    except ImportError:
+        return None
+    return XTermParser
+
+
+XTermParser: Final = None if PUBLIC_ONLY else load_xterm_parser()
+"""The parser the quiet driver uses; None with the switch on or where it is missing."""
+
+
+def escape_pending(parser: object) -> bool:
+    """Whether the parser waits for the rest of an escape sequence (and must be ticked).
+
+    A parser without ``_timeout_time`` counts as always waiting: the driver then polls as
+    often as Textual's own does."""
+    return getattr(parser, "_timeout_time", 0.0) is not None
+
+
+def driver_debug(driver: Driver) -> bool:
+    """The debug flag Textual gives its drivers (its parser then logs keys to keys.log)."""
+    return bool(getattr(driver, "_debug", False))
+
+
+def quiet_input_supported() -> bool:
+    """Whether the quiet driver can run on this Textual: switch off and every name present."""
+    if XTermParser is None:
+        return False
+    from textual.drivers.linux_driver import LinuxDriver
+
+    probe = XTermParser()
+    return (
+        hasattr(probe, "_timeout_time")
+        and callable(getattr(probe, "tick", None))
+        and callable(getattr(probe, "feed", None))
+        and callable(getattr(LinuxDriver, "run_input_thread", None))
+    )
+
+
+def blank(cls: type[W]) -> type[W]:
+    """Class decorator: the widget draws only its background (``BLANK``), switch permitting."""
+    if not PUBLIC_ONLY:
+        cls.BLANK = True
+    return cls

@@ -1,0 +1,303 @@
+"""The private Textual names gputui leans on (gputui/ui/compat.py) still exist and behave as
+gputui assumes, and the app works with every shortcut off (GPUTUI_TEXTUAL_PUBLIC=1).
+
+A failure here after a Textual upgrade: users can set GPUTUI_TEXTUAL_PUBLIC=1 at once, and
+compat.py is the one place to mend.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.segment import Segment
+from textual import events
+from textual.app import App, ComposeResult
+from textual.drivers.linux_driver import LinuxDriver
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+from gputui.ui import compat
+from gputui.ui.app import _Column, _MainScreen, _Row
+from gputui.ui.driver import QuietLinuxDriver, quiet_driver
+from gputui.ui.lines import LineView
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- the switch ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [("1", True), ("true", True), ("YES", True), (" on ", True), ("0", False), ("", False)],
+)
+def test_the_switch_reads_the_environment(value: str, on: bool) -> None:
+    assert compat.public_only({compat.ENV_VAR: value}) is on
+    assert compat.public_only({}) is False
+
+
+def test_every_shortcut_follows_the_switch() -> None:
+    fast = not compat.PUBLIC_ONLY
+    assert compat.PUBLIC_ONLY is compat.public_only(os.environ)
+    assert compat.FAST_LINES is fast
+    assert ("render_lines" in vars(LineView)) is fast
+    assert ("notify_style_update" in vars(LineView)) is fast
+    assert all(getattr(cls, "BLANK", False) is fast for cls in (_MainScreen, _Column, _Row))
+    assert (compat.XTermParser is not None) is fast
+    assert (quiet_driver(LinuxDriver) is QuietLinuxDriver) is fast
+
+
+# -- textual._xterm_parser.XTermParser, its feed, tick and _timeout_time ----------------
+
+
+def _parser() -> Any:
+    parser_class = compat.load_xterm_parser()
+    assert parser_class is not None, "textual._xterm_parser.XTermParser is gone"
+    assert compat.quiet_input_supported() is not compat.PUBLIC_ONLY
+    return parser_class(False)  # what the quiet driver passes: Textual's debug flag
+
+
+def _keys(messages: Any) -> list[str]:
+    return [m.key for m in messages if isinstance(m, events.Key)]
+
+
+def test_xterm_parser_feed_turns_text_into_keys() -> None:
+    parser = _parser()
+    assert _keys(parser.feed("q")) == ["q"]
+    assert _keys(parser.feed("\x1b[A")) == ["up"]  # a whole sequence: no wait
+    assert not compat.escape_pending(parser)
+    assert list(parser.tick()) == []
+    list(parser.feed(""))  # the end of the input, as the driver's last call
+
+
+def test_xterm_parser_timeout_time_marks_a_pending_escape_until_tick() -> None:
+    parser = _parser()
+    assert hasattr(parser, "_timeout_time")
+    assert parser._timeout_time is None  # at rest: the quiet driver blocks
+    assert not compat.escape_pending(parser)
+    assert _keys(parser.feed("\x1b")) == []  # a lone Escape may start a sequence
+    assert isinstance(parser._timeout_time, float)
+    assert compat.escape_pending(parser)  # the driver polls and ticks meanwhile
+    keys: list[str] = []
+    deadline = time.monotonic() + 2.0
+    while not keys and time.monotonic() < deadline:
+        keys = _keys(parser.tick())
+        time.sleep(0.01)
+    assert keys == ["escape"]
+    assert parser._timeout_time is None
+    assert not compat.escape_pending(parser)
+
+
+def test_a_parser_without_timeout_time_is_always_ticked() -> None:
+    assert compat.escape_pending(object())  # the safe side: poll as Textual does
+
+
+# -- LinuxDriver.run_input_thread, .exit_event, Driver._debug --------------------------
+
+
+async def test_linux_driver_input_loop_and_its_stop_event() -> None:
+    assert callable(getattr(LinuxDriver, "run_input_thread", None))
+    # Textual stops the input thread by setting exit_event (QuietLinuxDriver wakes on it).
+    assert "self.exit_event.set()" in inspect.getsource(LinuxDriver)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTSTP, signal.SIGCONT)}
+    try:
+        driver = LinuxDriver(object(), debug=True)  # type: ignore[arg-type]
+        assert isinstance(driver.exit_event, threading.Event)
+        assert compat.driver_debug(driver) is True
+        assert compat.driver_debug(LinuxDriver(object())) is False  # type: ignore[arg-type]
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+# -- Widget.render_lines, DOMNode.notify_style_update, Widget.BLANK ---------------------
+
+
+class _Marked(Widget):
+    """Answers the compositor itself, as LineView does."""
+
+    DEFAULT_CSS = "_Marked { height: 3; width: 20; border-top: solid red; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crops: list[Region] = []
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self.crops.append(crop)
+        return [Strip([Segment("#" * crop.width)], crop.width) for _ in crop.line_range]
+
+
+class _Styled(Widget):
+    DEFAULT_CSS = "_Styled { height: 1; color: #00ff00; } _Styled.-hot { color: #ff0000; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates = 0
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.updates += 1
+
+
+class _Blank(Widget):
+    BLANK = True
+    DEFAULT_CSS = "_Blank { height: 2; background: #0000ff; }"
+
+    def render(self) -> str:
+        raise AssertionError("a BLANK widget is not asked for its content")
+
+
+class _Probe(App[None]):
+    """One probe widget per app: a probe that fails cannot take the others down."""
+
+    def __init__(self, probe: Widget) -> None:
+        super().__init__()
+        self.probe = probe
+
+    def compose(self) -> ComposeResult:
+        yield self.probe
+
+
+async def test_the_compositor_asks_render_lines_for_rows_in_widget_coordinates() -> None:
+    marked = _Marked()
+    app = _Probe(marked)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        assert marked.crops, "the compositor no longer calls render_lines"
+        whole = Region(0, 0, *marked.outer_size)
+        assert all(whole.contains_region(crop) for crop in marked.crops)
+        assert "#" * 20 in app.export_screenshot()  # what it returned is on the screen
+        marked.crops.clear()
+        marked.refresh(Region(0, 0, 20, 1))  # a content row, as LineView.set_lines does
+        await pilot.pause()
+        assert marked.crops and all(whole.contains_region(crop) for crop in marked.crops)
+
+
+async def test_notify_style_update_is_called_when_the_css_changes() -> None:
+    styled = _Styled()
+    app = _Probe(styled)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        before = styled.updates
+        colour = styled.rich_style.color
+        styled.add_class("-hot")
+        await pilot.pause()
+        assert styled.updates > before
+        assert styled.rich_style.color != colour
+
+
+async def test_blank_draws_only_the_background() -> None:
+    assert Widget.BLANK is False  # Textual 7.1.0 and later
+    blank = _Blank()
+    app = _Probe(blank)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()  # rendering would raise in _Blank.render
+        rows = blank.render_lines(Region(0, 0, 40, 2))
+        assert [row.text for row in rows] == [" " * 40] * 2
+        assert all(
+            seg.style is not None
+            and seg.style.bgcolor is not None
+            and seg.style.bgcolor.triplet is not None
+            and seg.style.bgcolor.triplet.hex == "#0000ff"
+            for row in rows
+            for seg in row
+        )
+
+
+# -- the app on Textual's public paths --------------------------------------------------
+
+_RUN_DEMO = """
+import asyncio, json
+from textual.drivers.linux_driver import LinuxDriver
+from textual.geometry import Region
+from textual.widget import Widget
+
+from gputui.launch import make_demo_app
+from gputui.ui import compat
+from gputui.ui.app import _MainScreen
+from gputui.ui.driver import quiet_driver
+from gputui.ui.lines import LineView
+
+
+def rows(app):
+    shown = {}
+    for view in app.query(LineView):
+        if view.region.area:  # on the screen (the overview hides some panels)
+            lines = view.render_lines(Region(0, 0, *view.outer_size))
+            shown[view.id] = [[(s.text, str(s.style)) for s in line] for line in lines]
+    return shown
+
+
+async def main():
+    app = make_demo_app(None, 8)
+    out = {
+        "public": compat.PUBLIC_ONLY,
+        "own render_lines": LineView.render_lines is not Widget.render_lines,
+        "blank": getattr(_MainScreen, "BLANK", False),
+        "quiet driver": quiet_driver(LinuxDriver) is not LinuxDriver,
+    }
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        out["panels"] = rows(app)
+        await pilot.press("right")
+        await pilot.pause()
+        out["selected"] = app.selected
+        out["detail"] = str(app.query_one("#detail").border_title)
+        out["after right"] = rows(app)
+        await pilot.press("o")
+        await pilot.pause()
+        out["overview"] = app.screen.has_class("-overview")
+        out["after o"] = rows(app)
+    print(json.dumps(out))
+
+
+asyncio.run(main())
+"""
+
+
+def _run_demo(public: bool) -> dict[str, Any]:
+    env = dict(os.environ)
+    env[compat.ENV_VAR] = "1" if public else "0"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_DEMO],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_app_works_on_textual_public_paths_alone() -> None:
+    public = _run_demo(public=True)
+    assert public["public"] is True
+    assert not public["own render_lines"] and not public["blank"] and not public["quiet driver"]
+    panels = public["panels"]
+    assert len(panels) >= 5
+    text = "\n".join("".join(t for t, _ in row) for rows in panels.values() for row in rows)
+    assert "GPU 0 detail" in text and "H100" in text and "Advisor" in text
+    assert public["selected"] == 1 and public["detail"] == "GPU 1 detail"
+    assert public["overview"] is True
+    assert "╭ 7 " in "".join(t for rows in public["after o"].values() for r in rows for t, _ in r)
+
+    # ... and it draws what the shortcuts draw, cell for cell and style for style.
+    fast = _run_demo(public=False)
+    assert fast["public"] is False
+    assert fast["own render_lines"] and fast["blank"] and fast["quiet driver"]
+    for key in ("panels", "after right", "after o", "selected", "detail", "overview"):
+        assert public[key] == fast[key], key
