@@ -21,9 +21,9 @@ import psutil
 
 from gputui.clocks import ManualClock
 from gputui.config import Config
+from gputui.launch import make_app
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import FrameReady
-from gputui.ui.run import make_app
 
 
 async def run(gpus: int, hours: float, width: int, height: int) -> None:

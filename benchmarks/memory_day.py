@@ -17,10 +17,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gputui.advisor import make_monitor
 from gputui.clocks import ManualClock
 from gputui.config import Config
-from gputui.exporters.snapshot import SourceInfo
-from gputui.monitor import Monitor
+from gputui.model import SourceInfo
+from gputui.names import SourceKind
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 
@@ -32,7 +33,7 @@ def main() -> int:
     me = psutil.Process()
     clock = ManualClock(1_800_000_000.0)
     source = SimulatedSource(resolve_scenarios("mix", args.gpus), clock=clock)
-    monitor = Monitor(source.open(), Config(), SourceInfo("SIMULATED", "simulated"))
+    monitor = make_monitor(source.open(), Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED))
 
     def row(hour: int) -> None:
         rss = me.memory_info().rss / 2**20

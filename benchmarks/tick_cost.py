@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gputui.advisor import make_advisor
 from gputui.clocks import ManualClock
 from gputui.config import Thresholds
-from gputui.history import History
+from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui import render
 

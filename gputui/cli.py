@@ -16,7 +16,7 @@ from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
 if TYPE_CHECKING:
-    from gputui.monitor import Monitor
+    from gputui.sampling.monitor import Monitor
 
 EXIT_NO_SOURCE = 3
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
@@ -228,7 +228,7 @@ def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
     A simulated source needs no waiting: its clock is stepped through ``--warmup`` seconds
     of history first, so the state is the scenario's, not its first second.
     """
-    from gputui.sampler import Sampler
+    from gputui.sampling.sampler import Sampler
 
     manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
     opened = _open_live(args, manual or time.time)
@@ -270,12 +270,13 @@ def _write(text: str, output: Path | None) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from gputui.exporters.snapshot import dumps, markdown_report
+    from gputui.exporters.markdown import markdown_report
+    from gputui.formats.snapshot import dumps, snapshot_of
 
     monitor = _collect(args, 0.0)
     if isinstance(monitor, int):
         return monitor
-    document = monitor.snapshot()
+    document = snapshot_of(monitor)
     fmt = args.format or (
         "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
     )
@@ -284,6 +285,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gputui.doctor import exit_status, render_report
+    from gputui.formats.snapshot import snapshot_of
 
     monitor = _collect(args, args.duration)
     if isinstance(monitor, int):
@@ -291,7 +293,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        document = monitor.snapshot(window_points=0)
+        document = snapshot_of(monitor, window_points=0)
         document["exit_status"] = exit_status(monitor.findings)
         del document["history"]
         print(json.dumps(document, indent=2, allow_nan=False))
@@ -304,8 +306,8 @@ def _open_live(
     args: argparse.Namespace, clock: Callable[[], float] = time.time
 ) -> tuple[Monitor, Source] | int:
     """The source opened and a monitor over it, or the exit status when it cannot start."""
-    from gputui.exporters.snapshot import SourceInfo
-    from gputui.monitor import Monitor
+    from gputui.advisor import make_monitor
+    from gputui.model import SourceInfo
 
     source = make_source(args, clock)
     try:
@@ -314,12 +316,13 @@ def _open_live(
         return _fail(str(exc))
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
-    return Monitor(devices, config, info), source
+    return make_monitor(devices, config, info), source
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.exporters.record import Header, RecordWriter
-    from gputui.sampler import Sampler
+    from gputui.exporters.record import RecordWriter
+    from gputui.formats.recording import Header
+    from gputui.sampling.sampler import Sampler
 
     opened = _open_live(args)
     if isinstance(opened, int):
@@ -361,8 +364,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from gputui.exporters.record import RecordingError, read_recording
-    from gputui.sources.replay import ReplaySource
+    from gputui.formats.recording import RecordingError, read_recording
 
     try:
         recording = read_recording(args.file)
@@ -377,10 +379,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"gputui: --start wants seconds or HH:MM[:SS], not {args.start!r}", file=sys.stderr)
         return 2
-    from gputui.ui.run import run_replay
+    from gputui.launch import run_replay
 
     return run_replay(
-        ReplaySource(recording),
+        recording,
         speed=args.speed,
         start_s=start_s,
         snapshot_dir=args.snapshot_dir,
@@ -408,11 +410,10 @@ def _start_offset(text: str, first: float) -> float:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from prometheus_client import start_http_server
     from prometheus_client.registry import CollectorRegistry
 
-    from gputui.exporters.prometheus import GputuiCollector
-    from gputui.sampler import Sampler
+    from gputui.exporters.prometheus import GputuiCollector, serve_metrics
+    from gputui.sampling.sampler import Sampler
 
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit():
@@ -425,7 +426,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     registry = CollectorRegistry()
     registry.register(GputuiCollector(monitor))
     try:
-        server, _thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
+        server, _thread = serve_metrics(registry, host.strip("[]"), int(port))
     except OSError as exc:
         source.close()
         print(f"gputui: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
@@ -452,7 +453,7 @@ def cmd_app(args: argparse.Namespace) -> int:
         devices = source.open()
     except SourceUnavailable as exc:
         return _fail(str(exc))
-    from gputui.ui.run import run_app  # Textual loads only once there is something to show
+    from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(
         source,

@@ -14,6 +14,3 @@ class ManualClock:
 
     def advance(self, seconds: float) -> None:
         self._now += seconds
-
-    def set(self, now: float) -> None:
-        self._now = now

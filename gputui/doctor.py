@@ -8,20 +8,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputui.advisor import Finding
 from gputui.clock_events import describe_reasons
-from gputui.monitor import Monitor
+from gputui.model import Finding
+from gputui.names import NoteKind, Severity
+from gputui.sampling.monitor import Monitor
 from gputui.units import NA, fmt_duration, fmt_num, short_name, vram_text
 
-SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+SEVERITY_STYLE = {
+    Severity.CRITICAL: "bold red",
+    Severity.WARNING: "yellow",
+    Severity.INFO: "cyan",
+}
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL = 0, 1, 2
 
 
 def exit_status(findings: Sequence[Finding]) -> int:
     severities = {f.severity for f in findings}
-    if "critical" in severities:
+    if Severity.CRITICAL in severities:
         return EXIT_CRITICAL
-    if "warning" in severities:
+    if Severity.WARNING in severities:
         return EXIT_WARNING
     return EXIT_OK
 
@@ -76,7 +81,8 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
         )
     console.print(table)
     for note in frame.notes if frame is not None else ():
-        console.print(Text(f"! {note}", style="yellow" if "down" in note else "dim"))
+        warn = note.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY, NoteKind.GPU_LOST)
+        console.print(Text(f"! {note.text}", style="yellow" if warn else "dim"))
     console.print()
     findings = monitor.findings
     if not findings:

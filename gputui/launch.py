@@ -1,16 +1,19 @@
-"""The app factory: one function builds the app for the CLI, the tests and the screenshots."""
+"""The app factory: the composition root that puts a source, a monitor with its advisor and
+the screen together, for the CLI, the tests and the screenshots alike."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from gputui.advisor import make_monitor
 from gputui.clocks import ManualClock
 from gputui.config import Config
-from gputui.exporters.snapshot import SourceInfo
-from gputui.model import DeviceInfo
-from gputui.monitor import Monitor
-from gputui.sampler import Sampler
+from gputui.formats.recording import Recording
+from gputui.model import DeviceInfo, SourceInfo
+from gputui.names import SourceKind
+from gputui.sampling.replay import ReplayController
+from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.app import FrameReady, GpuTuiApp, SampleFailed
@@ -26,7 +29,7 @@ def make_app(
     live: bool = True,
 ) -> GpuTuiApp:
     """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames."""
-    monitor = Monitor(devices, config, SourceInfo(source.label, source.kind, detail))
+    monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
     app = GpuTuiApp(monitor, snapshot_dir=snapshot_dir)
     if live:
         app.sampler = Sampler(
@@ -62,30 +65,41 @@ def make_demo_app(
     return app
 
 
+def make_replay_app(
+    recording: Recording,
+    *,
+    speed: float = 1.0,
+    start_s: float = 0.0,
+    snapshot_dir: Path = Path("."),
+    notices: Sequence[str] = (),
+) -> GpuTuiApp:
+    """The app over a recording: the same screens and advisor, with replay keys."""
+    header = recording.header
+    source = ReplaySource([t.frame for t in recording.ticks], header.devices, header.interval_s)
+    config = Config(interval_s=max(0.05, header.interval_s / speed))
+    app = make_app(
+        source, header.devices, config, snapshot_dir=snapshot_dir, detail=header.source.detail
+    )
+    app.monitor.source = SourceInfo("REPLAY", SourceKind.REPLAY, header.source.label)
+    app.replay = ReplayController(source, app.monitor, speed)
+    app.replay.sampler = app.sampler
+    if start_s > 0 and source.start_time is not None:
+        app.start_at = source.start_time + start_s
+    app.pending_notices = list(notices)
+    return app
+
+
 def run_replay(
-    source: ReplaySource,
+    recording: Recording,
     *,
     speed: float = 1.0,
     start_s: float = 0.0,
     snapshot_dir: Path = Path("."),
     notices: Sequence[str] = (),
 ) -> int:
-    """The app over a recording: the same screens and advisor, with replay keys."""
-    header = source.recording.header
-    config = Config(interval_s=max(0.05, header.interval_s / speed))
-    app = make_app(
-        source,
-        header.devices,
-        config,
-        snapshot_dir=snapshot_dir,
-        detail=header.source.detail,
+    app = make_replay_app(
+        recording, speed=speed, start_s=start_s, snapshot_dir=snapshot_dir, notices=notices
     )
-    app.replay = source
-    app.speed = speed
-    app.monitor.source = SourceInfo("REPLAY", "replay", header.source.label)
-    if start_s > 0 and source.start_time is not None:
-        app.start_at = source.start_time + start_s
-    app.pending_notices = list(notices)
     app.freeze_startup_heap = True
     app.run()
     return 0

@@ -7,8 +7,19 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gputui.clock_events import decode_reasons
+from gputui.names import NoteKind, RuleId, Severity, SourceKind
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """Where the readings come from, as every surface names it."""
+
+    label: str  # "NVML", "SIMULATED", "REPLAY"...
+    kind: SourceKind
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +150,17 @@ class HostSample:
 
 
 @dataclass(frozen=True, slots=True)
+class Note:
+    """Something a source wants the user to know about this tick, in words."""
+
+    kind: NoteKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """Everything one tick read: all GPUs, the host, and the processes on the GPUs.
 
@@ -150,7 +172,7 @@ class Frame:
     gpus: tuple[GpuSample, ...]
     host: HostSample | None = None
     processes: tuple[ProcessSample, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[Note, ...] = field(default=())
 
     def gpu(self, index: int) -> GpuSample | None:
         for sample in self.gpus:
@@ -160,3 +182,53 @@ class Frame:
 
     def processes_on(self, index: int) -> tuple[ProcessSample, ...]:
         return tuple(p for p in self.processes if p.gpu_index == index)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What the advisor says about a GPU (or the host, ``gpu`` None): a condition that held
+    long enough, since when, the numbers that prove it and what to do."""
+
+    rule: RuleId
+    severity: Severity
+    gpu: int | None
+    title: str
+    evidence: tuple[str, ...]
+    remedies: tuple[str, ...]
+    since: float  # when the condition started to hold (frame time)
+    updated: float  # the last frame time the condition held
+
+    @property
+    def key(self) -> tuple[RuleId, int | None]:
+        return (self.rule, self.gpu)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule.value,
+            "severity": self.severity.value,
+            "gpu": self.gpu,
+            "title": self.title,
+            "evidence": list(self.evidence),
+            "remedies": list(self.remedies),
+            "since": self.since,
+            "updated": self.updated,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        return cls(
+            rule=RuleId(data["rule"]),
+            severity=Severity(data["severity"]),
+            gpu=data["gpu"],
+            title=data["title"],
+            evidence=tuple(data["evidence"]),
+            remedies=tuple(data["remedies"]),
+            since=float(data["since"]),
+            updated=float(data["updated"]),
+        )
+
+
+def finding_order(finding: Finding) -> tuple[int, int, str]:
+    """Most severe first, then by GPU (host last), then by rule."""
+    gpu = finding.gpu if finding.gpu is not None else 1 << 20
+    return (-finding.severity.rank, gpu, finding.rule.value)

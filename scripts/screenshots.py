@@ -14,8 +14,8 @@ import re
 import sys
 from pathlib import Path
 
+from gputui.launch import make_demo_app
 from gputui.sources.simulated import MIX, SCENARIOS
-from gputui.ui.run import make_demo_app
 
 SIZES = ((160, 50), (80, 24))
 

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gputui.advisor import Finding, make_advisor
+from gputui.advisor import make_advisor
 from gputui.config import Thresholds
-from gputui.history import History
-from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, ProcessSample
+from gputui.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.sampling.history import History
 
 GIB = 1024**3
 

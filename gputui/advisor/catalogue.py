@@ -39,7 +39,8 @@ def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     lines.append("|---|---|---|---|---|")
     for rule in RULES:
         lines.append(
-            f"| `{rule.id}` | {rule.cause} | {rule.reads} | {rule.fires_when} | {rule.suggests} |"
+            f"| `{rule.id}` | {rule.cause} | {rule.what_it_reads(t)} | {rule.when_it_fires(t)} "
+            f"| {rule.suggests} |"
         )
     lines += ["", "## Thresholds (defaults, in `gputui/config.py`)", ""]
     lines.append("| name | default |")

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gputui.config import Thresholds
-from gputui.history import History, WindowStats
 from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
+from gputui.names import Metric
+from gputui.sampling.history import History, WindowStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,11 +21,7 @@ class Context:
     _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
     _reasons: dict[tuple[int, float], list[int]] = field(default_factory=dict)
 
-    @property
-    def now(self) -> float:
-        return self.frame.time
-
-    def stats(self, gpu: int, metric: str, seconds: float | None = None) -> WindowStats | None:
+    def stats(self, gpu: int, metric: Metric, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
         key = (gpu, metric, self.t.window_s if seconds is None else seconds)
         if key in self._memo:
@@ -56,7 +53,7 @@ class Context:
 
     def busy(self, gpu: int) -> WindowStats | None:
         """Utilisation stats when the GPU is under load over the window, else None."""
-        util = self.stats(gpu, "util_gpu")
+        util = self.stats(gpu, Metric.UTIL_GPU)
         if util is None or util.mean < self.t.busy_util_pct:
             return None
         return util

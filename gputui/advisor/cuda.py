@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gputui.advisor.context import Context
-from gputui.advisor.finding import Candidate, Severity
+from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import RuleId, Severity
 
 
 def _version(text: str | None) -> tuple[int, int | None] | None:
@@ -28,8 +29,8 @@ def launch_blocking(ctx: Context) -> Iterator[Candidate]:
             if flag is None or flag.split("=", 1)[1].strip() in ("", "0"):
                 continue
             yield Candidate(
-                rule="cuda-launch-blocking",
-                severity="warning",
+                rule=RuleId.CUDA_LAUNCH_BLOCKING,
+                severity=Severity.WARNING,
                 gpu=sample.index,
                 title="CUDA_LAUNCH_BLOCKING is set: every kernel launch waits for the GPU",
                 evidence=(f"pid {proc.pid} {proc.name or ''} runs with {flag}",),
@@ -59,14 +60,14 @@ def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
             much_older = runtime[0] < driver[0] - 1
             if not (newer or much_older):
                 continue
-            severity: Severity = "critical" if newer else "info"
+            severity: Severity = Severity.CRITICAL if newer else Severity.INFO
             relation = (
                 "newer than the driver supports"
                 if newer
                 else "several major versions older than the driver's"
             )
             yield Candidate(
-                rule="cuda-driver-mismatch",
+                rule=RuleId.CUDA_DRIVER_MISMATCH,
                 severity=severity,
                 gpu=sample.index,
                 title=f"CUDA runtime {relation}",
@@ -91,8 +92,8 @@ def persistence_off(ctx: Context) -> Iterator[Candidate]:
         if device.persistence_mode is not False:
             continue
         yield Candidate(
-            rule="persistence-off",
-            severity="info",
+            rule=RuleId.PERSISTENCE_OFF,
+            severity=Severity.INFO,
             gpu=sample.index,
             title="Persistence mode is off: each new job pays the driver's start-up",
             evidence=("persistence mode disabled",),
@@ -102,7 +103,7 @@ def persistence_off(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "cuda-launch-blocking",
+        RuleId.CUDA_LAUNCH_BLOCKING,
         "3 configuration",
         "the environment of the processes on the GPU (where permitted)",
         "a process runs with CUDA_LAUNCH_BLOCKING set to anything but 0",
@@ -110,7 +111,7 @@ RULES = (
         launch_blocking,
     ),
     Rule(
-        "cuda-driver-mismatch",
+        RuleId.CUDA_DRIVER_MISMATCH,
         "3 configuration",
         "libcudart version each GPU process mapped (where permitted), the driver's CUDA version",
         "runtime newer than the driver's CUDA (critical), or 2+ major versions older (info)",
@@ -118,7 +119,7 @@ RULES = (
         driver_mismatch,
     ),
     Rule(
-        "persistence-off",
+        RuleId.PERSISTENCE_OFF,
         "3 configuration",
         "persistence mode",
         "persistence mode disabled (Linux)",

@@ -11,16 +11,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputui.advisor.context import Context
-from gputui.advisor.finding import Candidate, Finding, sort_key
+from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.config import Thresholds
-from gputui.history import History
-from gputui.model import DeviceInfo
+from gputui.model import DeviceInfo, Finding, finding_order
+from gputui.names import RuleId
+from gputui.sampling.history import History
 
 # A finding of the key rule on a GPU hides findings of these rules on the same GPU:
 # they say the same thing less precisely.
-SUPERSEDES: Mapping[str, tuple[str, ...]] = {
-    "thermal-throttle": ("thermal-hot", "hw-slowdown"),
+SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
+    RuleId.THERMAL_THROTTLE: (RuleId.THERMAL_HOT, RuleId.HW_SLOWDOWN),
 }
 
 
@@ -42,9 +43,9 @@ class Advisor:
         self._devices = {d.index: d for d in devices}
         self._rules = tuple(rules)
         self._t = thresholds or Thresholds()
-        self._states: dict[tuple[str, int | None], _State] = {}
+        self._states: dict[tuple[RuleId, int | None], _State] = {}
         #: rule id -> the last error it raised (a broken rule is skipped, never fatal)
-        self.rule_errors: dict[str, str] = {}
+        self.rule_errors: dict[RuleId, str] = {}
         self.findings: tuple[Finding, ...] = ()
         self._judged_at: float | None = None
 
@@ -65,7 +66,7 @@ class Advisor:
         self._judged_at = frame.time
         ctx = Context(history=history, devices=self._devices, frame=frame, t=self._t)
         now = frame.time
-        seen: dict[tuple[str, int | None], Candidate] = {}
+        seen: dict[tuple[RuleId, int | None], Candidate] = {}
         for rule in self._rules:
             try:
                 for candidate in rule.check(ctx):
@@ -109,7 +110,7 @@ class Advisor:
                     for s in active
                     if s.candidate.key not in hidden
                 ),
-                key=sort_key,
+                key=finding_order,
             )
         )
         return self.findings

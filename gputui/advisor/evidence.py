@@ -5,12 +5,13 @@ from __future__ import annotations
 from gputui.advisor.context import Context
 from gputui.clock_events import describe_reasons
 from gputui.model import DeviceInfo, GpuSample
+from gputui.names import Metric
 from gputui.units import fmt_duration
 
 
 def sm_clock(ctx: Context, sample: GpuSample, device: DeviceInfo) -> str | None:
     """'SM clock 1380 / 1980 MHz max (-30 %) over the last 30 s'."""
-    stats = ctx.stats(sample.index, "sm_clock_mhz")
+    stats = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
     if stats is None or not device.max_sm_clock_mhz:
         return None
     lost = 100.0 * (1 - stats.mean / device.max_sm_clock_mhz)

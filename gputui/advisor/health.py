@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import Metric, RuleId, Severity
 
 _DRAIN = (
     "Drain the node: stop scheduling jobs on it",
@@ -19,8 +20,8 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
     for sample in ctx.frame.gpus:
         if sample.lost:
             yield Candidate(
-                rule="gpu-errors",
-                severity="critical",
+                rule=RuleId.GPU_ERRORS,
+                severity=Severity.CRITICAL,
                 gpu=sample.index,
                 title="GPU lost: it no longer answers the driver",
                 evidence=("NVML reports the GPU as lost (typically Xid 79: fell off the bus)",),
@@ -29,7 +30,7 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
             )
             continue
         lines = []
-        ecc = ctx.history.stats(sample.index, "ecc_volatile_uncorrected", ctx.t.window_s)
+        ecc = ctx.history.stats(sample.index, Metric.ECC_VOLATILE_UNCORRECTED, ctx.t.window_s)
         if ecc is not None and ecc.last > ecc.first:
             lines.append(
                 f"uncorrectable ECC errors +{ecc.last - ecc.first:.0f} in the last "
@@ -40,8 +41,10 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
         if not lines:
             continue
         yield Candidate(
-            rule="gpu-errors",
-            severity="critical" if ecc is not None and ecc.last > ecc.first else "warning",
+            rule=RuleId.GPU_ERRORS,
+            severity=Severity.CRITICAL
+            if ecc is not None and ecc.last > ecc.first
+            else Severity.WARNING,
             gpu=sample.index,
             title="Hardware errors on this GPU",
             evidence=tuple(lines),
@@ -52,7 +55,7 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "gpu-errors",
+        RuleId.GPU_ERRORS,
         "hardware",
         "GPU lost, volatile uncorrectable ECC count, remapped rows pending",
         "a GPU is lost or uncorrectable ECC errors rise (critical), or a row remap is pending "

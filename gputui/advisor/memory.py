@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gputui.advisor.context import Context, gib
-from gputui.advisor.finding import Candidate, Severity
+from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import HostMetric, Metric, RuleId, Severity
 from gputui.units import fmt_duration
 
 
 def vram_pressure(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     for sample, _device in ctx.samples():
-        used = ctx.stats(sample.index, "mem_used", 5)
+        used = ctx.stats(sample.index, Metric.MEM_USED, t.vram_mean_s)
         if used is None or not sample.mem_total:
             continue
         procs = ctx.processes(sample.index)
@@ -22,9 +23,9 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
         share = 100.0 * used.mean / sample.mem_total
         if share < t.vram_warning_pct:
             continue
-        severity: Severity = "critical" if share >= t.vram_critical_pct else "warning"
+        severity: Severity = Severity.CRITICAL if share >= t.vram_critical_pct else Severity.WARNING
         lines = [f"{gib(used.mean)} of {gib(sample.mem_total)} used ({share:.1f} %)"]
-        growth = ctx.stats(sample.index, "mem_used", 60)
+        growth = ctx.stats(sample.index, Metric.MEM_USED, t.vram_growth_s)
         if growth is not None and growth.slope_per_s is not None and growth.slope_per_s > 1e6:
             rate = growth.slope_per_s
             left = max(0.0, sample.mem_total - used.last)
@@ -37,7 +38,7 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
                 who = f"{proc.name or 'process'}" + (f" ({proc.user})" if proc.user else "")
                 lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory)}")
         yield Candidate(
-            rule="vram-pressure",
+            rule=RuleId.VRAM_PRESSURE,
             severity=severity,
             gpu=sample.index,
             title="GPU memory nearly full: out-of-memory errors or slow fallbacks ahead",
@@ -59,7 +60,7 @@ def host_memory_pressure(ctx: Context) -> Iterator[Candidate]:
     lines: list[str] = []
     available = host.mem_available
     low = available is not None and 100.0 * available / host.mem_total < t.host_available_pct
-    swap = ctx.history.host_stats("swap_used", t.window_s)
+    swap = ctx.history.host_stats(HostMetric.SWAP_USED, t.window_s)
     swapping = (
         swap is not None
         and swap.count >= t.min_points
@@ -77,8 +78,8 @@ def host_memory_pressure(ctx: Context) -> Iterator[Candidate]:
     if swap is not None and swap.slope_per_s is not None and swapping:
         lines.append(f"swap used {gib(swap.last)}, growing {swap.slope_per_s / 1e6:.1f} MB/s")
     yield Candidate(
-        rule="host-memory-pressure",
-        severity="critical" if low else "warning",
+        rule=RuleId.HOST_MEMORY_PRESSURE,
+        severity=Severity.CRITICAL if low else Severity.WARNING,
         gpu=None,
         title="Host memory exhausted: data spills to swap, everything slows",
         evidence=tuple(lines),
@@ -98,10 +99,10 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
         ]
         if not holders:
             continue
-        recent = ctx.stats(sample.index, "util_gpu")
+        recent = ctx.stats(sample.index, Metric.UTIL_GPU)
         if recent is None or recent.max > t.idle_util_pct:
             continue  # busy lately: no need to look at the long window
-        util = ctx.stats(sample.index, "util_gpu", t.idle_allocated_s)
+        util = ctx.stats(sample.index, Metric.UTIL_GPU, t.idle_allocated_s)
         if util is None or util.span_s < 0.9 * t.idle_allocated_s or util.max > t.idle_util_pct:
             continue
         lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]
@@ -111,8 +112,8 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
                 who += f" ({proc.user})"
             lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory or 0)}")
         yield Candidate(
-            rule="idle-allocated",
-            severity="warning",
+            rule=RuleId.IDLE_ALLOCATED,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="A process holds GPU memory but the GPU does nothing",
             evidence=tuple(lines),
@@ -125,27 +126,31 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "vram-pressure",
+        RuleId.VRAM_PRESSURE,
         "2 VRAM",
-        "VRAM used/total (5 s mean), its growth over the last minute, processes by memory",
-        ">= 90 % used (warning), >= 97 % (critical), with a process on the GPU or under load",
+        "VRAM used/total ({t.vram_mean_s:g} s mean), its growth over {t.vram_growth_s:g} s, "
+        "processes by memory",
+        ">= {t.vram_warning_pct:g} % used (warning), >= {t.vram_critical_pct:g} % (critical), "
+        "with a process on the GPU or under load",
         "smaller batch + gradient accumulation, bf16/fp16 autocast, gradient checkpointing, "
         "expandable_segments",
         vram_pressure,
     ),
     Rule(
-        "host-memory-pressure",
+        RuleId.HOST_MEMORY_PRESSURE,
         "2 VRAM / host",
         "host available memory, swap used and its growth",
-        "available < 5 % of host memory (critical), or swap in use and growing >= 1 MB/s",
+        "available < {t.host_available_pct:g} % of host memory (critical), or swap in use and "
+        "growing >= {t.swap_growth_bps:mbps}",
         "smaller worker memory, shared/memory-mapped datasets, more RAM",
         host_memory_pressure,
     ),
     Rule(
-        "idle-allocated",
+        RuleId.IDLE_ALLOCATED,
         "—",
-        "process GPU memory, utilisation over 5 min",
-        "a process holds >= 1 GiB while utilisation stayed <= 2 % for 5 min",
+        "process GPU memory, utilisation over {t.idle_allocated_s:g} s",
+        "a process holds >= {t.idle_allocated_bytes:gib} while utilisation stayed "
+        "<= {t.idle_util_pct:g} % for {t.idle_allocated_s:g} s",
         "find the hung or finished job and end it",
         idle_allocated,
     ),

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context, gb
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import Metric, RuleId, Severity
 from gputui.pcie import link_bandwidth
 from gputui.units import fmt_duration
 
@@ -22,8 +23,8 @@ def link_degraded(ctx: Context) -> Iterator[Candidate]:
         # Links downshift at idle to save power: only a busy GPU's link is judged.
         if ctx.busy(sample.index) is None:
             continue
-        gen = ctx.stats(sample.index, "pcie_gen")
-        width = ctx.stats(sample.index, "pcie_width")
+        gen = ctx.stats(sample.index, Metric.PCIE_GEN)
+        width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
         max_gen, max_width = device.pcie_max_gen, device.pcie_max_width
         if gen is None or width is None or max_gen is None or max_width is None:
             continue
@@ -44,8 +45,8 @@ def link_degraded(ctx: Context) -> Iterator[Candidate]:
                 f"limits it to Gen{max_gen}"
             )
         yield Candidate(
-            rule="pcie-link-degraded",
-            severity="warning",
+            rule=RuleId.PCIE_LINK_DEGRADED,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="PCIe link below what the card supports",
             evidence=tuple(lines),
@@ -62,13 +63,16 @@ def pcie_saturated(ctx: Context) -> Iterator[Candidate]:
         capacity = link_bandwidth(sample.pcie_gen, sample.pcie_width)
         if not capacity:
             continue
-        for metric, direction in (("pcie_rx_bps", "host to GPU"), ("pcie_tx_bps", "GPU to host")):
+        for metric, direction in (
+            (Metric.PCIE_RX_BPS, "host to GPU"),
+            (Metric.PCIE_TX_BPS, "GPU to host"),
+        ):
             rate = ctx.stats(sample.index, metric)
             if rate is None or rate.mean < ctx.t.pcie_saturated * capacity:
                 continue
             yield Candidate(
-                rule="pcie-saturated",
-                severity="warning",
+                rule=RuleId.PCIE_SATURATED,
+                severity=Severity.WARNING,
                 gpu=sample.index,
                 title=f"PCIe link saturated ({direction})",
                 evidence=(
@@ -88,7 +92,7 @@ def pcie_saturated(ctx: Context) -> Iterator[Candidate]:
 
 def pcie_errors(ctx: Context) -> Iterator[Candidate]:
     for sample, _device in ctx.samples():
-        replays = ctx.stats(sample.index, "pcie_replay_count", 60)
+        replays = ctx.stats(sample.index, Metric.PCIE_REPLAY_COUNT, ctx.t.pcie_replay_window_s)
         if replays is None or replays.span_s <= 0:
             continue
         rise = replays.last - replays.first
@@ -96,8 +100,10 @@ def pcie_errors(ctx: Context) -> Iterator[Candidate]:
         if rise <= 0 or per_min < ctx.t.pcie_replays_per_min:
             continue
         yield Candidate(
-            rule="pcie-errors",
-            severity="critical" if per_min >= 100 else "warning",
+            rule=RuleId.PCIE_ERRORS,
+            severity=Severity.CRITICAL
+            if per_min >= ctx.t.pcie_replays_critical_per_min
+            else Severity.WARNING,
             gpu=sample.index,
             title="PCIe replay errors: the link retransmits data",
             evidence=(
@@ -113,7 +119,7 @@ def pcie_errors(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "pcie-link-degraded",
+        RuleId.PCIE_LINK_DEGRADED,
         "4 PCIe",
         "current and maximum PCIe generation and width (GPU and slot)",
         "under load, the link's generation or width below the maximum over the whole window "
@@ -122,19 +128,21 @@ RULES = (
         link_degraded,
     ),
     Rule(
-        "pcie-saturated",
+        RuleId.PCIE_SATURATED,
         "4 PCIe / 5 software",
         "PCIe RX/TX throughput, current link capacity",
-        "RX or TX >= 80 % of the current link's capacity over the last 30 s",
+        "RX or TX >= {t.pcie_saturated:share} of the current link's capacity over the last "
+        "{t.window_s:g} s",
         "pinned memory + non_blocking copies, keep data on the GPU, fewer larger transfers, "
         "GPU-side augmentation",
         pcie_saturated,
     ),
     Rule(
-        "pcie-errors",
+        RuleId.PCIE_ERRORS,
         "4 PCIe",
-        "PCIe replay counter over the last minute",
-        "the counter rises by >= 1 per minute (critical at >= 100 per minute)",
+        "PCIe replay counter over the last {t.pcie_replay_window_s:g} s",
+        "the counter rises by >= {t.pcie_replays_per_min:g} per minute (critical at "
+        ">= {t.pcie_replays_critical_per_min:g} per minute)",
         "reseat, check riser/cable, another slot",
         pcie_errors,
     ),

@@ -10,6 +10,7 @@ from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.model import ProcessSample
+from gputui.names import HostMetric, Metric, RuleId, Severity
 from gputui.units import fmt_duration
 
 
@@ -20,7 +21,7 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
         procs = ctx.processes(sample.index)
         if not procs:
             continue
-        ticks = ctx.history.window(sample.index, "util_gpu", t.window_s)
+        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
         if len(ticks) < t.min_points:
             continue
         idle = t.starved_idle_util_pct
@@ -33,8 +34,8 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
         if waiting < t.starved_idle_fraction or bursts < 2:
             continue
         # ~100 % of one core: the main Python thread is saturated (the GIL)
-        bound = [p for p in procs if t.cpu_bound_pct <= (p.cpu_percent or 0) <= 115]
-        host_cpu = ctx.history.host_stats("cpu_percent", t.window_s)
+        bound = [p for p in procs if t.cpu_bound_pct <= (p.cpu_percent or 0) <= t.cpu_bound_max_pct]
+        host_cpu = ctx.history.host_stats(HostMetric.CPU_PERCENT, t.window_s)
         host_saturated = host_cpu is not None and host_cpu.mean >= t.host_cpu_saturated_pct
         if not bound and not host_saturated:
             continue
@@ -53,8 +54,8 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
         if host_cpu is not None and host is not None:
             lines.append(f"host CPU {host_cpu.mean:.0f} % of {host.cpu_count or '?'} cores")
         yield Candidate(
-            rule="input-starved",
-            severity="warning",
+            rule=RuleId.INPUT_STARVED,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Input pipeline starves the GPU: it waits for the CPU between steps",
             evidence=tuple(lines),
@@ -75,15 +76,15 @@ def _starved_remedies(bound: list[ProcessSample]) -> tuple[str, ...]:
 
 def io_bound(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
-    iowait = ctx.history.host_stats("iowait_pct", t.window_s)
+    iowait = ctx.history.host_stats(HostMetric.IOWAIT_PCT, t.window_s)
     if iowait is None or iowait.count < t.min_points or iowait.mean < t.iowait_pct:
         return
-    disk = ctx.history.host_stats("disk_read_bps", t.window_s)
+    disk = ctx.history.host_stats(HostMetric.DISK_READ_BPS, t.window_s)
     for sample, _device in ctx.samples():
         if not ctx.processes(sample.index):
             continue
-        util = ctx.stats(sample.index, "util_gpu")
-        if util is None or util.mean >= 60:
+        util = ctx.stats(sample.index, Metric.UTIL_GPU)
+        if util is None or util.mean >= t.io_bound_util_pct:
             continue
         lines = [
             f"GPU utilisation mean {util.mean:.0f} %",
@@ -92,8 +93,8 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
         if disk is not None:
             lines.append(f"disk reads {disk.mean / 1e6:.0f} MB/s")
         yield Candidate(
-            rule="io-bound",
-            severity="warning",
+            rule=RuleId.IO_BOUND,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Waiting on storage: the CPU waits for I/O, the GPU for data",
             evidence=tuple(lines),
@@ -119,7 +120,7 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
     jobs: dict[int, set[tuple[str | None, str]]] = {}
     for sample, device in ctx.samples():
         busy = ctx.busy(sample.index)
-        clock = ctx.stats(sample.index, "sm_clock_mhz")
+        clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
         keys = {k for k in (_job(p) for p in ctx.processes(sample.index)) if k is not None}
         if busy is None or clock is None or not device.max_sm_clock_mhz or not keys:
             continue
@@ -141,8 +142,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
             f"utilisation {util:.0f} % vs {peer_util:.0f} % on its peers",
         ]
         yield Candidate(
-            rule="straggler",
-            severity="warning",
+            rule=RuleId.STRAGGLER,
+            severity=Severity.WARNING,
             gpu=index,
             title="Straggler: this GPU is slower than its peers in the same job",
             evidence=tuple(lines),
@@ -157,30 +158,33 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "input-starved",
+        RuleId.INPUT_STARVED,
         "5 software",
         "GPU utilisation per tick, process CPU % and workers, host CPU",
-        "with a process on the GPU, utilisation <= 10 % in >= 25 % of the last 30 s and "
-        "rising from there to >= 50 % at least twice (it runs, waits, runs), while a process "
-        "on it uses 90-115 % CPU (one core: the GIL) or the host CPU >= 90 %",
+        "with a process on the GPU, utilisation <= {t.starved_idle_util_pct:g} % in >= "
+        "{t.starved_idle_fraction:share} of the last {t.window_s:g} s and rising from there to >= "
+        "{t.starved_busy_util_pct:g} % at least twice (it runs, waits, runs), while a process on "
+        "it uses {t.cpu_bound_pct:g}-{t.cpu_bound_max_pct:g} % CPU (one core: the GIL) or the "
+        "host CPU >= {t.host_cpu_saturated_pct:g} %",
         "DataLoader num_workers, pin_memory, prefetch_factor, persistent_workers, faster "
         "decoding, torch.profiler",
         input_starved,
     ),
     Rule(
-        "io-bound",
+        RuleId.IO_BOUND,
         "5 software",
         "host iowait and disk reads, GPU utilisation",
-        "with a process on the GPU, utilisation mean < 60 % while host iowait >= 20 %",
+        "with a process on the GPU, utilisation mean < {t.io_bound_util_pct:g} % while host "
+        "iowait >= {t.iowait_pct:g} %",
         "local NVMe or RAM cache, more workers, sharded/streaming formats",
         io_bound,
     ),
     Rule(
-        "straggler",
+        RuleId.STRAGGLER,
         "1-5",
         "SM clock (share of max) and utilisation of GPUs running the same program",
-        "under load, >= 10 points lower clock share or >= 20 points lower utilisation than "
-        "the median of its peers",
+        "under load, SM clock share (of max) lower by >= {t.straggler_clock_gap:share} or "
+        "utilisation lower by >= {t.straggler_util_gap_pct:g} points than its peers' median",
         "fix that GPU's own cause: the whole job runs at its speed",
         straggler,
     ),

@@ -9,6 +9,7 @@ from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import Metric, RuleId, Severity
 
 
 def power_cap(ctx: Context) -> Iterator[Candidate]:
@@ -17,8 +18,8 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
         if ctx.busy(sample.index) is None:
             continue
         share = ctx.fraction(sample.index, ce.SW_POWER_CAP)
-        power = ctx.stats(sample.index, "power_w")
-        limit = ctx.stats(sample.index, "power_limit_w")
+        power = ctx.stats(sample.index, Metric.POWER_W)
+        limit = ctx.stats(sample.index, Metric.POWER_LIMIT_W)
         if share is None or power is None or limit is None or limit.mean <= 0:
             continue
         if share < t.power_cap_fraction or power.mean < t.power_at_limit * limit.mean:
@@ -32,8 +33,8 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
             lines.append(f"the limit is lowered from the default {default:.0f} W")
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.SW_POWER_CAP, share)
         yield Candidate(
-            rule="power-cap",
-            severity="warning",
+            rule=RuleId.POWER_CAP,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Power capped: clocks held down to stay within the power limit",
             evidence=tuple(lines),
@@ -54,8 +55,8 @@ def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
         if enforced >= default - ctx.t.limit_lowered_w:
             continue
         yield Candidate(
-            rule="power-limit-lowered",
-            severity="warning",
+            rule=RuleId.POWER_LIMIT_LOWERED,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Power limit set below the card's default",
             evidence=(
@@ -76,16 +77,20 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
         share = ctx.fraction(sample.index, ce.APPLICATIONS_CLOCKS)
         default = device.default_app_sm_clock_mhz
         current = sample.app_sm_clock_mhz
-        lowered = default is not None and current is not None and current < 0.98 * default
-        if not (lowered or (share is not None and share >= 0.5)):
+        lowered = (
+            default is not None
+            and current is not None
+            and current < ctx.t.app_clock_lowered * default
+        )
+        if not (lowered or (share is not None and share >= ctx.t.clocks_limited_fraction)):
             continue
         lines = []
         if current is not None and default is not None:
             lines.append(f"application SM clock {current} MHz, default {default} MHz")
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.APPLICATIONS_CLOCKS, share)
         yield Candidate(
-            rule="clocks-limited",
-            severity="warning",
+            rule=RuleId.CLOCKS_LIMITED,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Clocks limited by an application-clocks or locked-clocks setting",
             evidence=tuple(lines),
@@ -98,26 +103,29 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "power-cap",
+        RuleId.POWER_CAP,
         "power",
         "clock-event reasons (SW power cap), power draw, enforced limit, SM clock",
-        "under load, SW power cap set in >= 50 % of the last 30 s and power >= 95 % of the limit",
+        "under load, SW power cap set in >= {t.power_cap_fraction:share} of the last "
+        "{t.window_s:g} s "
+        "and power >= {t.power_at_limit:share} of the limit",
         "expected for some loads; check the limit; better cooling lowers power at a given clock",
         power_cap,
     ),
     Rule(
-        "power-limit-lowered",
+        RuleId.POWER_LIMIT_LOWERED,
         "3 configuration",
         "enforced and default power limits",
-        "enforced limit more than 1 W below the default (any load)",
+        "enforced limit more than {t.limit_lowered_w:g} W below the default (any load)",
         "restore with nvidia-smi -pl <default> (root)",
         power_limit_lowered,
     ),
     Rule(
-        "clocks-limited",
+        RuleId.CLOCKS_LIMITED,
         "3 configuration",
         "clock-event reasons (applications clocks), application vs default clocks",
-        "under load, the reason set in >= 50 % of the window, or application clocks below default",
+        "under load, the reason set in >= {t.clocks_limited_fraction:share} of the window, or "
+        "application clocks below {t.app_clock_lowered:share} of default",
         "nvidia-smi -rac / -rgc (root)",
         clocks_limited,
     ),

@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
+from gputui.config import Thresholds
+from gputui.names import RuleId
 
 Check = Callable[[Context], Iterable[Candidate]]
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    id: str
+    """``reads`` and ``fires_when`` are templates over the thresholds (``{t.window_s:g}``):
+    the numbers in the prose are the ones the rule uses, whatever the config says."""
+
+    id: RuleId
     cause: str  # the source article's cause it belongs to
     reads: str
     fires_when: str
     suggests: str
     check: Check
+
+    def what_it_reads(self, t: Thresholds) -> str:
+        return _PROSE.format(self.reads, t=t)
+
+    def when_it_fires(self, t: Thresholds) -> str:
+        return _PROSE.format(self.fires_when, t=t)
+
+
+class _Prose(string.Formatter):
+    """Format specs for numbers in words: ``share`` (0.3 -> "30 %"), ``gib``, ``mbps``."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec == "share":
+            return f"{value * 100:g} %"
+        if format_spec == "gib":
+            return f"{value / 2**30:g} GiB"
+        if format_spec == "mbps":
+            return f"{value / 1e6:g} MB/s"
+        return str(super().format_field(value, format_spec))
+
+
+_PROSE = _Prose()

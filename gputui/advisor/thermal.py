@@ -9,6 +9,7 @@ from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.names import Metric, RuleId, Severity
 
 COOLING = (
     "Check the server's airflow and fan curve; nothing may block the GPU's intake",
@@ -21,7 +22,7 @@ COOLING = (
 
 def _throttling(ctx: Context, index: int, slowdown: float | None) -> tuple[bool, float | None]:
     share = ctx.fraction(index, ce.THERMAL_BITS)
-    temp = ctx.stats(index, "temp_c", 10)
+    temp = ctx.stats(index, Metric.TEMP_C, ctx.t.hot_mean_s)
     over = temp is not None and slowdown is not None and temp.mean >= slowdown
     return (share is not None and share >= ctx.t.thermal_fraction) or over, share
 
@@ -36,8 +37,8 @@ def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
         lines = [evidence.temperature(sample, device)]
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.THERMAL_BITS, share)
         yield Candidate(
-            rule="thermal-throttle",
-            severity="critical",
+            rule=RuleId.THERMAL_THROTTLE,
+            severity=Severity.CRITICAL,
             gpu=sample.index,
             title="Thermal throttling: the GPU slows itself down to cool off",
             evidence=tuple(lines),
@@ -50,7 +51,7 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
         if ctx.busy(sample.index) is None:
             continue
-        temp = ctx.stats(sample.index, "temp_c", 10)
+        temp = ctx.stats(sample.index, Metric.TEMP_C, ctx.t.hot_mean_s)
         if temp is None:
             continue
         slowdown = device.temp_slowdown_c
@@ -60,7 +61,7 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         if _throttling(ctx, sample.index, slowdown)[0]:
             continue
         lines = [evidence.temperature(sample, device)]
-        trend = ctx.stats(sample.index, "temp_c")
+        trend = ctx.stats(sample.index, Metric.TEMP_C)
         if trend is not None and trend.slope_per_s is not None:
             lines.append(
                 f"trend {60 * trend.slope_per_s:+.1f} °C/min over the last {t.window_s:.0f} s"
@@ -68,8 +69,8 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         if slowdown is not None and sample.temp_c is not None:
             lines.append(f"{slowdown - sample.temp_c:.0f} °C left before it throttles")
         yield Candidate(
-            rule="thermal-hot",
-            severity="warning",
+            rule=RuleId.THERMAL_HOT,
+            severity=Severity.WARNING,
             gpu=sample.index,
             title="Running hot: close to thermal throttling",
             evidence=tuple(lines),
@@ -85,8 +86,8 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
             continue
         lines = evidence.clock_and_reasons(ctx, sample, device, bits, share)
         yield Candidate(
-            rule="hw-slowdown",
-            severity="critical",
+            rule=RuleId.HW_SLOWDOWN,
+            severity=Severity.CRITICAL,
             gpu=sample.index,
             title="Hardware slowdown: the board halves its clocks (power or board temperature)",
             evidence=tuple(lines),
@@ -100,27 +101,28 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
 
 RULES = (
     Rule(
-        "thermal-throttle",
+        RuleId.THERMAL_THROTTLE,
         "1 thermal",
         "clock-event reasons, temperature, SM clock",
-        "under load, SW or HW thermal slowdown set in >= 30 % of the last 30 s, "
-        "or temperature at or above the slowdown threshold",
+        "under load, SW or HW thermal slowdown set in >= {t.thermal_fraction:share} of the last "
+        "{t.window_s:g} s, or temperature at or above the slowdown threshold",
         "airflow and fan curve, dust, room < 25 °C, GPU spacing, thermal paste",
         thermal_throttle,
     ),
     Rule(
-        "thermal-hot",
+        RuleId.THERMAL_HOT,
         "1 thermal",
-        "temperature (10 s mean), its trend, slowdown threshold",
-        "under load, >= 80 °C or within 5 °C of slowdown, not yet throttling",
+        "temperature ({t.hot_mean_s:g} s mean), its trend, slowdown threshold",
+        "under load, >= {t.hot_temp_c:g} °C or within {t.hot_margin_c:g} °C of slowdown, "
+        "not yet throttling",
         "the same cooling checks, before it throttles",
         thermal_hot,
     ),
     Rule(
-        "hw-slowdown",
+        RuleId.HW_SLOWDOWN,
         "1 thermal / power",
         "clock-event reasons HW slowdown and HW power brake",
-        "either set in >= 10 % of the last 30 s (any load)",
+        "either set in >= {t.hw_slowdown_fraction:share} of the last {t.window_s:g} s (any load)",
         "power supply and cables, external power brake (BMC), board temperature",
         hw_slowdown,
     ),

@@ -9,9 +9,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final, cast
 
 from gputui.model import Frame, GpuSample, HostSample
+from gputui.names import HostMetric, Metric
 
 NAN: Final = float("nan")
 
@@ -66,35 +68,12 @@ def _f(value: float | int | bool | None) -> float:
     return NAN if value is None else float(value)
 
 
-# What the history keeps of each GPU sample, by metric name.
-GPU_METRICS: Final[dict[str, Callable[[GpuSample], float | int | bool | None]]] = {
-    "util_gpu": lambda s: s.util_gpu,
-    "util_mem": lambda s: s.util_mem,
-    "sm_activity": lambda s: s.sm_activity,
-    "tensor_activity": lambda s: s.tensor_activity,
-    "sm_clock_mhz": lambda s: s.sm_clock_mhz,
-    "mem_clock_mhz": lambda s: s.mem_clock_mhz,
-    "temp_c": lambda s: s.temp_c,
-    "mem_temp_c": lambda s: s.mem_temp_c,
-    "fan_pct": lambda s: s.fan_pct,
-    "power_w": lambda s: s.power_w,
-    "power_limit_w": lambda s: s.power_limit_w,
-    "mem_used": lambda s: s.mem_used,
-    "mem_total": lambda s: s.mem_total,
-    "pcie_gen": lambda s: s.pcie_gen,
-    "pcie_width": lambda s: s.pcie_width,
-    "pcie_rx_bps": lambda s: s.pcie_rx_bps,
-    "pcie_tx_bps": lambda s: s.pcie_tx_bps,
-    "pcie_replay_count": lambda s: s.pcie_replay_count,
-    "ecc_volatile_uncorrected": lambda s: s.ecc_volatile_uncorrected,
+# What the history keeps of each sample: every Metric is the GpuSample field of its name.
+GPU_METRICS: Final[dict[Metric, Callable[[GpuSample], float | int | bool | None]]] = {
+    m: attrgetter(m.value) for m in Metric
 }
-
-HOST_METRICS: Final[dict[str, Callable[[HostSample], float | int | None]]] = {
-    "cpu_percent": lambda h: h.cpu_percent,
-    "iowait_pct": lambda h: h.iowait_pct,
-    "mem_available": lambda h: h.mem_available,
-    "swap_used": lambda h: h.swap_used,
-    "disk_read_bps": lambda h: h.disk_read_bps,
+HOST_METRICS: Final[dict[HostMetric, Callable[[HostSample], float | int | None]]] = {
+    m: attrgetter(m.value) for m in HostMetric
 }
 
 NO_REASONS: Final = -1  # clock-event reasons unknown at that tick
@@ -188,8 +167,8 @@ class History:
             reasons = sample.clock_reasons
             rings.reasons.append(NO_REASONS if reasons is None else reasons)
         host = frame.host
-        for name, host_getter in HOST_METRICS.items():
-            self._host[name].append(_f(host_getter(host)) if host is not None else NAN)
+        for host_metric, host_getter in HOST_METRICS.items():
+            self._host[host_metric].append(_f(host_getter(host)) if host is not None else NAN)
         self.latest = frame
 
     # -- window questions --------------------------------------------------------
@@ -223,28 +202,28 @@ class History:
             tail = self._time_tails[n] = self._times.tail(n)
         return tail
 
-    def series(self, gpu: int, metric: str, points: int | None = None) -> list[float]:
+    def series(self, gpu: int, metric: Metric, points: int | None = None) -> list[float]:
         """The newest ``points`` values of a metric, NaN where there was no reading."""
         rings = self._gpus.get(gpu)
         if rings is None:
             return []
         return rings.metrics[metric].tail(points)
 
-    def host_series(self, metric: str, points: int | None = None) -> list[float]:
+    def host_series(self, metric: HostMetric, points: int | None = None) -> list[float]:
         return self._host[metric].tail(points)
 
-    def window(self, gpu: int, metric: str, seconds: float) -> list[float]:
+    def window(self, gpu: int, metric: Metric, seconds: float) -> list[float]:
         """Readings of the last ``seconds``, oldest first, missing ones left out."""
         return [v for v in self.series(gpu, metric, self._count_since(seconds)) if v == v]
 
-    def stats(self, gpu: int, metric: str, seconds: float) -> WindowStats | None:
+    def stats(self, gpu: int, metric: Metric, seconds: float) -> WindowStats | None:
         rings = self._gpus.get(gpu)
         if rings is None:
             return None
         n = self._count_since(seconds)
         return _stats(self._time_tail(n), rings.metrics[metric].tail(n))
 
-    def host_stats(self, metric: str, seconds: float) -> WindowStats | None:
+    def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)
         return _stats(self._time_tail(n), self._host[metric].tail(n))
 
@@ -257,13 +236,6 @@ class History:
         if NO_REASONS not in window:
             return window
         return [r for r in window if r != NO_REASONS]
-
-    def reason_fraction(self, gpu: int, bits: int, seconds: float) -> float | None:
-        """Share of known ticks in the window with any of ``bits`` set; None if none known."""
-        known = self.known_reasons(gpu, seconds)
-        if not known:
-            return None
-        return sum(1 for r in known if r & bits) / len(known)
 
     def memory_bytes(self) -> int:
         """Bytes held by the ring buffers: constant once constructed for every GPU."""

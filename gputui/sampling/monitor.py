@@ -1,15 +1,32 @@
-"""One place where frames become history and findings: used by the app and every command."""
+"""One place where frames become history and findings: used by the app and every command.
+
+The monitor sits below the advisor: it is given a way to make one (``make_judge``) by the
+composition root, so sampling never imports the rules it feeds.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from gputui.advisor import Finding, make_advisor
 from gputui.config import Config, Thresholds
-from gputui.exporters.snapshot import SourceInfo, snapshot_dict
-from gputui.history import History
-from gputui.model import DeviceInfo, Frame
+from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.sampling.history import History
+
+
+class Judge(Protocol):
+    """What the monitor needs of the advisor."""
+
+    @property
+    def findings(self) -> tuple[Finding, ...]: ...
+
+    @property
+    def thresholds(self) -> Thresholds: ...
+
+    def update(self, history: History) -> tuple[Finding, ...]: ...
+
+
+JudgeFactory = Callable[[], Judge]
 
 
 class Monitor:
@@ -18,13 +35,14 @@ class Monitor:
         devices: Sequence[DeviceInfo],
         config: Config,
         source: SourceInfo,
-        thresholds: Thresholds | None = None,
+        make_judge: JudgeFactory,
     ) -> None:
         self.devices = tuple(devices)
         self.config = config
         self.source = source
         self.history = History(config.history_points)
-        self.advisor = make_advisor(self.devices, thresholds)
+        self._make_judge = make_judge
+        self.advisor = make_judge()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -44,14 +62,4 @@ class Monitor:
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""
         self.history = History(self.config.history_points)
-        self.advisor = make_advisor(self.devices, self.advisor.thresholds)
-
-    def snapshot(self, window_points: int | None = None) -> dict[str, Any]:
-        return snapshot_dict(
-            self.source,
-            self.devices,
-            self.history,
-            self.config.interval_s,
-            window_points=window_points,
-            findings=[f.to_dict() for f in self.findings],
-        )
+        self.advisor = self._make_judge()

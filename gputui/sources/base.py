@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from gputui.model import DeviceInfo, Frame
-
-SourceKind = Literal["live", "simulated", "replay", "remote"]
+from gputui.names import SourceKind
 
 
 class SourceUnavailable(Exception):

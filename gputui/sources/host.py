@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from gputui.model import HostSample, ProcessSample
+from gputui.model import HostSample, Note, ProcessSample
+from gputui.names import NoteKind
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
@@ -152,7 +153,7 @@ class HostReader:
 
     def join_processes(
         self, gpu_processes: Iterable[GpuProcess]
-    ) -> tuple[tuple[ProcessSample, ...], tuple[str, ...]]:
+    ) -> tuple[tuple[ProcessSample, ...], tuple[Note, ...]]:
         """Host details for each GPU process, and notes on what could not be resolved.
 
         Inside a container without the host's PID namespace NVML reports PIDs that are
@@ -172,11 +173,14 @@ class HostReader:
                 del self._procs[pid]
                 self._cuda.pop(pid, None)
         hidden = sum(1 for s in samples if not s.visible)
-        notes: tuple[str, ...] = ()
+        notes: tuple[Note, ...] = ()
         if hidden:
             notes = (
-                f"{hidden} GPU process(es) are not visible in this PID namespace "
-                "(a container without --pid=host?): their host details are unknown.",
+                Note(
+                    NoteKind.PID_NAMESPACE,
+                    f"{hidden} GPU process(es) are not visible in this PID namespace "
+                    "(a container without --pid=host?): their host details are unknown.",
+                ),
             )
         return tuple(samples), notes
 

@@ -21,74 +21,15 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.model import DeviceInfo, Frame, GpuSample
-from gputui.sources.base import SourceKind, SourceUnavailable
+from gputui.dcgm import BY_NAME
+from gputui.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.sources.base import SourceUnavailable
 
-MIB = 1024**2
 MAX_BYTES = 10 * 1024 * 1024
 # DCGM's "blank" values (not supported / no data) start here, for every value type.
 _DCGM_BLANK_INT32 = 0x7FFFFFF0
 _DCGM_BLANK_FP64 = 140737488355328.0
-
-# Rules that need what an exporter does not carry: processes and the host.
-RULES_WITHOUT_REMOTE_DATA = (
-    "input-starved",
-    "io-bound",
-    "host-memory-pressure",
-    "idle-allocated",
-    "cuda-launch-blocking",
-    "cuda-driver-mismatch",
-    "straggler",
-)
-
-
-def _scaled(factor: float) -> Callable[[float], float]:
-    return lambda v: v * factor
-
-
-# exposition name -> (GpuSample field, conversion)
-SAMPLE_FIELDS: dict[str, tuple[str, Callable[[float], Any]]] = {
-    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu", float),
-    "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem", float),
-    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock_mhz", int),
-    "DCGM_FI_DEV_MEM_CLOCK": ("mem_clock_mhz", int),
-    "DCGM_FI_DEV_GPU_TEMP": ("temp_c", float),
-    "DCGM_FI_DEV_MEMORY_TEMP": ("mem_temp_c", float),
-    "DCGM_FI_DEV_FAN_SPEED": ("fan_pct", float),
-    "DCGM_FI_DEV_POWER_USAGE": ("power_w", float),
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", float),
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_j", _scaled(1e-3)),
-    "DCGM_FI_DEV_FB_USED": ("mem_used", lambda v: int(v * MIB)),
-    "DCGM_FI_DEV_FB_FREE": ("mem_free", lambda v: int(v * MIB)),
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("clock_reasons", int),
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("clock_reasons", int),  # its older name
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_count", int),
-    "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_gen", int),
-    "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("pcie_width", int),
-    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": ("ecc_volatile_corrected", int),
-    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("ecc_volatile_uncorrected", int),
-    "DCGM_FI_PROF_SM_ACTIVE": ("sm_activity", _scaled(100.0)),
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_activity", _scaled(100.0)),
-    "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_bps", float),
-    "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_bps", float),
-}
-
-# exposition name -> (DeviceInfo field, conversion): limits, from DCGM or `gputui export`
-DEVICE_FIELDS: dict[str, tuple[str, Callable[[float], Any]]] = {
-    "DCGM_FI_DEV_SLOWDOWN_TEMP": ("temp_slowdown_c", float),
-    "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temp_shutdown_c", float),
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": ("power_default_limit_w", float),
-    "DCGM_FI_DEV_MAX_SM_CLOCK": ("max_sm_clock_mhz", int),
-    "DCGM_FI_DEV_MAX_MEM_CLOCK": ("max_mem_clock_mhz", int),
-    "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("pcie_max_gen", int),
-    "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": ("pcie_max_width", int),
-    "gputui_temp_slowdown_celsius": ("temp_slowdown_c", float),
-    "gputui_temp_shutdown_celsius": ("temp_shutdown_c", float),
-    "gputui_power_default_limit_watts": ("power_default_limit_w", float),
-    "gputui_sm_clock_max_mhz": ("max_sm_clock_mhz", int),
-    "gputui_pcie_max_gen": ("pcie_max_gen", int),
-    "gputui_pcie_max_width": ("pcie_max_width", int),
-}
 
 
 class ScrapeError(Exception):
@@ -123,7 +64,7 @@ def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
     for family in families:
         for sample in family.samples:
             name = sample.name
-            if name not in SAMPLE_FIELDS and name not in DEVICE_FIELDS:
+            if name not in BY_NAME:
                 continue
             labels = sample.labels
             gpu_label = labels.get("gpu")
@@ -167,7 +108,7 @@ class _Node:
 
 class RemoteSource:
     label = "REMOTE"
-    kind: SourceKind = "remote"
+    kind = SourceKind.REMOTE
 
     def __init__(
         self,
@@ -247,14 +188,18 @@ class RemoteSource:
         now = self._clock()
         results = self._scrape()
         samples: list[GpuSample] = []
-        notes: list[str] = []
+        notes: list[Note] = []
         for node in self._nodes:
             result = results.get(node.url)
             if isinstance(result, ScrapeError) or result is None:
                 if node.gpus:
-                    notes.append(f"node {node.name} is down: {result}")
+                    notes.append(Note(NoteKind.NODE_DOWN, f"node {node.name} is down: {result}"))
                 else:
-                    notes.append(f"node {node.url} gave no GPUs at start: {result}")
+                    notes.append(
+                        Note(
+                            NoteKind.NODE_EMPTY, f"node {node.url} gave no GPUs at start: {result}"
+                        )
+                    )
                 continue
             _hostname, gpus = result
             for offset, number in enumerate(node.gpus):
@@ -262,8 +207,11 @@ class RemoteSource:
                 if entry is not None:
                     samples.append(_sample(node.first_index + offset, entry))
         notes.append(
-            "remote source: no process or host readings, so these rules cannot run: "
-            + ", ".join(RULES_WITHOUT_REMOTE_DATA)
+            Note(
+                NoteKind.RULES_BLIND,
+                "remote source: no process or host readings, so these rules cannot run: "
+                + ", ".join(RULES_NEEDING_HOST),
+            )
         )
         return Frame(time=now, gpus=tuple(samples), notes=tuple(notes))
 
@@ -280,9 +228,10 @@ def _metrics_url(url: str) -> str:
 def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
     labels = entry.labels
     facts: dict[str, Any] = {}
-    for name, (attr, convert) in DEVICE_FIELDS.items():
-        if name in entry.values:
-            facts[attr] = convert(entry.values[name])
+    for name, value in entry.values.items():
+        dcgm = BY_NAME[name]
+        if dcgm.on == "device":
+            facts[dcgm.attr] = dcgm.to_model(value)
     info = DeviceInfo(
         index=index,
         name=labels.get("modelName") or f"GPU {entry.gpu}",
@@ -297,9 +246,10 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
 
 def _sample(index: int, entry: NodeGpu) -> GpuSample:
     fields: dict[str, Any] = {}
-    for name, (attr, convert) in SAMPLE_FIELDS.items():
-        if name in entry.values:
-            fields[attr] = convert(entry.values[name])
+    for name, value in entry.values.items():
+        dcgm = BY_NAME[name]
+        if dcgm.on == "sample":
+            fields[dcgm.attr] = dcgm.to_model(value)
     used, free = fields.get("mem_used"), fields.get("mem_free")
     if used is not None and free is not None:
         fields["mem_total"] = used + free

@@ -1,13 +1,17 @@
-"""A recording played back as a source: the app and the advisor see it as they saw it live."""
+"""A recording played back as a source: the app and the advisor see it as they saw it live.
+
+The frames come decoded (the command line reads the file); this module knows nothing of
+the file format.
+"""
 
 from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Sequence
 
-from gputui.exporters.record import Recording
 from gputui.model import DeviceInfo, Frame
-from gputui.sources.base import SourceKind
+from gputui.names import SourceKind
 
 
 class ReplayEnded(Exception):
@@ -16,22 +20,21 @@ class ReplayEnded(Exception):
 
 class ReplaySource:
     label = "REPLAY"
-    kind: SourceKind = "replay"
+    kind = SourceKind.REPLAY
 
-    def __init__(self, recording: Recording) -> None:
-        self.recording = recording
-        self._frames = [tick.frame for tick in recording.ticks]
+    def __init__(
+        self, frames: Sequence[Frame], devices: Sequence[DeviceInfo], interval_s: float
+    ) -> None:
+        self._frames = list(frames)
+        self._devices = tuple(devices)
+        self._interval_s = interval_s
         self._times = [frame.time for frame in self._frames]
         self._position = 0
         self._lock = threading.Lock()
 
     @property
     def interval_s(self) -> float:
-        return self.recording.header.interval_s
-
-    @property
-    def position(self) -> int:
-        return self._position
+        return self._interval_s
 
     @property
     def at_end(self) -> bool:
@@ -46,12 +49,19 @@ class ReplaySource:
         return self._times[-1] if self._times else None
 
     def open(self) -> tuple[DeviceInfo, ...]:
-        return self.recording.header.devices
+        return self._devices
 
     def read(self) -> Frame:
+        frame = self.step()
+        if frame is None:
+            raise ReplayEnded("end of the recording")
+        return frame
+
+    def step(self) -> Frame | None:
+        """The next frame, or None at the end."""
         with self._lock:
             if self._position >= len(self._frames):
-                raise ReplayEnded("end of the recording")
+                return None
             frame = self._frames[self._position]
             self._position += 1
             return frame

@@ -12,33 +12,14 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from gputui import clock_events as ce
 from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, ProcessSample
+from gputui.names import SourceKind
 from gputui.pcie import link_bandwidth
-from gputui.sources.base import SourceKind
 
-SCENARIOS: tuple[str, ...] = (
-    "healthy",
-    "thermal",
-    "powercap",
-    "vram",
-    "pcie",
-    "starved",
-    "idle",
-)
 MIX = "mix"
-# The default node: the first N of these, so even 4 GPUs show several causes at once.
-MIX_ORDER: tuple[str, ...] = (
-    "healthy",
-    "thermal",
-    "vram",
-    "starved",
-    "powercap",
-    "pcie",
-    "idle",
-    "healthy",
-)
 MAX_GPUS = 64
 GIB = 1024**3
 MIB = 1024**2
@@ -64,7 +45,6 @@ class CardSpec:
     pcie_gen: int
     idle_power: float
     gpm: bool
-    has_fan: bool
 
 
 H100_SXM = CardSpec(
@@ -84,7 +64,6 @@ H100_SXM = CardSpec(
     pcie_gen=5,
     idle_power=72.0,
     gpm=True,
-    has_fan=False,
 )
 
 A100_PCIE = CardSpec(
@@ -104,17 +83,11 @@ A100_PCIE = CardSpec(
     pcie_gen=4,
     idle_power=45.0,
     gpm=False,
-    has_fan=False,
 )
 
 DRIVER_VERSION = "550.54.15"
 CUDA_DRIVER_VERSION = "12.4"
 HOST_CPUS = 64
-
-
-def _spec_for(scenario: str) -> CardSpec:
-    # The PCIe scenario is a Gen4 x16 card running at Gen3 x8.
-    return A100_PCIE if scenario == "pcie" else H100_SXM
 
 
 def resolve_scenarios(choice: str | None, gpus: int) -> tuple[str, ...]:
@@ -127,6 +100,30 @@ def resolve_scenarios(choice: str | None, gpus: int) -> tuple[str, ...]:
         known = ", ".join((*SCENARIOS, MIX))
         raise ValueError(f"unknown scenario {choice!r}; choose one of: {known}")
     return (choice,) * gpus
+
+
+# Noise channels: each reading draws from its own, so changing one leaves the others as
+# they were (and the screenshots with them).
+_UTIL: Final = 1
+_UTIL_MEM: Final = 2
+_RX: Final = 3
+_TX: Final = 4
+_RSS: Final = 5
+_POWER: Final = 6
+_CLOCK: Final = 7
+_TEMP: Final = 8
+_MEM: Final = 9
+_WORKER_CORES: Final = 10  # 10, 11, ...: one per data-loader worker
+_STEP_BUSY: Final = 11  # the starved scenario: is the GPU busy this second?
+_STEP_IDLE_UTIL: Final = 12
+_PROC_CPU: Final = 13
+_MAIN_CORE: Final = 14
+# ... and the host's
+_HOST_LOAD: Final = 1
+_HOST_MEM: Final = 2
+_HOST_IOWAIT: Final = 3
+_HOST_DISK: Final = 4
+_HOST_CORES: Final = 100  # 100, 101, ...: one per CPU
 
 
 def _mix64(x: int) -> int:
@@ -169,7 +166,7 @@ class _Gpu:
     def __init__(self, index: int, scenario: str, seed: int) -> None:
         self.index = index
         self.scenario = scenario
-        self.spec = _spec_for(scenario)
+        self.spec = _BY_NAME[scenario].card
         self.noise = _Noise(seed, index)
         self.pid = 2100 + 97 * index
 
@@ -209,7 +206,7 @@ class _Gpu:
         )
 
     def read(self, t: float) -> _Reading:
-        return _SCENARIO_FUNCTIONS[self.scenario](self, t)
+        return _BY_NAME[self.scenario].read(self, t)
 
     # -- shared shape of a training load ------------------------------------------
     def _training(
@@ -236,7 +233,7 @@ class _Gpu:
         sample = GpuSample(
             index=self.index,
             util_gpu=round(min(100.0, max(0.0, util)), 0),
-            util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(2, t, 0, 3))), 0),
+            util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(_UTIL_MEM, t, 0, 3))), 0),
             sm_activity=round(util * 0.82, 1) if s.gpm else None,
             tensor_activity=round(util * 0.47, 1) if s.gpm else None,
             sm_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
@@ -256,8 +253,8 @@ class _Gpu:
             mem_total=s.memory_total,
             pcie_gen=gen,
             pcie_width=width,
-            pcie_rx_bps=max(0.0, rx * (0.85 + 0.3 * n(3, t))),
-            pcie_tx_bps=max(0.0, tx * (0.8 + 0.4 * n(4, t))),
+            pcie_rx_bps=max(0.0, rx * (0.85 + 0.3 * n(_RX, t))),
+            pcie_tx_bps=max(0.0, tx * (0.8 + 0.4 * n(_TX, t))),
             pcie_replay_count=0,
             ecc_volatile_corrected=0,
             ecc_volatile_uncorrected=0,
@@ -274,11 +271,11 @@ class _Gpu:
             command=command
             or f"python train.py --model llama-3-8b --batch-size 16 --local-rank {self.index}",
             cpu_percent=round(cpu, 1),
-            rss=int((11.5 + 0.4 * n(5, t)) * GIB),
+            rss=int((11.5 + 0.4 * n(_RSS, t)) * GIB),
             threads=threads,
             children=workers,
         )
-        cores = tuple(n.around(10 + k, t, 62.0, 14.0) for k in range(workers))
+        cores = tuple(n.around(_WORKER_CORES + k, t, 62.0, 14.0) for k in range(workers))
         return _Reading(sample, process, cores)
 
     def idle(self, t: float) -> _Reading:
@@ -294,11 +291,11 @@ class _Gpu:
             mem_clock_mhz=s.max_mem_clock,
             graphics_clock_mhz=345,
             app_sm_clock_mhz=s.default_app_sm_clock,
-            temp_c=round(n.around(1, t, 33.0, 0.6), 0),
+            temp_c=round(n.around(_UTIL, t, 33.0, 0.6), 0),
             mem_temp_c=31.0 if s.gpm else None,
             temp_margin_c=s.temp_slowdown - 33.0,
             fan_pct=None,
-            power_w=round(n.around(6, t, s.idle_power, 1.5), 1),
+            power_w=round(n.around(_POWER, t, s.idle_power, 1.5), 1),
             power_limit_w=s.power_default,
             pstate=0,
             clock_reasons=ce.GPU_IDLE,
@@ -307,8 +304,8 @@ class _Gpu:
             mem_total=s.memory_total,
             pcie_gen=1,  # links downshift when idle to save power: normal
             pcie_width=16,
-            pcie_rx_bps=n.around(3, t, 40e3, 20e3),
-            pcie_tx_bps=n.around(4, t, 30e3, 15e3),
+            pcie_rx_bps=n.around(_RX, t, 40e3, 20e3),
+            pcie_tx_bps=n.around(_TX, t, 30e3, 15e3),
             pcie_replay_count=0,
             ecc_volatile_corrected=0,
             ecc_volatile_uncorrected=0,
@@ -321,17 +318,17 @@ class _Gpu:
         n, s = self.noise, self.spec
         return self._training(
             t,
-            util=n.around(1, t, 97.0, 2.5),
-            clock_factor=n.around(7, t, 0.985, 0.012),
-            temp=_approach(48.0, 71.0, t, 40.0) + n.around(8, t, 0, 0.6),
-            power=n.around(6, t, 0.82 * s.power_default, 25.0),
-            mem_frac=0.76 + 0.004 * n(9, t),
+            util=n.around(_UTIL, t, 97.0, 2.5),
+            clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
+            temp=_approach(48.0, 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, 0.82 * s.power_default, 25.0),
+            mem_frac=0.76 + 0.004 * n(_MEM, t),
         )
 
     def thermal(self, t: float) -> _Reading:
         n, s = self.noise, self.spec
         # Heats towards 91.5 °C; HW slowdown holds it just above the slowdown limit.
-        temp = min(_approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(8, t))
+        temp = min(_approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(_TEMP, t))
         reasons = 0
         if temp >= s.temp_gpu_max:
             reasons |= ce.SW_THERMAL
@@ -340,11 +337,11 @@ class _Gpu:
         factor = 1.0 - 0.30 * min(1.0, max(0.0, (temp - 84.0) / 5.0))
         return self._training(
             t,
-            util=n.around(1, t, 98.0, 1.5),
-            clock_factor=factor * n.around(7, t, 0.995, 0.004),
+            util=n.around(_UTIL, t, 98.0, 1.5),
+            clock_factor=factor * n.around(_CLOCK, t, 0.995, 0.004),
             temp=temp,
-            power=0.82 * s.power_default * factor**1.3 + n.around(6, t, 0, 12.0),
-            mem_frac=0.75 + 0.004 * n(9, t),
+            power=0.82 * s.power_default * factor**1.3 + n.around(_POWER, t, 0, 12.0),
+            mem_frac=0.75 + 0.004 * n(_MEM, t),
             reasons=reasons,
         )
 
@@ -352,24 +349,24 @@ class _Gpu:
         n, s = self.noise, self.spec
         return self._training(
             t,
-            util=n.around(1, t, 99.0, 1.0),
-            clock_factor=n.around(7, t, 0.83, 0.02),
-            temp=_approach(52.0, 76.0, t, 35.0) + n.around(8, t, 0, 0.5),
-            power=s.power_default * n.around(6, t, 0.993, 0.006),
-            mem_frac=0.71 + 0.004 * n(9, t),
+            util=n.around(_UTIL, t, 99.0, 1.0),
+            clock_factor=n.around(_CLOCK, t, 0.83, 0.02),
+            temp=_approach(52.0, 76.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
+            power=s.power_default * n.around(_POWER, t, 0.993, 0.006),
+            mem_frac=0.71 + 0.004 * n(_MEM, t),
             reasons=ce.SW_POWER_CAP,
         )
 
     def vram(self, t: float) -> _Reading:
         n, s = self.noise, self.spec
         # Training that starts fast and grows its memory (a leak, or a growing cache).
-        frac = 0.50 + 0.49 * min(1.0, t / 60.0) + 0.002 * n(9, t)
+        frac = 0.50 + 0.49 * min(1.0, t / 60.0) + 0.002 * n(_MEM, t)
         return self._training(
             t,
-            util=n.around(1, t, 93.0, 4.0),
-            clock_factor=n.around(7, t, 0.98, 0.01),
-            temp=_approach(50.0, 70.0, t, 40.0) + n.around(8, t, 0, 0.6),
-            power=n.around(6, t, 0.78 * s.power_default, 25.0),
+            util=n.around(_UTIL, t, 93.0, 4.0),
+            clock_factor=n.around(_CLOCK, t, 0.98, 0.01),
+            temp=_approach(50.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, 0.78 * s.power_default, 25.0),
             mem_frac=frac,
             command="python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
         )
@@ -380,10 +377,10 @@ class _Gpu:
         # Waiting on host-to-device copies: utilisation sags with every transfer.
         return self._training(
             t,
-            util=n.around(1, t, 64.0, 10.0),
-            clock_factor=n.around(7, t, 0.99, 0.01),
-            temp=_approach(45.0, 63.0, t, 40.0) + n.around(8, t, 0, 0.5),
-            power=n.around(6, t, 0.62 * s.power_default, 15.0),
+            util=n.around(_UTIL, t, 64.0, 10.0),
+            clock_factor=n.around(_CLOCK, t, 0.99, 0.01),
+            temp=_approach(45.0, 63.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
+            power=n.around(_POWER, t, 0.62 * s.power_default, 15.0),
             mem_frac=0.58,
             rx=0.86 * capacity,
             tx=0.05 * capacity,
@@ -396,39 +393,56 @@ class _Gpu:
         n = self.noise
         # One Python process decodes every batch itself (num_workers=0): the GPU finishes
         # a step in a fraction of a second, then waits for the next batch.
-        busy = n(11, t) < 0.3
-        util = n.around(1, t, 93.0, 4.0) if busy else n(12, t) * 3.0
+        busy = n(_STEP_BUSY, t) < 0.3
+        util = n.around(_UTIL, t, 93.0, 4.0) if busy else n(_STEP_IDLE_UTIL, t) * 3.0
         reading = self._training(
             t,
             util=util,
             clock_factor=0.99 if busy else 0.90,
-            temp=_approach(45.0, 58.0, t, 40.0) + n.around(8, t, 0, 0.5),
-            power=n.around(6, t, 520.0, 20.0) if busy else n.around(6, t, 140.0, 10.0),
+            temp=_approach(45.0, 58.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
+            power=n.around(_POWER, t, 520.0, 20.0) if busy else n.around(_POWER, t, 140.0, 10.0),
             mem_frac=0.42,
-            cpu=n.around(13, t, 99.5, 1.2),
+            cpu=n.around(_PROC_CPU, t, 99.5, 1.2),
             workers=0,
             threads=5,
             command="python finetune.py --data /data/imagenet --num-workers 0",
         )
-        return _Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(14, t)),))
+        return _Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(_MAIN_CORE, t)),))
 
 
-_SCENARIO_FUNCTIONS: dict[str, Callable[[_Gpu, float], _Reading]] = {
-    "healthy": _Gpu.healthy,
-    "thermal": _Gpu.thermal,
-    "powercap": _Gpu.powercap,
-    "vram": _Gpu.vram,
-    "pcie": _Gpu.pcie,
-    "starved": _Gpu.starved,
-    "idle": _Gpu.idle,
-}
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    card: CardSpec
+    read: Callable[[_Gpu, float], _Reading]
+    #: positions of this scenario in the default mix (the mix of N GPUs takes the first N)
+    mix_slots: tuple[int, ...] = ()
+
+
+# Every scenario, once: its card, what it does, and where it sits in the default mix, so
+# even 4 GPUs show several causes at once.
+SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
+    Scenario("healthy", H100_SXM, _Gpu.healthy, mix_slots=(0, 7)),
+    Scenario("thermal", H100_SXM, _Gpu.thermal, mix_slots=(1,)),
+    Scenario("powercap", H100_SXM, _Gpu.powercap, mix_slots=(4,)),
+    Scenario("vram", H100_SXM, _Gpu.vram, mix_slots=(2,)),
+    # a Gen4 x16 card running at Gen3 x8
+    Scenario("pcie", A100_PCIE, _Gpu.pcie, mix_slots=(5,)),
+    Scenario("starved", H100_SXM, _Gpu.starved, mix_slots=(3,)),
+    Scenario("idle", H100_SXM, _Gpu.idle, mix_slots=(6,)),
+)
+_BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
+SCENARIOS: Final[tuple[str, ...]] = tuple(_BY_NAME)
+MIX_ORDER: Final[tuple[str, ...]] = tuple(
+    name for _, name in sorted((slot, sc.name) for sc in SCENARIO_TABLE for slot in sc.mix_slots)
+)
 
 
 class SimulatedSource:
     """N simulated GPUs, each running a scenario; deterministic for a seed and clock."""
 
     label = "SIMULATED"
-    kind: SourceKind = "simulated"
+    kind = SourceKind.SIMULATED
 
     def __init__(
         self,
@@ -437,11 +451,10 @@ class SimulatedSource:
         clock: Callable[[], float] = time.time,
         hostname: str = "demo-node",
     ) -> None:
-        unknown = [s for s in scenarios if s not in _SCENARIO_FUNCTIONS]
+        unknown = [s for s in scenarios if s not in _BY_NAME]
         if unknown or not scenarios:
             raise ValueError(f"unknown scenarios: {unknown}")
         self.scenarios = tuple(scenarios)
-        self._seed = seed
         self._clock = clock
         self._hostname = hostname
         self._gpus = [_Gpu(i, s, seed) for i, s in enumerate(self.scenarios)]
@@ -470,7 +483,7 @@ class SimulatedSource:
 
     def _host(self, t: float, readings: Sequence[_Reading]) -> HostSample:
         n = self._host_noise
-        per_cpu = [n.around(100 + k, t, 1.5, 1.0) for k in range(HOST_CPUS)]
+        per_cpu = [n.around(_HOST_CORES + k, t, 1.5, 1.0) for k in range(HOST_CPUS)]
         slot = 0
         for reading in readings:
             for busy in reading.host_cores:
@@ -485,14 +498,14 @@ class SimulatedSource:
             cpu_percent=round(sum(per_cpu) / HOST_CPUS, 1),
             per_cpu_percent=tuple(per_cpu),
             cpu_count=HOST_CPUS,
-            load_1=round(busy_cores + n(1, t), 2),
+            load_1=round(busy_cores + n(_HOST_LOAD, t), 2),
             load_5=round(busy_cores * 0.95, 2),
             load_15=round(busy_cores * 0.9, 2),
             mem_total=2048 * GIB,
-            mem_available=int((1610 + 8 * n(2, t)) * GIB),
+            mem_available=int((1610 + 8 * n(_HOST_MEM, t)) * GIB),
             swap_total=0,
             swap_used=0,
-            iowait_pct=round(n.around(3, t, 0.6, 0.3), 2),
-            disk_read_bps=n.around(4, t, 180e6, 40e6),
+            iowait_pct=round(n.around(_HOST_IOWAIT, t, 0.6, 0.3), 2),
+            disk_read_bps=n.around(_HOST_DISK, t, 180e6, 40e6),
             hostname=self._hostname,
         )

@@ -24,15 +24,16 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from gputui.advisor import Finding
 from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.exporters.files import write_atomic
-from gputui.exporters.snapshot import dumps, markdown_report
-from gputui.model import Frame
-from gputui.monitor import Monitor
-from gputui.sampler import Sampler
-from gputui.sources.replay import ReplayEnded, ReplaySource
-from gputui.ui import render
+from gputui.exporters.markdown import markdown_report
+from gputui.formats.snapshot import dumps, snapshot_of
+from gputui.model import Finding, Frame
+from gputui.names import NoteKind, SourceKind
+from gputui.sampling.monitor import Monitor
+from gputui.sampling.replay import ReplayController
+from gputui.sampling.sampler import Sampler
+from gputui.ui import compat, render
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
@@ -59,18 +60,21 @@ class SampleFailed(Message):
 
 # The screen and the containers are covered edge to edge by the panels: they have nothing
 # of their own to show, yet the compositor asks each for every repainted row, and a plain
-# widget answers through the styles cache. BLANK is Textual's way of saying "only my
-# background", answered at once.
+# widget answers through the styles cache. compat.blank sets Textual's BLANK, its way of
+# saying "only my background", answered at once (unless GPUTUI_TEXTUAL_PUBLIC=1).
+@compat.blank
 class _MainScreen(Screen[int]):
-    BLANK = True
+    pass
 
 
+@compat.blank
 class _Column(Container):
-    BLANK = True
+    pass
 
 
+@compat.blank
 class _Row(Horizontal):
-    BLANK = True
+    pass
 
 
 class GpuTuiApp(App[int]):
@@ -118,8 +122,7 @@ class GpuTuiApp(App[int]):
         super().__init__()
         self.monitor = monitor
         self.sampler: Sampler | None = None
-        self.replay: ReplaySource | None = None
-        self.speed = 1.0
+        self.replay: ReplayController | None = None
         self.start_at: float | None = None  # a replay's first moment to show
         self.pending_notices: list[str] = []
         self.snapshot_dir = snapshot_dir
@@ -132,7 +135,7 @@ class GpuTuiApp(App[int]):
         self.window_index = 0
         self.sort_index = 0
         self.sample_error: str | None = None
-        self.palette_colours = render.Palette()
+        self.palette_colours = render.Palette(limits=monitor.advisor.thresholds)
         self._redraw_pending = False
         self._drawable = False
         self._advisor_drawn: object = None  # what the advisor pane shows now
@@ -195,6 +198,7 @@ class GpuTuiApp(App[int]):
             crit=v.get("error", "red"),
             accent=v.get("primary", "blue"),
             bar_bg=v.get("panel", "#333333"),
+            limits=self.monitor.advisor.thresholds,
         )
 
     def _on_theme(self) -> None:
@@ -327,9 +331,11 @@ class GpuTuiApp(App[int]):
             else (age if age is not None and age >= 2 * interval else 0.0),
             stale=stale,
             source_label=(
-                f"REPLAY {self.speed:g}x" if self.replay is not None else self.monitor.source.label
+                f"REPLAY {self.replay.speed:g}x"
+                if self.replay is not None
+                else self.monitor.source.label
             ),
-            live=self.monitor.source.kind == "live",
+            live=self.monitor.source.kind is SourceKind.LIVE,
             moment=(
                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(frame.time))
                 if self.replay is not None and frame is not None
@@ -338,7 +344,11 @@ class GpuTuiApp(App[int]):
             paused=self.paused,
             findings=len(self.monitor.findings),
             nodes=len(nodes),
-            down=sum(1 for n in (frame.notes if frame else ()) if n.startswith("node ")),
+            down=sum(
+                1
+                for n in (frame.notes if frame else ())
+                if n.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY)
+            ),
         )
         key = (state, self.size.width, self.palette_colours, self.sample_error if stale else None)
         if key == self._header_drawn:
@@ -409,7 +419,7 @@ class GpuTuiApp(App[int]):
         _titled(procs, f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)")
         processes = frame.processes_on(self.selected) if frame else ()
         all_notes = frame.notes if frame else ()
-        notes = [n for n in all_notes if "PID namespace" in n]
+        notes = [n.text for n in all_notes if n.kind is NoteKind.PID_NAMESPACE]
         procs.set_lines(
             render.process_lines(
                 processes,
@@ -424,7 +434,7 @@ class GpuTuiApp(App[int]):
         _titled(advisor, f"Advisor ({len(findings)} finding(s))" if findings else "Advisor")
         now = frame.time if frame else None
         waiting = frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points
-        advisor_notes = tuple(n for n in all_notes if "PID namespace" not in n)
+        advisor_notes = tuple(n.text for n in all_notes if n.kind is not NoteKind.PID_NAMESPACE)
         ages = tuple(fmt_age(now - f.since) for f in findings) if now is not None else None
         # The advisor judges every few seconds and shows coarse ages: most ticks its pane
         # would be rebuilt only to find it unchanged.
@@ -525,7 +535,7 @@ class GpuTuiApp(App[int]):
         self.push_screen(HelpScreen(self.BINDINGS), self._after_modal)
 
     def action_rules(self) -> None:
-        self.push_screen(RulesScreen(), self._after_modal)
+        self.push_screen(RulesScreen(self.monitor.advisor.thresholds), self._after_modal)
 
     def _after_modal(self, _result: object) -> None:
         self.redraw()
@@ -534,7 +544,7 @@ class GpuTuiApp(App[int]):
         frame = self.monitor.latest
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(frame.time if frame else time.time()))
         base = self.snapshot_dir / f"gputui-snapshot-{stamp}"
-        document = self.monitor.snapshot()
+        document = snapshot_of(self.monitor)
         outputs: tuple[tuple[Path, Callable[[], str]], ...] = (
             (base.with_suffix(".json"), lambda: dumps(document)),
             (base.with_suffix(".md"), lambda: markdown_report(document)),
@@ -575,35 +585,23 @@ class GpuTuiApp(App[int]):
             return
         if not self.paused:
             self.action_pause()
-        try:
-            frame = self.replay.read()
-        except ReplayEnded:
+        if not self.replay.step():
             self.notify("End of the recording", title="Replay", timeout=3)
             return
-        self.monitor.ingest(frame)
         self.redraw()
 
     def action_seek(self, seconds: float) -> None:
-        replay, latest = self.replay, self.monitor.latest
-        if replay is None or replay.start_time is None:
-            return
-        now = latest.time if latest is not None else replay.start_time
-        self.seek_to(now + seconds)
+        if self.replay is not None:
+            self._after_seek(self.replay.seek_by(seconds))
 
     def seek_to(self, target: float) -> None:
         """Jump in the recording; the history and the advisor are rebuilt as they were then."""
-        replay = self.replay
-        if replay is None or replay.start_time is None or replay.end_time is None:
+        if self.replay is not None:
+            self._after_seek(self.replay.seek_to(target))
+
+    def _after_seek(self, shown: float | None) -> None:
+        if shown is None:
             return
-        # Never before the first frame: there must be a moment to show.
-        target = min(max(target, replay.start_time + 1e-6), replay.end_time)
-        before = replay.seek(target)
-        self.monitor.reset()
-        capacity = self.monitor.history.capacity
-        advise_from = len(before) - int(self.monitor.advisor.thresholds.idle_allocated_s * 1.2)
-        for i, frame in enumerate(before[-capacity:], start=max(0, len(before) - capacity)):
-            self.monitor.ingest(frame, advise=i >= advise_from)
-        shown = self.monitor.latest.time if self.monitor.latest else target
         self.notify(
             f"at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(shown))}",
             title="Replay",
@@ -614,9 +612,8 @@ class GpuTuiApp(App[int]):
     def action_speed(self, factor: float) -> None:
         if self.replay is None or self.sampler is None:
             return
-        self.speed = max(0.125, min(64.0, self.speed * factor))
-        self.sampler.set_interval(self.replay.interval_s / self.speed)
-        self.notify(f"Replay at {self.speed:g}x", title="Replay", timeout=2)
+        speed = self.replay.change_speed(factor)
+        self.notify(f"Replay at {speed:g}x", title="Replay", timeout=2)
         self._draw_header()
 
 

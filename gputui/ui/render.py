@@ -8,34 +8,55 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from gputui.advisor import Finding
 from gputui.clock_events import REASONS, describe_reasons
-from gputui.history import History
-from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
+from gputui.config import Thresholds
+from gputui.model import DeviceInfo, Finding, Frame, GpuSample, ProcessSample
+from gputui.names import Metric, Severity
 from gputui.pcie import link_bandwidth
+from gputui.sampling.history import History
 from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
-SEVERITY_MARK = {"critical": "✖", "warning": "▲", "info": "●"}
+SEVERITY_MARK = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●"}
 
 
 @dataclass(frozen=True, slots=True)
 class Palette:
-    """Colours with meaning, taken from the Textual theme."""
+    """Colours with meaning, taken from the Textual theme, and the advisor's thresholds
+    that decide which meaning a reading gets (the config's, never numbers of our own)."""
 
     ok: str = "#4EBF71"
     warn: str = "#FEA62B"
     crit: str = "#B93C5B"
     accent: str = "#0178D4"
     bar_bg: str = "#333333"
+    limits: Thresholds = field(default_factory=Thresholds)
 
-    def severity(self, severity: str) -> str:
-        return {"critical": self.crit, "warning": self.warn}.get(severity, self.accent)
+    def vram(self, used_pct: float | None) -> str:
+        return level_style(
+            used_pct, self.limits.vram_warning_pct, self.limits.vram_critical_pct, self
+        )
+
+    def power(self, share_of_limit: float | None) -> str:
+        return level_style(share_of_limit, self.limits.power_at_limit, 2.0, self)
+
+    def pcie(self, share_of_link: float | None) -> str:
+        return level_style(share_of_link, self.limits.pcie_saturated, 2.0, self)
+
+    def gil_bound(self, cpu_percent: float | None) -> bool:
+        """A process near one full core: the signature of a GIL-bound loader."""
+        bound = self.limits.cpu_bound_pct
+        return cpu_percent is not None and bound <= cpu_percent <= self.limits.cpu_bound_max_pct
+
+    def severity(self, severity: Severity) -> str:
+        if severity is Severity.CRITICAL:
+            return self.crit
+        return self.warn if severity is Severity.WARNING else self.accent
 
 
 def bar(fraction: float | None, width: int, style: str, bg: str) -> Text:
@@ -90,8 +111,11 @@ def _pct(part: float | None, whole: float | None) -> float | None:
 
 
 def temp_style(sample: GpuSample, device: DeviceInfo, p: Palette) -> str:
-    slowdown = device.temp_slowdown_c or 90.0
-    return level_style(sample.temp_c, min(80.0, slowdown - 5), slowdown, p)
+    t = p.limits
+    slowdown = device.temp_slowdown_c
+    if slowdown is None:
+        return level_style(sample.temp_c, t.hot_temp_c, float("inf"), p)
+    return level_style(sample.temp_c, min(t.hot_temp_c, slowdown - t.hot_margin_c), slowdown, p)
 
 
 def on_gpu(findings: Sequence[Finding], gpu: int) -> list[Finding]:
@@ -174,7 +198,7 @@ def gpu_row(
         text.append(f" {fmt_num(util):>3}%" if util is not None else "  n/a")
         mem = sample.mem_used_pct
         text.append(" ")
-        text.append_text(bar(_pct(mem, 100), bar_width, level_style(mem, 90, 97, p), p.bar_bg))
+        text.append_text(bar(_pct(mem, 100), bar_width, p.vram(mem), p.bar_bg))
         text.append(f" {fmt_num(mem):>3}%" if mem is not None else "  n/a")
         text.append(f" {fmt_num(sample.temp_c):>3}°C", style=temp_style(sample, device, p))
         text.append(f" {fmt_num(sample.power_w):>4}W")
@@ -330,7 +354,7 @@ def detail_lines(
         _pct(s.power_w, power_limit),
         f"{fmt_num(s.power_w)} / {fmt_num(power_limit)} W",
         width,
-        level_style(_pct(s.power_w, power_limit), 0.95, 2.0, p) if s.power_w else "dim",
+        p.power(_pct(s.power_w, power_limit)) if s.power_w else "dim",
         p,
     )
     default = d.power_default_limit_w
@@ -351,7 +375,7 @@ def detail_lines(
             f"{fmt_bytes(s.mem_used)} / {fmt_bytes(s.mem_total)}"
             + (f" ({mem_pct:.0f} %)" if mem_pct is not None else ""),
             width,
-            level_style(mem_pct, 90, 97, p),
+            p.vram(mem_pct),
             p,
         )
     )
@@ -360,13 +384,19 @@ def detail_lines(
     lines.append(reasons_line(s, p))
 
     spark_rows = [
-        ("util", "util_gpu", 100.0, "%", p.accent),
-        ("SM clk", "sm_clock_mhz", float(d.max_sm_clock_mhz or 0) or None, "MHz", p.accent),
-        ("temp", "temp_c", d.temp_shutdown_c, "°C", temp_style(s, d, p)),
-        ("power", "power_w", power_limit, "W", p.accent),
-        ("VRAM", "mem_used", float(s.mem_total or 0) or None, "", level_style(mem_pct, 90, 97, p)),
-        ("PCIe RX", "pcie_rx_bps", link_bandwidth(s.pcie_gen, s.pcie_width), "", p.accent),
-        ("PCIe TX", "pcie_tx_bps", link_bandwidth(s.pcie_gen, s.pcie_width), "", p.accent),
+        ("util", Metric.UTIL_GPU, 100.0, "%", p.accent),
+        ("SM clk", Metric.SM_CLOCK_MHZ, float(d.max_sm_clock_mhz or 0) or None, "MHz", p.accent),
+        ("temp", Metric.TEMP_C, d.temp_shutdown_c, "°C", temp_style(s, d, p)),
+        ("power", Metric.POWER_W, power_limit, "W", p.accent),
+        (
+            "VRAM",
+            Metric.MEM_USED,
+            float(s.mem_total or 0) or None,
+            "",
+            p.vram(mem_pct),
+        ),
+        ("PCIe RX", Metric.PCIE_RX_BPS, link_bandwidth(s.pcie_gen, s.pcie_width), "", p.accent),
+        ("PCIe TX", Metric.PCIE_TX_BPS, link_bandwidth(s.pcie_gen, s.pcie_width), "", p.accent),
     ]
     room = max(0, height - len(lines) - 1)
     if room > 0:
@@ -428,7 +458,7 @@ def pcie_line(s: GpuSample, d: DeviceInfo, width: int, p: Palette) -> Text:
         share = _pct(rate, capacity)
         text.append(f"  {label} {fmt_rate(rate)}")
         if share is not None:
-            text.append(f" {100 * share:.0f}%", style=level_style(share, 0.8, 2.0, p))
+            text.append(f" {100 * share:.0f}%", style=p.pcie(share))
     text.append(f"  replays {fmt_num(s.pcie_replay_count)}", style="dim")
     return text
 
@@ -492,7 +522,7 @@ def process_lines(
             f"{fmt_num(proc.cpu_percent, '', 0):>6} {fmt_bytes(proc.rss, 0):>9} "
             f"{fmt_num(proc.threads):>4} {fmt_num(proc.children):>4} "
         )
-        if proc.cpu_percent is not None and 90 <= proc.cpu_percent <= 115:
+        if p.gil_bound(proc.cpu_percent):
             row.stylize(p.warn, 29, 36)
         row.append(command, style="" if proc.visible else "dim")
         row.truncate(width, overflow="ellipsis")
@@ -623,7 +653,7 @@ def card(
                 "vram",
                 _pct(s.mem_used_pct, 100),
                 f"{fmt_num(s.mem_used_pct):>3}%",
-                level_style(s.mem_used_pct, 90, 97, p),
+                p.vram(s.mem_used_pct),
             ),
         )
         for priority, name, frac, value, style in gauges:
@@ -650,9 +680,9 @@ def card(
         quiet = not s.clock_reasons or s.clock_reasons == 1
         body.append((5, Text(events, style="dim" if quiet else p.warn)))
         sparks = (
-            ("util", "util_gpu", 100.0, p.accent),
-            ("temp", "temp_c", d.temp_shutdown_c, temp_style(s, d, p)),
-            ("pwr", "power_w", s.power_limit_w, p.accent),
+            ("util", Metric.UTIL_GPU, 100.0, p.accent),
+            ("temp", Metric.TEMP_C, d.temp_shutdown_c, temp_style(s, d, p)),
+            ("pwr", Metric.POWER_W, s.power_limit_w, p.accent),
         )
         for k, (name, metric, top_value, style) in enumerate(sparks):
             spark = Text(f"{name:<5}")

@@ -13,7 +13,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputui.advisor import RULES, Finding
+from gputui.advisor import RULES
+from gputui.config import Thresholds
+from gputui.model import Finding
 
 
 class _Modal(ModalScreen[None]):
@@ -86,12 +88,16 @@ class FindingScreen(_Modal):
 
 
 class RulesScreen(_Modal):
+    def __init__(self, thresholds: Thresholds) -> None:
+        super().__init__()
+        self._thresholds = thresholds
+
     def compose(self) -> ComposeResult:
         table = Table(title="The advisor's rules", expand=True, show_lines=True)
         table.add_column("rule", style="bold", no_wrap=True)
         table.add_column("fires when")
         table.add_column("suggests")
         for rule in RULES:
-            table.add_row(rule.id, rule.fires_when, rule.suggests)
+            table.add_row(rule.id.value, rule.when_it_fires(self._thresholds), rule.suggests)
         with VerticalScroll(id="dialog"):
             yield Static(table)

@@ -12,20 +12,22 @@ import pytest
 
 from gputui.clocks import ManualClock
 from gputui.config import Config
+from gputui.launch import make_app
 from gputui.model import DeviceInfo, Frame
+from gputui.names import SourceKind
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
-from gputui.ui.run import make_app, make_demo_app
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+from tests.conftest import DemoApp
 
 
 def text_of(app: GpuTuiApp, panel: str) -> str:
     return app.query_one(f"#{panel}", LineView).plain
 
 
-async def test_gpu_switching_keys() -> None:
-    app = make_demo_app(None, 8)
+async def test_gpu_switching_keys(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         assert app.selected == 0
@@ -48,8 +50,8 @@ async def test_gpu_switching_keys() -> None:
         assert text_of(app, "gpus").splitlines()[0].startswith("▶0")
 
 
-async def test_overview_toggle_shows_every_gpu_as_a_card() -> None:
-    app = make_demo_app(None, 8)
+async def test_overview_toggle_shows_every_gpu_as_a_card(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("o")
         await pilot.pause()
@@ -62,8 +64,8 @@ async def test_overview_toggle_shows_every_gpu_as_a_card() -> None:
         assert not app.screen.has_class("-overview")
 
 
-async def test_findings_navigation_and_jump_to_gpu() -> None:
-    app = make_demo_app(None, 8)
+async def test_findings_navigation_and_jump_to_gpu(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         findings = app.monitor.findings
@@ -81,8 +83,8 @@ async def test_findings_navigation_and_jump_to_gpu() -> None:
         assert not isinstance(app.screen, FindingScreen)
 
 
-async def test_help_and_rules_screens() -> None:
-    app = make_demo_app(None, 4)
+async def test_help_and_rules_screens(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -94,8 +96,8 @@ async def test_help_and_rules_screens() -> None:
         assert app.is_running
 
 
-async def test_window_and_sort_keys() -> None:
-    app = make_demo_app(None, 4)
+async def test_window_and_sort_keys(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         assert "last 1 min 00 s" in text_of(app, "detail")
@@ -107,8 +109,8 @@ async def test_window_and_sort_keys() -> None:
         assert "by CPU % (t)" in str(procs.border_title)
 
 
-async def test_snapshot_key_writes_json_markdown_and_svg(tmp_path: Path) -> None:
-    app = make_demo_app(None, 4, snapshot_dir=tmp_path)
+async def test_snapshot_key_writes_json_markdown_and_svg(demo_app: DemoApp, tmp_path: Path) -> None:
+    app = demo_app(None, 4, snapshot_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("s")
         await pilot.pause()
@@ -119,9 +121,11 @@ async def test_snapshot_key_writes_json_markdown_and_svg(tmp_path: Path) -> None
     assert "<svg" in next(tmp_path.glob("*.svg")).read_text()
 
 
-async def test_snapshot_into_unwritable_directory_keeps_running(tmp_path: Path) -> None:
+async def test_snapshot_into_unwritable_directory_keeps_running(
+    demo_app: DemoApp, tmp_path: Path
+) -> None:
     missing = tmp_path / "nope"
-    app = make_demo_app(None, 2, snapshot_dir=missing)
+    app = demo_app(None, 2, snapshot_dir=missing)
     notes: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
         app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
@@ -133,9 +137,9 @@ async def test_snapshot_into_unwritable_directory_keeps_running(tmp_path: Path) 
 
 
 async def test_snapshot_on_full_disk_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    demo_app: DemoApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = make_demo_app(None, 2, snapshot_dir=tmp_path)
+    app = demo_app(None, 2, snapshot_dir=tmp_path)
     calls = {"n": 0}
     real = os.fsync
 
@@ -160,7 +164,7 @@ class StepSource:
     """A simulated node whose reads can be made to hang, like a wedged driver."""
 
     label = "SIMULATED"
-    kind = "simulated"
+    kind = SourceKind.SIMULATED
 
     def __init__(self) -> None:
         self.inner = SimulatedSource(resolve_scenarios("healthy", 2), clock=ManualClock(1e9))
@@ -212,16 +216,16 @@ async def test_live_keys_pause_interval_and_stale_data() -> None:
     assert app.sampler.stop(timeout=1.0)
 
 
-async def test_quit_key() -> None:
-    app = make_demo_app(None, 2)
+async def test_quit_key(demo_app: DemoApp) -> None:
+    app = demo_app(None, 2)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_value == 0
 
 
-async def test_sixteen_gpus_at_80x24_keep_the_selection_visible() -> None:
-    app = make_demo_app(None, 16)
+async def test_sixteen_gpus_at_80x24_keep_the_selection_visible(demo_app: DemoApp) -> None:
+    app = demo_app(None, 16)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("left")  # to the last GPU
         await pilot.pause()
@@ -235,8 +239,8 @@ async def test_sixteen_gpus_at_80x24_keep_the_selection_visible() -> None:
         assert "╭ 0 " in text_of(app, "overview")
 
 
-async def test_tiny_terminal_and_back() -> None:
-    app = make_demo_app(None, 4)
+async def test_tiny_terminal_and_back(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
     async with app.run_test(size=(20, 5)) as pilot:
         await pilot.pause()
         await pilot.resize_terminal(160, 50)
@@ -244,15 +248,15 @@ async def test_tiny_terminal_and_back() -> None:
         assert "Util" in text_of(app, "detail")
 
 
-async def test_live_header_says_simulated_and_nvml_would_not() -> None:
-    app = make_demo_app(None, 2)
+async def test_live_header_says_simulated_and_nvml_would_not(demo_app: DemoApp) -> None:
+    app = demo_app(None, 2)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert "SIMULATED" in text_of(app, "header")
 
 
-async def test_the_mouse_selects_gpus_and_findings() -> None:
-    app = make_demo_app(None, 8)
+async def test_the_mouse_selects_gpus_and_findings(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         gpus = app.query_one("#gpus", LineView)
@@ -263,13 +267,15 @@ async def test_the_mouse_selects_gpus_and_findings() -> None:
         assert app.finding_index == 1
 
 
-async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process() -> None:
+async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process(
+    demo_app: DemoApp,
+) -> None:
     gc.unfreeze()
-    app = make_demo_app(gpus=2)
+    app = demo_app(gpus=2)
     async with app.run_test() as pilot:
         await pilot.pause()
         assert gc.get_freeze_count() == 0  # tests run many apps: nothing kept forever
-    app = make_demo_app(gpus=2)
+    app = demo_app(gpus=2)
     app.freeze_startup_heap = True  # as run_app does
     try:
         async with app.run_test() as pilot:

@@ -13,7 +13,7 @@ import pytest
 
 from gputui import __version__
 from gputui.cli import EXIT_NO_SOURCE, main
-from gputui.exporters.snapshot import parse_snapshot
+from gputui.formats.snapshot import parse_snapshot
 from tests.nvml_double import install
 
 

@@ -12,7 +12,7 @@ from gputui.advisor.catalogue import catalogue_markdown
 from gputui.cli import EXIT_NO_SOURCE, main
 from tests.nvml_double import install
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "advisor.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "advisor.md"
 
 
 def test_doctor_thermal_exits_2_naming_thermal_throttle(capsys: pytest.CaptureFixture[str]) -> None:

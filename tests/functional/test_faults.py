@@ -13,26 +13,25 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
 from gputui.clocks import ManualClock
 from gputui.config import Config
-from gputui.exporters.prometheus import GputuiCollector
-from gputui.exporters.snapshot import SourceInfo
+from gputui.exporters.prometheus import GputuiCollector, serve_metrics
+from gputui.launch import make_app
 from gputui.model import Frame, GpuSample, HostSample, ProcessSample
-from gputui.monitor import Monitor
+from gputui.names import NoteKind
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.remote import RemoteSource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import FrameReady
 from gputui.ui.lines import LineView
-from gputui.ui.run import make_app
 from tests.advisor_kit import BUSY, Sim
+from tests.factories import demo_monitor
 from tests.nvml_double import FakeGpu, FakeNvmlLib, install
-from tests.test_remote import answer, dcgm_payload, serve
+from tests.servers import answer, dcgm_payload, serve
 
 NAN = float("nan")
 
@@ -114,15 +113,10 @@ async def test_app_draws_unknown_and_out_of_range_readings() -> None:
 
 @pytest.fixture
 def exporter() -> Iterator[str]:
-    clock = ManualClock(1.8e9)
-    sim = SimulatedSource(resolve_scenarios("mix", 8), clock=clock)
-    monitor = Monitor(sim.open(), Config(), SourceInfo("SIMULATED", "simulated"))
-    for _ in range(40):
-        monitor.ingest(sim.read())
-        clock.advance(1.0)
+    monitor = demo_monitor("mix", seconds=40, gpus=8)
     registry = CollectorRegistry()
     registry.register(GputuiCollector(monitor))
-    server, _ = start_http_server(0, addr="127.0.0.1", registry=registry)
+    server, _ = serve_metrics(registry, "127.0.0.1", 0)
     yield f"127.0.0.1:{server.server_port}"
     server.shutdown()
 
@@ -233,7 +227,9 @@ def test_remote_resets_and_10_mb_of_garbage_leave_the_healthy_node_live() -> Non
         assert len(source.open()) == 2
         frame = source.read()
         assert len(frame.gpus) == 2
-        down = " ".join(n for n in frame.notes if n.startswith("node "))
+        down = " ".join(
+            n.text for n in frame.notes if n.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY)
+        )
         assert "larger than 10 MB" in down
         assert "unreachable" in down or "HTTP" in down or "not a Prometheus" in down
         source.close()

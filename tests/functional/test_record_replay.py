@@ -14,30 +14,28 @@ from pathlib import Path
 
 import pytest
 
-from gputui.advisor import make_advisor
+from gputui.advisor import make_advisor, make_monitor
 from gputui.cli import EXIT_NO_SOURCE, main
 from gputui.clocks import ManualClock
 from gputui.config import Config
-from gputui.exporters.record import (
-    Header,
-    RecordingError,
-    RecordWriter,
-    read_recording,
-    rotated_name,
-)
-from gputui.exporters.snapshot import SourceInfo
-from gputui.history import History
-from gputui.monitor import Monitor
+from gputui.exporters.record import RecordWriter, rotated_name
+from gputui.formats.recording import Header, Recording, RecordingError, read_recording
+from gputui.launch import make_replay_app
+from gputui.model import SourceInfo
+from gputui.names import SourceKind
+from gputui.sampling.history import History
+from gputui.sampling.monitor import Monitor
 from gputui.sources.replay import ReplayEnded, ReplaySource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.ui.run import make_app
 
 
 def record_demo(path: Path, seconds: int = 90, scenario: str = "mix", gpus: int = 4) -> Monitor:
     clock = ManualClock(1_800_000_000.0)
     source = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
     devices = source.open()
-    monitor = Monitor(devices, Config(), SourceInfo("SIMULATED", "simulated", scenario))
+    monitor = make_monitor(
+        devices, Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED, scenario)
+    )
     writer = RecordWriter(path, Header(monitor.source, devices, 1.0))
     for _ in range(seconds):
         frame = source.read()
@@ -66,10 +64,15 @@ def test_round_trip_gives_the_same_frames_and_findings(tmp_path: Path, name: str
     assert {f.rule for f in recording.ticks[-1].findings} >= {"thermal-throttle", "vram-pressure"}
 
 
+def replay_of(recording: Recording) -> ReplaySource:
+    frames = [tick.frame for tick in recording.ticks]
+    return ReplaySource(frames, recording.header.devices, recording.header.interval_s)
+
+
 def test_replay_source_reads_in_order_and_seeks(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     record_demo(path, seconds=20)
-    source = ReplaySource(read_recording(path))
+    source = replay_of(read_recording(path))
     first = source.read()
     assert source.read().time == first.time + 1
     before = source.seek(first.time + 10)
@@ -131,7 +134,10 @@ def test_rotation_keeps_the_newest_files(tmp_path: Path) -> None:
     devices = source.open()
     path = tmp_path / "run.jsonl"
     writer = RecordWriter(
-        path, Header(SourceInfo("SIMULATED", "simulated"), devices, 1.0), max_bytes=20_000, keep=2
+        path,
+        Header(SourceInfo("SIMULATED", SourceKind.SIMULATED), devices, 1.0),
+        max_bytes=20_000,
+        keep=2,
     )
     for _ in range(60):
         writer.write(source.read())
@@ -184,12 +190,10 @@ def test_recorder_killed_mid_run_leaves_a_readable_file(tmp_path: Path) -> None:
 async def test_replay_in_the_app_shows_the_recorded_findings(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     live = record_demo(path, seconds=120)
-    source = ReplaySource(read_recording(path))
-    header = source.recording.header
-    app = make_app(source, header.devices, Config(interval_s=0.05), live=True)
-    app.replay = source
+    app = make_replay_app(read_recording(path), speed=20)
+    assert app.replay is not None
     async with app.run_test(size=(120, 40)) as pilot:
-        while not source.at_end:
+        while not app.replay.at_end:
             await pilot.pause(0.1)
         await pilot.pause(0.3)
         assert app.paused  # the end of the recording pauses the replay
@@ -202,7 +206,7 @@ async def test_replay_in_the_app_shows_the_recorded_findings(tmp_path: Path) -> 
         await pilot.press("full_stop")
         assert app.monitor.latest.time == before + 1  # type: ignore[union-attr]
         await pilot.press("greater_than_sign")
-        assert app.speed == 2.0
+        assert app.replay.speed == 40.0
 
 
 def test_start_as_seconds_or_clock_time() -> None:

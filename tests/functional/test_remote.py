@@ -3,58 +3,25 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from gputui import clock_events as ce
+from gputui.advisor import make_monitor
 from gputui.cli import main
 from gputui.clocks import ManualClock
 from gputui.config import Config
 from gputui.exporters.prometheus import GputuiCollector
-from gputui.exporters.snapshot import SourceInfo
-from gputui.monitor import Monitor
+from gputui.launch import make_app
+from gputui.model import SourceInfo
+from gputui.names import NoteKind, SourceKind
 from gputui.sources.remote import RemoteSource, parse_exposition
-from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.lines import LineView
-from gputui.ui.run import make_app
-
-FIXTURE = (Path(__file__).parent / "fixtures" / "dcgm_exporter.txt").read_text()
-
-
-def dcgm_payload(host: str, lowercase: bool = False) -> bytes:
-    text = FIXTURE.replace("{HOST}", host)
-    if lowercase:  # the GPU operator on Kubernetes labels it so, with pod labels beside
-        text = text.replace('Hostname="', 'container="train",namespace="ml",hostname="')
-    return text.encode()
-
-
-def serve(handler: Callable[[BaseHTTPRequestHandler], None]) -> tuple[str, ThreadingHTTPServer]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            handler(self)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_port}/metrics", server
-
-
-def answer(body: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
-    def handle(request: BaseHTTPRequestHandler) -> None:
-        request.send_response(200)
-        request.send_header("Content-Type", "text/plain; version=0.0.4")
-        request.end_headers()
-        request.wfile.write(body)
-
-    return handle
+from tests.factories import demo_monitor
+from tests.servers import answer, dcgm_payload, serve
 
 
 def hang(request: BaseHTTPRequestHandler) -> None:
@@ -103,7 +70,8 @@ def test_healthy_node_stays_live_beside_a_hanging_and_a_garbage_one(
         assert s.clock_reasons == ce.SW_THERMAL | ce.HW_THERMAL  # the old THROTTLE name
         assert s.mem_used == 61164 * 1024**2 and s.mem_total == (61164 + 19891) * 1024**2
         assert s.sm_activity == pytest.approx(81.2361)
-        down = [n for n in frame.notes if n.startswith("node ")]
+        nodes = (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY)
+        down = [n.text for n in frame.notes if n.kind in nodes]
         assert len(down) == 2 and any("timed out" in n or "no answer within" in n for n in down)
         assert any("not a Prometheus exposition" in n or "not text" in n for n in down)
     source.close()
@@ -120,12 +88,7 @@ def test_two_nodes_side_by_side_and_lowercase_hostname(servers: dict[str, str]) 
 
 def test_gputui_export_feeds_a_remote_gputui(servers: dict[str, str]) -> None:
     """`gputui export` on one node, `gputui --source` on another: limits come across."""
-    clock = ManualClock(1.8e9)
-    sim = SimulatedSource(resolve_scenarios("thermal", 2), clock=clock)
-    monitor = Monitor(sim.open(), Config(), SourceInfo("SIMULATED", "simulated"))
-    for _ in range(60):
-        monitor.ingest(sim.read())
-        clock.advance(1.0)
+    monitor = demo_monitor("thermal", seconds=60, gpus=2)
     from prometheus_client import generate_latest
     from prometheus_client.registry import CollectorRegistry
 
@@ -137,7 +100,7 @@ def test_gputui_export_feeds_a_remote_gputui(servers: dict[str, str]) -> None:
         devices = remote.open()
         assert devices[0].temp_slowdown_c == 89.0 and devices[0].max_sm_clock_mhz == 1980
         # the advisor runs on remote readings where the metrics allow
-        remote_monitor = Monitor(devices, Config(), SourceInfo("REMOTE", "remote"))
+        remote_monitor = make_monitor(devices, Config(), SourceInfo("REMOTE", SourceKind.REMOTE))
         clock2 = ManualClock(1e9)
         remote._clock = clock2
         for _ in range(20):
@@ -154,7 +117,7 @@ def test_two_endpoints_on_one_host_stay_apart(servers: dict[str, str]) -> None:
     try:
         source = RemoteSource([servers["healthy"], second], timeout_s=1.0)
         nodes = {d.node for d in source.open()}
-        assert len(nodes) == 2 and all(n.startswith("gpu-node-a@127.0.0.1:") for n in nodes)
+        assert len(nodes) == 2 and all((n or "").startswith("gpu-node-a@127.0.0.1:") for n in nodes)
         source.close()
     finally:
         server.shutdown()

@@ -59,8 +59,8 @@ def test_most_severe_first() -> None:
 def test_a_failing_rule_does_not_silence_the_others() -> None:
     from gputui.advisor import RULES, Advisor
     from gputui.advisor.rule import Rule
-    from gputui.history import History
     from gputui.model import Frame
+    from gputui.sampling.history import History
     from tests.advisor_kit import H100, TRAINER
 
     def broken(ctx: object) -> list[object]:

@@ -6,7 +6,8 @@ import pytest
 
 from gputui.advisor import make_advisor
 from gputui.clocks import ManualClock
-from gputui.history import History
+from gputui.names import RuleId
+from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 EXPECTED = {
@@ -20,7 +21,7 @@ EXPECTED = {
 }
 
 
-def simulate(scenario: str, gpus: int, seconds: int) -> list[set[tuple[str, int | None]]]:
+def simulate(scenario: str, gpus: int, seconds: int) -> list[set[tuple[RuleId, int | None]]]:
     clock = ManualClock(1_800_000_000.0)
     source = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
     advisor = make_advisor(source.open())

@@ -9,8 +9,9 @@ import pytest
 
 from gputui import clock_events as ce
 from gputui.clocks import ManualClock
-from gputui.history import History, Ring
 from gputui.model import Frame, GpuSample
+from gputui.names import Metric
+from gputui.sampling.history import History, Ring
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 
@@ -31,7 +32,7 @@ def test_window_stats_mean_min_max_slope() -> None:
     history = History(100)
     for i in range(60):
         history.add(frame(1000.0 + i, temp_c=50.0 + 0.5 * i))
-    stats = history.stats(0, "temp_c", 10)
+    stats = history.stats(0, Metric.TEMP_C, 10)
     assert stats is not None
     assert stats.count == 11  # t-10 .. t inclusive
     assert stats.min == 74.5 and stats.max == 79.5
@@ -43,47 +44,51 @@ def test_missing_readings_are_left_out_not_zero() -> None:
     history = History(10)
     history.add(frame(1.0, power_w=None))
     history.add(frame(2.0, power_w=300.0))
-    assert history.window(0, "power_w", 60) == [300.0]
-    assert math.isnan(history.series(0, "power_w")[0])
+    assert history.window(0, Metric.POWER_W, 60) == [300.0]
+    assert math.isnan(history.series(0, Metric.POWER_W)[0])
     history2 = History(10)
     history2.add(frame(1.0))
-    assert history2.stats(0, "power_w", 60) is None
+    assert history2.stats(0, Metric.POWER_W, 60) is None
 
 
-def test_reason_fraction() -> None:
+def test_known_reasons_leave_unknown_ticks_out() -> None:
     history = History(100)
     for i in range(10):
         reasons = ce.SW_THERMAL if i % 2 else 0
         history.add(frame(float(i), clock_reasons=reasons))
     history.add(frame(10.0, clock_reasons=None))  # unknown: not counted either way
-    assert history.reason_fraction(0, ce.THERMAL_BITS, 100) == 0.5
-    assert history.reason_fraction(0, ce.SW_POWER_CAP, 100) == 0.0
+    known = history.known_reasons(0, 100)
+    assert len(known) == 10
+    assert sum(1 for r in known if r & ce.THERMAL_BITS) == 5
 
 
 def test_lost_gpu_records_no_readings() -> None:
     history = History(10)
     history.add(Frame(time=1.0, gpus=(GpuSample(index=0, lost=True, temp_c=50.0),)))
-    assert history.window(0, "temp_c", 60) == []
+    assert history.window(0, Metric.TEMP_C, 60) == []
 
 
-def test_a_week_of_ticks_does_not_grow_memory() -> None:
+def test_a_full_history_does_not_grow_with_more_ticks() -> None:
+    # Once the rings are full, every further tick overwrites: three whole turns of the
+    # ring add nothing. (A day of ticks through the whole monitor: benchmarks/memory_day.py.)
     clock = ManualClock(0.0)
     source = SimulatedSource(resolve_scenarios("mix", 8), clock=clock)
     source.open()
     frame0 = source.read()
-    history = History(3600)
-    # The history holds only numbers: feed it a week of ticks of one frame's shape.
-    for i in range(3600):
+    capacity = 600
+    history = History(capacity)
+    for i in range(capacity):
         history.add(Frame(time=float(i), gpus=frame0.gpus, host=frame0.host))
     size = history.memory_bytes()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    for i in range(3600, 7 * 24 * 3600, 7):  # every 7th second of a week: 86k ticks
+    for i in range(capacity, 4 * capacity):
         history.add(Frame(time=float(i), gpus=frame0.gpus, host=frame0.host))
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert history.memory_bytes() == size
-    assert len(history) == 3600
+    assert len(history) == capacity
     assert growth < 64 * 1024, growth
-    assert size < 3 * 1024 * 1024  # 8 GPUs x 1 h at 1 s
+    # 8 GPUs: 19 float32 metrics and an int64 reason mask per tick, plus host and times
+    assert size < 8 * capacity * (19 * 4 + 8) + capacity * (5 * 4 + 8) + 4096

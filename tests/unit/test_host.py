@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gputui.names import NoteKind
 from gputui.sources.host import MAX_COMMAND_CHARS, GpuProcess, HostReader
 
 
@@ -35,7 +36,8 @@ def test_pid_from_another_namespace_is_not_shown_as_ours() -> None:
     missing_pid = 2**22 + 12345  # above pid_max on Linux
     procs, notes = reader.join_processes([GpuProcess(missing_pid, 0, 1024, "compute")])
     assert procs[0].visible is False and procs[0].command is None
-    assert notes and "PID namespace" in notes[0]
+    assert notes and notes[0].kind is NoteKind.PID_NAMESPACE
+    assert "PID namespace" in notes[0].text
 
 
 def test_local_process_without_nvidia_device_is_foreign() -> None:

@@ -1,4 +1,8 @@
-"""The core never imports Textual; only the NVML source imports pynvml."""
+"""The core never imports Textual; only the NVML source imports pynvml.
+
+The layer contracts themselves are import-linter's (pyproject.toml, run by .ci/run); these
+tests check what a contract cannot: what a real import loads.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gputui"
+PACKAGE = Path(__file__).resolve().parents[2] / "gputui"
 
 
 def _importers(module: str) -> set[str]:
@@ -28,12 +32,24 @@ def test_only_the_nvml_source_imports_pynvml() -> None:
     assert _importers("pynvml") == {"gputui/sources/nvml.py"}
 
 
+def _loads_textual(imports: str) -> bool:
+    code = f"import sys\n{imports}\nprint('textual' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return out.stdout.strip() == "True"
+
+
+def test_importing_doctor_loads_no_textual() -> None:
+    assert not _loads_textual("import gputui.doctor")
+    assert _loads_textual("import gputui.ui.app")  # the probe itself works
+
+
 def test_headless_commands_do_not_load_textual() -> None:
     code = (
         "import sys\n"
-        "import gputui.cli, gputui.advisor, gputui.doctor, gputui.monitor\n"
-        "import gputui.sources.simulated, gputui.sources.nvml, gputui.exporters.snapshot\n"
+        "import gputui.cli, gputui.advisor, gputui.doctor, gputui.sampling.monitor\n"
+        "import gputui.sources.simulated, gputui.sources.nvml, gputui.formats.snapshot\n"
         "import gputui.exporters.record, gputui.exporters.prometheus, gputui.sources.replay\n"
+        "import gputui.exporters.markdown, gputui.formats.recording, gputui.sampling.replay\n"
         "assert 'textual' not in sys.modules, 'the core imported textual'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

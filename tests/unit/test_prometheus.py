@@ -13,23 +13,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from gputui.clocks import ManualClock
-from gputui.config import Config
 from gputui.exporters.prometheus import GputuiCollector
-from gputui.exporters.snapshot import SourceInfo
 from gputui.model import GpuSample
-from gputui.monitor import Monitor
-from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-
-
-def demo_monitor(seconds: int = 90) -> Monitor:
-    clock = ManualClock(1_800_000_000.0)
-    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
-    monitor = Monitor(source.open(), Config(), SourceInfo("SIMULATED", "simulated"))
-    for _ in range(seconds):
-        monitor.ingest(source.read())
-        clock.advance(1.0)
-    return monitor
+from gputui.sampling.monitor import Monitor
+from tests.factories import demo_monitor
 
 
 def scrape(monitor: Monitor) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -83,7 +70,7 @@ def test_findings_are_exported() -> None:
 
 
 def test_unsupported_readings_are_absent_not_zero() -> None:
-    monitor = demo_monitor(10)
+    monitor = demo_monitor(seconds=10)
     frame = monitor.latest
     assert frame is not None
     gpus = (GpuSample(index=0, temp_c=None), *frame.gpus[1:])

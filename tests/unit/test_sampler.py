@@ -7,13 +7,14 @@ import time
 
 from gputui.clocks import ManualClock
 from gputui.model import DeviceInfo, Frame
-from gputui.sampler import Sampler
+from gputui.names import SourceKind
+from gputui.sampling.sampler import Sampler
 from gputui.sources.simulated import SimulatedSource
 
 
 class SlowSource:
     label = "TEST"
-    kind = "simulated"
+    kind = SourceKind.SIMULATED
 
     def __init__(self, delay: float) -> None:
         self.delay = delay

@@ -13,20 +13,20 @@ import pytest
 
 from gputui.clocks import ManualClock
 from gputui.exporters.files import write_atomic
-from gputui.exporters.snapshot import (
+from gputui.exporters.markdown import markdown_report
+from gputui.formats.snapshot import (
     SCHEMA,
     SnapshotFormatError,
-    SourceInfo,
     dumps,
-    markdown_report,
     parse_snapshot,
     snapshot_dict,
 )
-from gputui.history import GPU_METRICS, History
-from gputui.model import DeviceInfo, GpuSample, HostSample, ProcessSample
+from gputui.model import DeviceInfo, GpuSample, HostSample, ProcessSample, SourceInfo
+from gputui.names import Metric, SourceKind
+from gputui.sampling.history import GPU_METRICS, History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "snapshot.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "snapshot.md"
 
 
 def demo_document(seconds: int = 30) -> tuple[dict, tuple[DeviceInfo, ...], History]:  # type: ignore[type-arg]
@@ -37,7 +37,7 @@ def demo_document(seconds: int = 30) -> tuple[dict, tuple[DeviceInfo, ...], Hist
     for _ in range(seconds):
         history.add(source.read())
         clock.advance(1.0)
-    doc = snapshot_dict(SourceInfo("SIMULATED", "simulated", "mix"), devices, history, 1.0)
+    doc = snapshot_dict(SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix"), devices, history, 1.0)
     return doc, devices, history
 
 
@@ -48,7 +48,7 @@ def test_json_round_trips_to_the_same_model() -> None:
     assert snap.devices == devices
     assert snap.latest == history.latest
     assert len(snap.history_times) == 30
-    assert snap.history_gpus[1]["temp_c"][-1] == history.series(1, "temp_c")[-1]
+    assert snap.history_gpus[1][Metric.TEMP_C][-1] == history.series(1, Metric.TEMP_C)[-1]
     assert json.loads(text)["schema"] == SCHEMA
 
 

@@ -1,0 +1,144 @@
+"""The snapshot document as a Markdown report (``gputui snapshot -o x.md`` and the ``s`` key)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gputui.clock_events import describe_reasons
+from gputui.formats.snapshot import dumps, parse_snapshot
+from gputui.pcie import link_bandwidth
+from gputui.units import NA, fmt_bytes, fmt_num, fmt_rate, known
+
+
+def _of(value: float | int | None, limit: float | int | None, unit: str) -> str:
+    if not known(value):
+        return NA
+    suffix = f" {unit}" if unit else ""
+    if not known(limit):
+        return f"{value:.0f}{suffix}"
+    return f"{value:.0f} / {limit:.0f}{suffix}"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def markdown_report(document: Mapping[str, Any]) -> str:
+    """A readable report of a snapshot document (the dict ``snapshot_dict`` returns)."""
+    snap = parse_snapshot(dumps(document))
+    frame = snap.latest
+    lines = [
+        f"# gputui snapshot: {snap.generated_at}",
+        "",
+        f"- Source: **{snap.source.label}**"
+        + (f" ({snap.source.detail})" if snap.source.detail else ""),
+    ]
+    if snap.devices:
+        d0 = snap.devices[0]
+        lines.append(
+            f"- Driver {d0.driver_version or NA}, CUDA driver {d0.cuda_driver_version or NA}, "
+            f"{len(snap.devices)} GPU(s)"
+        )
+    if frame is not None and frame.host is not None:
+        h = frame.host
+        lines.append(
+            f"- Host {h.hostname or NA}: CPU {fmt_num(h.cpu_percent, ' %', 1)} "
+            f"of {h.cpu_count or NA} cores, "
+            f"load {fmt_num(h.load_1, '', 2)}, memory available {fmt_bytes(h.mem_available)} of "
+            f"{fmt_bytes(h.mem_total)}, swap used {fmt_bytes(h.swap_used)}, iowait "
+            f"{fmt_num(h.iowait_pct, ' %', 1)}"
+        )
+    lines.append(f"- History: {len(snap.history_times)} points")
+    lines += ["", "## Findings", ""]
+    if snap.findings:
+        for finding in snap.findings:
+            where = "host" if finding.get("gpu") is None else f"GPU {finding['gpu']}"
+            lines.append(
+                f"- **{finding.get('severity', '?').upper()}** `{finding.get('rule')}` ({where}): "
+                f"{finding.get('title')}"
+            )
+            for evidence in finding.get("evidence", ()):
+                lines.append(f"  - {evidence}")
+            for remedy in finding.get("remedies", ()):
+                lines.append(f"  - Do: {remedy}")
+    else:
+        lines.append("No findings.")
+    lines += ["", "## GPUs", ""]
+    header = [
+        "GPU",
+        "Name",
+        "Util",
+        "SM clock (MHz)",
+        "Temp (°C)",
+        "Power (W)",
+        "VRAM",
+        "PCIe",
+        "RX / TX",
+        "Clock events",
+    ]
+    lines += [_row(header), _row(["---"] * len(header))]
+    samples = {s.index: s for s in frame.gpus} if frame is not None else {}
+    for device in snap.devices:
+        s = samples.get(device.index)
+        if s is None or s.lost:
+            lines.append(_row([str(device.index), device.name, "lost" if s else NA] + [NA] * 7))
+            continue
+        capacity = link_bandwidth(s.pcie_gen, s.pcie_width)
+        link = (
+            f"Gen{s.pcie_gen} x{s.pcie_width} "
+            f"(max Gen{device.pcie_max_gen or '?'} x{device.pcie_max_width or '?'})"
+            if known(s.pcie_gen)
+            else NA
+        )
+        lines.append(
+            _row(
+                [
+                    str(device.index),
+                    device.name,
+                    fmt_num(s.util_gpu, " %"),
+                    _of(s.sm_clock_mhz, device.max_sm_clock_mhz, ""),
+                    _of(s.temp_c, device.temp_slowdown_c, "(slowdown)"),
+                    _of(s.power_w, s.power_limit_w, ""),
+                    f"{fmt_bytes(s.mem_used)} / {fmt_bytes(s.mem_total)}",
+                    link + (f", {fmt_rate(capacity)}" if capacity else ""),
+                    f"{fmt_rate(s.pcie_rx_bps)} / {fmt_rate(s.pcie_tx_bps)}",
+                    ", ".join(describe_reasons(s.clock_reasons)) or "none",
+                ]
+            )
+        )
+    lines += ["", "## Processes", ""]
+    if frame is not None and frame.processes:
+        header = [
+            "GPU",
+            "PID",
+            "User",
+            "GPU memory",
+            "CPU %",
+            "RSS",
+            "Threads",
+            "Workers",
+            "Command",
+        ]
+        lines += [_row(header), _row(["---"] * len(header))]
+        for p in frame.processes:
+            lines.append(
+                _row(
+                    [
+                        str(p.gpu_index),
+                        str(p.pid),
+                        p.user or NA,
+                        fmt_bytes(p.gpu_memory),
+                        fmt_num(p.cpu_percent, "", 1),
+                        fmt_bytes(p.rss),
+                        fmt_num(p.threads),
+                        fmt_num(p.children),
+                        (p.command or ("(not visible here)" if not p.visible else NA))[:200],
+                    ]
+                )
+            )
+    else:
+        lines.append("No processes on the GPUs.")
+    if frame is not None and frame.notes:
+        lines += ["", "## Notes", ""] + [f"- {note.text}" for note in frame.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,124 @@
+"""Names that cross modules, defined once: source kinds, severities, note kinds, rule ids
+and the metrics the history keeps.
+
+Each is a ``str`` enum: its value is what files, metrics and the screen show, so a
+snapshot written before these types existed reads back the same.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Name(str, Enum):
+    """A string with a closed set of values; prints as its value on every Python."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class SourceKind(_Name):
+    LIVE = "live"
+    SIMULATED = "simulated"
+    REPLAY = "replay"
+    REMOTE = "remote"
+
+
+class Severity(_Name):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+
+_SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+
+
+class NoteKind(_Name):
+    """What a source's note is about, so each surface can place it without reading it."""
+
+    #: GPU processes whose PIDs belong to another PID namespace (a container)
+    PID_NAMESPACE = "pid-namespace"
+    #: a remote node that did not answer this tick
+    NODE_DOWN = "node-down"
+    #: a remote node that gave no GPUs when the source opened
+    NODE_EMPTY = "node-empty"
+    #: rules that cannot run on this source's readings
+    RULES_BLIND = "rules-blind"
+    #: a GPU that fell off the bus
+    GPU_LOST = "gpu-lost"
+    GENERAL = "general"
+
+
+class RuleId(_Name):
+    THERMAL_THROTTLE = "thermal-throttle"
+    THERMAL_HOT = "thermal-hot"
+    HW_SLOWDOWN = "hw-slowdown"
+    POWER_CAP = "power-cap"
+    POWER_LIMIT_LOWERED = "power-limit-lowered"
+    CLOCKS_LIMITED = "clocks-limited"
+    VRAM_PRESSURE = "vram-pressure"
+    HOST_MEMORY_PRESSURE = "host-memory-pressure"
+    IDLE_ALLOCATED = "idle-allocated"
+    PCIE_LINK_DEGRADED = "pcie-link-degraded"
+    PCIE_SATURATED = "pcie-saturated"
+    PCIE_ERRORS = "pcie-errors"
+    INPUT_STARVED = "input-starved"
+    IO_BOUND = "io-bound"
+    STRAGGLER = "straggler"
+    CUDA_LAUNCH_BLOCKING = "cuda-launch-blocking"
+    CUDA_DRIVER_MISMATCH = "cuda-driver-mismatch"
+    PERSISTENCE_OFF = "persistence-off"
+    GPU_ERRORS = "gpu-errors"
+
+
+#: rules that need process or host readings, which a remote exporter does not carry
+RULES_NEEDING_HOST: tuple[RuleId, ...] = (
+    RuleId.INPUT_STARVED,
+    RuleId.IO_BOUND,
+    RuleId.HOST_MEMORY_PRESSURE,
+    RuleId.IDLE_ALLOCATED,
+    RuleId.CUDA_LAUNCH_BLOCKING,
+    RuleId.CUDA_DRIVER_MISMATCH,
+    RuleId.STRAGGLER,
+)
+
+
+class Metric(_Name):
+    """A GPU reading the history keeps; the value is the ``GpuSample`` field it comes from."""
+
+    UTIL_GPU = "util_gpu"
+    UTIL_MEM = "util_mem"
+    SM_ACTIVITY = "sm_activity"
+    TENSOR_ACTIVITY = "tensor_activity"
+    SM_CLOCK_MHZ = "sm_clock_mhz"
+    MEM_CLOCK_MHZ = "mem_clock_mhz"
+    TEMP_C = "temp_c"
+    MEM_TEMP_C = "mem_temp_c"
+    FAN_PCT = "fan_pct"
+    POWER_W = "power_w"
+    POWER_LIMIT_W = "power_limit_w"
+    MEM_USED = "mem_used"
+    MEM_TOTAL = "mem_total"
+    PCIE_GEN = "pcie_gen"
+    PCIE_WIDTH = "pcie_width"
+    PCIE_RX_BPS = "pcie_rx_bps"
+    PCIE_TX_BPS = "pcie_tx_bps"
+    PCIE_REPLAY_COUNT = "pcie_replay_count"
+    ECC_VOLATILE_UNCORRECTED = "ecc_volatile_uncorrected"
+
+
+class HostMetric(_Name):
+    """A host reading the history keeps; the value is the ``HostSample`` field."""
+
+    CPU_PERCENT = "cpu_percent"
+    IOWAIT_PCT = "iowait_pct"
+    MEM_AVAILABLE = "mem_available"
+    SWAP_USED = "swap_used"
+    DISK_READ_BPS = "disk_read_bps"

@@ -1,0 +1,1 @@
+"""Sampling: one source read per tick, the bounded history, and the monitor over both."""

@@ -1,0 +1,32 @@
+"""Fixtures shared by every test folder: the one app factory, and the fake driver's absence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.launch import make_demo_app
+from gputui.ui.app import GpuTuiApp
+from tests.nvml_double import install
+
+#: ``demo_app(scenario=None, gpus=4, **options)``: the demo app on a fixed clock, exactly as
+#: the CLI and the screenshots build it; its snapshots go to the test's own directory.
+DemoApp = Callable[..., GpuTuiApp]
+
+
+@pytest.fixture
+def demo_app(tmp_path: Path) -> DemoApp:
+    def make(scenario: str | None = None, gpus: int = 4, **options: Any) -> GpuTuiApp:
+        options.setdefault("snapshot_dir", tmp_path)
+        return make_demo_app(scenario, gpus, **options)
+
+    return make
+
+
+@pytest.fixture
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without NVIDIA's driver: loading libnvidia-ml fails."""
+    install(monkeypatch, None)
