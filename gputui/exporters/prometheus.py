@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from socketserver import ThreadingMixIn
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
@@ -22,6 +22,9 @@ from prometheus_client.registry import Collector
 from gputui.dcgm import FIELDS, DcgmField
 from gputui.model import DeviceInfo, GpuSample
 from gputui.sampling.monitor import Monitor
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION")
 
@@ -115,6 +118,19 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
+def _get_only(app: WSGIApplication) -> WSGIApplication:
+    """Metrics for GET and HEAD only, whatever the prometheus-client release does."""
+
+    def guarded(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            headers = [("Allow", "GET, HEAD"), ("Content-Type", "text/plain; charset=utf-8")]
+            start_response("405 Method Not Allowed", headers)
+            return [b"405: only GET and HEAD\n"]
+        return app(environ, start_response)
+
+    return guarded
+
+
 def serve_metrics(registry: Collector, host: str, port: int) -> tuple[WSGIServer, threading.Thread]:
     """Serve ``/metrics`` from ``registry`` on a daemon thread; IPv6 for a v6 address."""
     server_class = type(
@@ -123,7 +139,7 @@ def serve_metrics(registry: Collector, host: str, port: int) -> tuple[WSGIServer
         {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET},
     )
     server: WSGIServer = make_server(
-        host, port, make_wsgi_app(registry), server_class, _QuietHandler
+        host, port, _get_only(make_wsgi_app(registry)), server_class, _QuietHandler
     )
     thread = threading.Thread(target=server.serve_forever, name="gputui-export", daemon=True)
     thread.start()
