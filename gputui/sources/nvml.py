@@ -190,9 +190,8 @@ class NvmlSource:
         self._fallback_throughput = pcie_throughput_fallback
         self._gpus: list[_Gpu] = []
         self._open = False
-        #: NVML calls and seconds the last ``read`` spent per GPU (for the cost notes).
+        #: NVML calls the last ``read`` made per GPU (benchmarks/tick_cost.py prints them).
         self.last_calls: dict[int, int] = {}
-        self.last_seconds: dict[int, float] = {}
         self._calls = 0
 
     # -- the per-field wrapper -------------------------------------------------
@@ -364,7 +363,6 @@ class NvmlSource:
                 samples.append(GpuSample(index=gpu.index, lost=True))
                 continue
             self._calls = 0
-            started = self._monotonic()
             try:
                 samples.append(self._sample(gpu))
                 processes.extend(self._processes(gpu))
@@ -372,7 +370,6 @@ class NvmlSource:
                 gpu.lost = True
                 samples.append(GpuSample(index=gpu.index, lost=True))
             self.last_calls[gpu.index] = self._calls
-            self.last_seconds[gpu.index] = self._monotonic() - started
         notes: tuple[Note, ...] = ()
         if self._host is None:
             procs = tuple(
