@@ -1,3 +1,3 @@
 """gputui: a terminal GPU monitor that says why a training job is slow."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
