@@ -379,14 +379,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"gputui: --start wants seconds or HH:MM[:SS], not {args.start!r}", file=sys.stderr)
         return 2
-    from gputui.launch import run_replay
+    from gputui.launch import make_replay_app, run_owned
 
-    return run_replay(
-        recording,
-        speed=args.speed,
-        start_s=start_s,
-        snapshot_dir=args.snapshot_dir,
-        notices=recording.notices,
+    return run_owned(
+        make_replay_app(
+            recording,
+            speed=args.speed,
+            start_s=start_s,
+            snapshot_dir=args.snapshot_dir,
+            notices=recording.notices,
+        )
     )
 
 

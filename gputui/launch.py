@@ -89,20 +89,11 @@ def make_replay_app(
     return app
 
 
-def run_replay(
-    recording: Recording,
-    *,
-    speed: float = 1.0,
-    start_s: float = 0.0,
-    snapshot_dir: Path = Path("."),
-    notices: Sequence[str] = (),
-) -> int:
-    app = make_replay_app(
-        recording, speed=speed, start_s=start_s, snapshot_dir=snapshot_dir, notices=notices
-    )
+def run_owned(app: GpuTuiApp) -> int:
+    """Run an app that owns the process (the CLI's): its exit status."""
     app.freeze_startup_heap = True
-    app.run()
-    return 0
+    result = app.run()
+    return result if isinstance(result, int) else 0
 
 
 def run_app(
@@ -114,11 +105,9 @@ def run_app(
     detail: str | None = None,
 ) -> int:
     app = make_app(source, devices, config, snapshot_dir=snapshot_dir, detail=detail)
-    app.freeze_startup_heap = True
     try:
-        result = app.run()
+        return run_owned(app)
     finally:
         # Close NVML only once no read is in flight (a hung driver call keeps the thread).
         if app.sampler is None or app.sampler.stop(timeout=2.0):
             source.close()
-    return result if isinstance(result, int) else 0
