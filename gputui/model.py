@@ -62,6 +62,14 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class XidEvent:
+    """A critical error the driver reported for a GPU (an Xid), when it happened."""
+
+    code: int
+    time: float  # seconds since the epoch, by the source's clock when it was read
+
+
+@dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU's readings at one tick."""
 
@@ -95,6 +103,17 @@ class GpuSample:
     ecc_volatile_uncorrected: int | None = None
     remapped_rows_pending: bool | None = None
     energy_j: float | None = None
+    #: the driver's own utilisation samples since the previous tick (percent, oldest
+    #: first; nvmlDeviceGetSamples): short stalls that the tick's average hides
+    util_samples: tuple[float, ...] = ()
+    #: cumulative seconds the clocks were held down, by cause (nvmlDeviceGetViolationStatus):
+    #: the "how long has this GPU been throttled" counters; rates come from their growth
+    violation_power_s: float | None = None
+    violation_thermal_s: float | None = None
+    violation_board_s: float | None = None
+    violation_reliability_s: float | None = None
+    #: Xid errors the driver reported since the previous tick
+    xid_events: tuple[XidEvent, ...] = ()
 
     @property
     def reason_names(self) -> tuple[str, ...]:

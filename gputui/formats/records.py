@@ -11,7 +11,15 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from gputui.model import Frame, GpuSample, HostSample, Note, ProcessSample, SourceInfo
+from gputui.model import (
+    Frame,
+    GpuSample,
+    HostSample,
+    Note,
+    ProcessSample,
+    SourceInfo,
+    XidEvent,
+)
 from gputui.names import NoteKind, SourceKind
 
 T = TypeVar("T")
@@ -22,11 +30,13 @@ def plain(value: Any) -> Any:
         return None
     if isinstance(value, tuple | list):
         return [plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return record(value)
     return value
 
 
 def record(obj: Any) -> dict[str, Any]:
-    """A model dataclass as a JSON-ready dict (NaN and inf become null)."""
+    """A model dataclass as a JSON-ready dict (NaN and inf become null), nested ones too."""
     return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
@@ -97,6 +107,7 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
     gpus = []
     for entry in data["gpus"]:
         clean = {k: v for k, v in entry.items() if k != "clock_reason_names"}
+        clean["xid_events"] = [from_record(XidEvent, x) for x in entry.get("xid_events", ())]
         gpus.append(from_record(GpuSample, clean))
     host = data.get("host")
     return Frame(

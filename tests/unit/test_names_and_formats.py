@@ -144,3 +144,19 @@ def test_the_replay_controller_steps_seeks_and_paces() -> None:
     assert replay.seek_to(10_000) == 698.0  # ... nor past the last
     assert replay.step() and not replay.step() and replay.at_end
     assert replay.change_speed(1000) == 64.0 and replay.change_speed(1e-9) == 0.125
+
+
+def test_nested_readings_round_trip_through_a_frame() -> None:
+    from gputui.formats.records import frame_dict
+    from gputui.model import XidEvent
+
+    sample = GpuSample(
+        index=0,
+        util_samples=(100.0, 0.0, 95.0),
+        violation_power_s=12.5,
+        xid_events=(XidEvent(79, 10.0), XidEvent(48, 11.0)),
+    )
+    frame = Frame(time=11.0, gpus=(sample,))
+    back = parse_frame(json.loads(json.dumps(frame_dict(frame))))
+    assert back == frame
+    assert back.gpus[0].xid_events[0] == XidEvent(79, 10.0)
