@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 from gputui import __version__
 from gputui.clocks import ManualClock
 from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
+from gputui.model import DeviceInfo
+from gputui.sanitize import clean
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
@@ -19,6 +22,15 @@ if TYPE_CHECKING:
     from gputui.sampling.monitor import Monitor
 
 EXIT_NO_SOURCE = 3
+#: `gputui doctor`'s exit statuses (gputui/doctor.py keeps the same text: EXIT_CODES)
+DOCTOR_EXIT_CODES = (
+    "0 everything was judged and nothing was found (info lines are context, not problems); "
+    "1 warnings; 2 critical findings; 3 no GPUs could be read; "
+    "4 nothing found so far, but not everything was judged (too little history sampled, "
+    "or a rule lacked a reading: the report lists what)"
+)
+EXIT_NO_TERMINAL = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
 
 
@@ -62,7 +74,9 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
         action="append",
         metavar="URL",
         help="read a remote node's Prometheus endpoint (dcgm-exporter or gputui export) "
-        "instead of local GPUs; repeat for several nodes",
+        "instead of local GPUs; repeat for several nodes. Each read is bounded: the whole "
+        "request within min(5 s, max(0.5 s, --interval)), 10 MB, 200,000 series, 256 GPUs a "
+        "node, redirects only to the same host and port (docs/security.md)",
     )
     group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
     group.add_argument("--seed", type=int, help="seed of the simulation")
@@ -91,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the app's snapshot key writes (default: current directory)",
     )
+    _secrets_option(parser, for_command=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     snap = sub.add_parser(
         "snapshot",
@@ -102,20 +117,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snap.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
+    _secrets_option(snap, for_command=True)
     _sampling_options(snap, samples=3)
     doctor = sub.add_parser(
         "doctor",
         parents=[common],
-        help="sample for a while, then report the advisor's findings; exit 0/1/2",
+        help="sample for a while, then report the advisor's findings; exit 0/1/2/3/4",
         description="Sample the GPUs for --duration seconds, then print the devices and the "
-        "advisor's findings with their evidence and remedies. Exit status: 0 nothing found, "
-        "1 warnings, 2 critical findings (3: no GPUs could be read). Good for a cron job or "
-        "a pre-flight check before a training run.",
+        "advisor's findings with their evidence and remedies. A point-in-time test: a "
+        "condition that held through the whole sampled window is reported even when the "
+        "window is shorter than the live screen's hold, and its evidence says over how long. "
+        "Rules that could not judge (too little history, a reading this board lacks) are "
+        "listed as not judged. Exit status: " + DOCTOR_EXIT_CODES + ". Good for a cron job "
+        "or a pre-flight check before a training run (--duration 30 or more gives every "
+        "rule's verdict).",
     )
     doctor.add_argument(
         "--duration", type=float, default=10.0, metavar="SECONDS", help="default 10"
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _secrets_option(doctor, for_command=True)
     _sampling_options(doctor, samples=2)
     rec = sub.add_parser(
         "record",
@@ -135,11 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older)",
     )
     rec.add_argument("--keep", type=int, default=5, help="rotated files to keep (default 5)")
+    _secrets_option(rec, for_command=True)
     replay = sub.add_parser(
         "replay",
         help="the monitor over a recording (pause, step, seek, speed)",
         description="Play a recording back in the app, advisor included. Keys: p pause, "
-        ". step, [ ] seek one minute, { } ten minutes, < > speed.",
+        ". step, [ ] seek one minute, { } ten minutes, < > speed. A file is checked as it is "
+        "read (lines up to 16 MiB, 1,024 GPUs, values of the right kind, times in order); a "
+        "damaged or foreign one is refused naming the line, exit 3.",
     )
     replay.add_argument("file", type=Path, help="a file written by gputui record")
     replay.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
@@ -161,9 +185,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--listen",
         default="127.0.0.1:9400",
         metavar="HOST:PORT",
-        help="address to serve on (default 127.0.0.1:9400)",
+        help="address to serve on (default 127.0.0.1:9400: this machine only)",
+    )
+    export.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --listen on an address other machines can reach (GPU, host and finding "
+        "names become readable to them); at most 32 connections at once, 10 s a request",
     )
     return parser
+
+
+def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:
+    parser.add_argument(
+        "--keep-secrets",
+        action="store_true",
+        # a command's copy leaves the main parser's value alone when not given
+        default=argparse.SUPPRESS if for_command else False,
+        help="keep credentials in command lines in files written (snapshots, recordings, "
+        "the SVG); by default values of --password/--token/--api-key-like options, "
+        "*_TOKEN=/*_KEY=-like variables and user:password@ in URLs become ***",
+    )
 
 
 def _sampling_options(parser: argparse.ArgumentParser, samples: int) -> None:
@@ -218,7 +260,7 @@ def source_detail(args: argparse.Namespace) -> str | None:
 
 
 def _fail(message: str) -> int:
-    print(f"gputui: {message}", file=sys.stderr)
+    print(f"gputui: {clean(message)}", file=sys.stderr)
     return EXIT_NO_SOURCE
 
 
@@ -276,7 +318,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     monitor = _collect(args, 0.0)
     if isinstance(monitor, int):
         return monitor
-    document = snapshot_of(monitor)
+    document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
     fmt = args.format or (
         "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
     )
@@ -284,22 +326,27 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from gputui.advisor import judgement_of, point_in_time_findings
     from gputui.doctor import exit_status, render_report
+    from gputui.formats.records import finding_dict
     from gputui.formats.snapshot import snapshot_of
 
     monitor = _collect(args, args.duration)
     if isinstance(monitor, int):
         return monitor
+    findings = point_in_time_findings(monitor)
+    status = exit_status(findings, judgement_of(monitor))
     if args.json:
         import json
 
-        document = snapshot_of(monitor, window_points=0)
-        document["exit_status"] = exit_status(monitor.findings)
+        document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
+        document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
+        document["exit_status"] = status
         del document["history"]
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
         render_report(monitor)
-    return exit_status(monitor.findings)
+    return status
 
 
 def _open_live(
@@ -311,7 +358,7 @@ def _open_live(
 
     source = make_source(args, clock)
     try:
-        devices = source.open()
+        devices = _open(source)
     except SourceUnavailable as exc:
         return _fail(str(exc))
     config = Config(interval_s=args.interval)
@@ -331,7 +378,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     header = Header(monitor.source, monitor.devices, monitor.config.interval_s)
     try:
         writer = RecordWriter(
-            args.output, header, max_bytes=int(args.rotate_mb * 1e6), keep=args.keep
+            args.output,
+            header,
+            max_bytes=int(args.rotate_mb * 1e6),
+            keep=args.keep,
+            keep_secrets=args.keep_secrets,
         )
     except OSError as exc:
         source.close()
@@ -340,13 +391,14 @@ def cmd_record(args: argparse.Namespace) -> int:
     sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     print(f"gputui: recording to {args.output} (Ctrl+C to stop)", file=sys.stderr)
+    status = 0
     try:
         while deadline is None or time.monotonic() < deadline:
             started = time.monotonic()
             try:
                 frame = sampler.read_once()
             except Exception as exc:  # a failed tick is skipped, the recording goes on
-                print(f"gputui: a reading failed: {exc}", file=sys.stderr)
+                print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
             else:
                 writer.write(frame, monitor.ingest(frame))
             pause = monitor.config.interval_s - (time.monotonic() - started)
@@ -356,11 +408,18 @@ def cmd_record(args: argparse.Namespace) -> int:
                 time.sleep(pause)
     except KeyboardInterrupt:
         pass
+    except OSError as exc:  # a full disk, a vanished directory: stop, keep what is written
+        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        status = 1
     finally:
-        writer.close()
+        try:
+            writer.close()
+        except OSError as exc:
+            print(f"gputui: cannot finish {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
         source.close()
     print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
-    return 0
+    return status
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -371,7 +430,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except (OSError, RecordingError) as exc:
         return _fail(str(exc) if isinstance(exc, RecordingError) else f"{args.file}: {exc}")
     for notice in recording.notices:
-        print(f"gputui: {notice}", file=sys.stderr)
+        print(f"gputui: {clean(notice)}", file=sys.stderr)
     if not recording.ticks:
         return _fail(f"{args.file}: the recording holds no frames")
     try:
@@ -411,6 +470,17 @@ def _start_offset(text: str, first: float) -> float:
     return wanted - first
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
@@ -419,8 +489,22 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit():
-        print(f"gputui: --listen wants HOST:PORT, not {args.listen!r}", file=sys.stderr)
+        print(f"gputui: --listen wants HOST:PORT, not {clean(args.listen)!r}", file=sys.stderr)
         return 2
+    if not _loopback(host.strip("[]")):
+        if not args.allow_remote:
+            print(
+                f"gputui: {clean(host)} can be reached from other machines; add --allow-remote "
+                "to serve there (or listen on 127.0.0.1 and let Prometheus scrape through a "
+                "tunnel)",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"gputui: warning: serving on {clean(host)}: anyone who reaches this port reads "
+            "the GPU, host and finding names",
+            file=sys.stderr,
+        )
     opened = _open_live(args)
     if isinstance(opened, int):
         return opened
@@ -449,12 +533,39 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open(source: Source) -> tuple[DeviceInfo, ...]:
+    """The source's GPUs; none readable is the same failure as no source (exit 3)."""
+    devices = source.open()
+    if not devices:
+        source.close()
+        raise SourceUnavailable("the source answered but reports no GPU that can be read")
+    return devices
+
+
+def _terminal_missing() -> str | None:
+    """Which of stdin, stdout and stderr is not a terminal, if any: the monitor needs all
+    three (keys in, screen out; Textual draws on stderr)."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr)):
+        if stream is None or not stream.isatty():
+            return name
+    return None
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     source = make_source(args)
     try:
-        devices = source.open()
+        devices = _open(source)
     except SourceUnavailable as exc:
         return _fail(str(exc))
+    missing = _terminal_missing()
+    if missing is not None:
+        source.close()
+        print(
+            f"gputui: the monitor needs a terminal, and {missing} is not one. For a log, "
+            "cron or a pipe use `gputui snapshot`, `gputui doctor` or `gputui record`.",
+            file=sys.stderr,
+        )
+        return EXIT_NO_TERMINAL
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(
@@ -463,6 +574,7 @@ def cmd_app(args: argparse.Namespace) -> int:
         Config(interval_s=args.interval),
         snapshot_dir=args.snapshot_dir,
         detail=source_detail(args),
+        keep_secrets=args.keep_secrets,
     )
 
 
@@ -483,3 +595,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: say so plainly, and never with a status that means "ok"
+        if os.environ.get("GPUTUI_DEBUG"):
+            raise
+        print(
+            f"gputui: internal error ({type(exc).__name__}: {clean(str(exc))}); run again "
+            "with GPUTUI_DEBUG=1 for the traceback, and please report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

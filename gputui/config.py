@@ -32,21 +32,39 @@ class Thresholds:
     judge_every_s: float = 2.0
     window_s: float = 30.0  # "sustained" means over this window
     min_points: int = 5  # fewer readings than this in a window: too early to judge
+    # The history most rules need before "nothing found" means anything; until a GPU has it
+    # every surface says "gathering: 4 s of 10 s" instead of "no findings".
+    judge_min_s: float = 10.0
     busy_util_pct: float = 30.0  # "under load": mean utilisation at least this
+    # Without a utilisation reading (MIG mode) "under load" is read from the power draw:
+    busy_power_share: float = 0.4  # mean power at least this share of the enforced limit
     thermal_fraction: float = 0.3  # share of the window with a thermal reason set
-    hot_temp_c: float = 80.0
+    # "Hot" is judged against the board's own limits (max operating, slowdown, HBM max,
+    # the driver's margin); consumer cards run in the 80s by design. This fixed figure is
+    # used only when the board reports no limit at all.
+    hot_temp_c: float = 85.0
     hot_mean_s: float = 10.0  # temperature judged on this short mean
-    hot_margin_c: float = 5.0  # within this of the slowdown threshold is "hot"
+    hot_margin_c: float = 3.0  # within this of the board's lowest limit is "hot"
     power_cap_fraction: float = 0.5
     power_at_limit: float = 0.95  # power / enforced limit
     clocks_limited_fraction: float = 0.5  # share of the window with the app-clock reason
     app_clock_lowered: float = 0.98  # application clock below this share of its default
+    # HW slowdown: critical only when sustained under load, as a share of the busy ticks,
+    # for at least hw_slowdown_min_s; a blip (a load change) is an info line at most.
     hw_slowdown_fraction: float = 0.1
+    hw_slowdown_min_s: float = 5.0
     limit_lowered_w: float = 1.0  # enforced below default by more than this
-    vram_warning_pct: float = 90.0
-    vram_critical_pct: float = 97.0
+    # VRAM: frameworks reserve most of the card (PyTorch's cache, TF/JAX preallocation,
+    # vLLM's 90 %): high and flat is normal. Pressure is growth toward the total, or the
+    # ceiling reached while the GPU's work falls.
+    vram_warning_pct: float = 90.0  # "high": a flat plateau above this is an info line
+    vram_critical_pct: float = 97.0  # "at the ceiling"
     vram_mean_s: float = 5.0  # VRAM judged on this short mean
     vram_growth_s: float = 60.0  # ... and its growth over this long
+    vram_growth_bps: float = 1.0e6  # "growing": at least this, over the window and lately
+    vram_full_warning_s: float = 1800.0  # growing and full within this: warning
+    vram_full_critical_s: float = 300.0  # ... within this: critical
+    vram_util_drop_pct: float = 25.0  # at the ceiling, utilisation fell by this many points
     host_available_pct: float = 5.0
     swap_growth_bps: float = 1.0e6  # swap use growing faster than 1 MB/s
     pcie_saturated: float = 0.8  # share of the current link's capacity
@@ -66,3 +84,8 @@ class Thresholds:
     idle_allocated_s: float = 300.0
     idle_allocated_bytes: int = 1 << 30
     idle_util_pct: float = 2.0
+    # "Under-used, cause not visible from here": a process on the GPU, busy less than this
+    # share of the time for at least under_used_s, and no other rule explains it.
+    under_used_busy_share: float = 0.5
+    under_used_s: float = 120.0
+    sample_busy_pct: float = 50.0  # a driver utilisation sample above this is "busy"

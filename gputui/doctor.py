@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
 from gputui.clock_events import describe_reasons
 from gputui.model import Finding
 from gputui.names import NoteKind, Severity
@@ -20,14 +21,27 @@ SEVERITY_STYLE = {
     Severity.INFO: "cyan",
 }
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL = 0, 1, 2
+EXIT_NO_GPU = 3  # no GPU could be read (the command line returns it)
+EXIT_NOT_JUDGED = 4
+
+#: the exit-status contract, as `gputui doctor --help` prints it
+EXIT_CODES = (
+    "0 everything was judged and nothing was found (info lines are context, not problems); "
+    "1 warnings; 2 critical findings; 3 no GPUs could be read; "
+    "4 nothing found so far, but not everything was judged (too little history sampled, "
+    "or a rule lacked a reading: the report lists what)"
+)
 
 
-def exit_status(findings: Sequence[Finding]) -> int:
+def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None) -> int:
+    """Critical (2) over warnings (1) over "could not judge everything" (4) over 0."""
     severities = {f.severity for f in findings}
     if Severity.CRITICAL in severities:
         return EXIT_CRITICAL
     if Severity.WARNING in severities:
         return EXIT_WARNING
+    if judgement is not None and not judgement.complete:
+        return EXIT_NOT_JUDGED
     return EXIT_OK
 
 
@@ -65,12 +79,14 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
         s = samples.get(device.index)
         if s is None or s.lost:
             table.add_row(
-                str(device.index), short_name(device.name), Text("lost" if s else NA, style="red")
+                str(device.index),
+                Text(short_name(device.name)),  # outside text: never markup
+                Text("lost" if s else NA, style="red"),
             )
             continue
         table.add_row(
             str(device.index),
-            short_name(device.name),
+            Text(short_name(device.name)),
             fmt_num(s.util_gpu, " %"),
             f"{fmt_num(s.sm_clock_mhz)}/{fmt_num(device.max_sm_clock_mhz)}",
             fmt_num(s.temp_c, " °C"),
@@ -84,9 +100,29 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
         warn = note.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY, NoteKind.GPU_LOST)
         console.print(Text(f"! {note.text}", style="yellow" if warn else "dim"))
     console.print()
-    findings = monitor.findings
+    findings = point_in_time_findings(monitor)
+    judgement = judgement_of(monitor)
+    for line in describe(judgement):
+        console.print(Text(line, style="yellow"))
+    if describe(judgement):
+        console.print()
     if not findings:
-        console.print(Text("No findings: nothing slows these GPUs down right now.", style="green"))
+        if judgement.complete:
+            console.print(
+                Text(
+                    f"No findings over the {fmt_duration(judgement.seen_s)} sampled: "
+                    "nothing slows these GPUs down right now.",
+                    style="green",
+                )
+            )
+        elif judgement.gathering:
+            console.print(Text(f"No verdict yet ({judgement.gathering_text()}).", style="yellow"))
+        else:
+            console.print(
+                Text(
+                    "Nothing found in what could be judged (see not judged above).", style="yellow"
+                )
+            )
         return
     for finding in findings:
         where = "host" if finding.gpu is None else f"GPU {finding.gpu}"

@@ -90,10 +90,16 @@ def make_replay_app(
 
 
 def run_owned(app: GpuTuiApp) -> int:
-    """Run an app that owns the process (the CLI's): its exit status."""
+    """Run an app that owns the process (the CLI's): its exit status, never 0 after a crash.
+
+    SIGTERM and SIGHUP (an SSH drop) end it like ``q`` does, so the terminal is restored.
+    """
     app.freeze_startup_heap = True
+    app.handle_signals = True
     result = app.run()
-    return result if isinstance(result, int) else 0
+    if isinstance(result, int):
+        return result
+    return app.return_code or 0
 
 
 def run_app(
@@ -103,8 +109,10 @@ def run_app(
     *,
     snapshot_dir: Path = Path("."),
     detail: str | None = None,
+    keep_secrets: bool = False,
 ) -> int:
     app = make_app(source, devices, config, snapshot_dir=snapshot_dir, detail=detail)
+    app.keep_secrets = keep_secrets
     try:
         return run_owned(app)
     finally:

@@ -6,11 +6,41 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.clock_events import decode_reasons
 from gputui.names import NoteKind, RuleId, Severity, SourceKind
+from gputui.sanitize import clean
+
+
+def _clean_text(obj: object) -> None:
+    """Every string of a model object (and every string in its tuples) made safe once,
+    where it is built: from NVML, psutil, a remote page or a replay file alike
+    (gputui.sanitize). Fields added later are covered without being named here."""
+    for name in _text_fields(type(obj)):
+        value = getattr(obj, name)
+        if isinstance(value, str):
+            cleaned: object = clean(value)
+        elif isinstance(value, tuple) and any(isinstance(v, str) for v in value):
+            cleaned = tuple(clean(v) if isinstance(v, str) else v for v in value)
+        else:
+            continue
+        if cleaned != value:
+            object.__setattr__(obj, name, cleaned)
+
+
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _text_fields(cls: type) -> tuple[str, ...]:
+    names = _TEXT_FIELDS.get(cls)
+    if names is None:  # annotations are strings here: "str | None", "tuple[str, ...]"
+        names = _TEXT_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if "str" in str(f.type)
+        )
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +50,9 @@ class SourceInfo:
     label: str  # "NVML", "SIMULATED", "REPLAY"...
     kind: SourceKind
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +93,9 @@ class DeviceInfo:
     node: str | None = None
     node_index: int | None = None
 
+    def __post_init__(self) -> None:
+        _clean_text(self)
+
 
 @dataclass(frozen=True, slots=True)
 class XidEvent:
@@ -67,6 +103,25 @@ class XidEvent:
 
     code: int
     time: float  # seconds since the epoch, by the source's clock when it was read
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance of a GPU in MIG mode: its slice, memory and processes."""
+
+    gpu_instance_id: int
+    compute_instance_id: int | None = None
+    profile: str | None = None  # "1g.10gb", as nvidia-smi names it
+    uuid: str | None = None
+    mem_used: int | None = None
+    mem_total: int | None = None
+    #: % of the instance's SMs busy (GPM, Hopper+); None where the driver gives no figure
+    sm_activity: float | None = None
+    #: PIDs of the processes running in this instance
+    pids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +169,11 @@ class GpuSample:
     violation_reliability_s: float | None = None
     #: Xid errors the driver reported since the previous tick
     xid_events: tuple[XidEvent, ...] = ()
+    #: PCIe RX/TX source: True from the driver's byte counters (exact over the tick), False
+    #: from a sampled 20 ms window (nvmlDeviceGetPcieThroughput), None with no rates
+    pcie_counter_based: bool | None = None
+    #: MIG instances (MIG mode only), in the driver's order
+    mig_instances: tuple[MigInstance, ...] = ()
 
     @property
     def reason_names(self) -> tuple[str, ...]:
@@ -147,6 +207,17 @@ class ProcessSample:
     cuda_runtime: str | None = None
     #: the few environment variables that change CUDA behaviour, "NAME=value", where readable
     env: tuple[str, ...] = ()
+    #: the parent process's pid (ranks of one job launched by one torchrun share it)
+    ppid: int | None = None
+    #: CPU % of its child processes together (data-loader workers), where readable
+    workers_cpu_percent: float | None = None
+    #: the CUDA-related libraries it mapped (libcudart, libcuda, framework libraries), paths
+    cuda_libraries: tuple[str, ...] = ()
+    #: where ``cuda_runtime`` was read ("libcudart.so.12.4.127", "torch/version.py")
+    cuda_runtime_evidence: str | None = None
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +238,9 @@ class HostSample:
     disk_read_bps: float | None = None
     hostname: str | None = None
 
+    def __post_init__(self) -> None:
+        _clean_text(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Note:
@@ -174,6 +248,9 @@ class Note:
 
     kind: NoteKind
     text: str
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
 
     def __str__(self) -> str:
         return self.text
@@ -216,6 +293,9 @@ class Finding:
     remedies: tuple[str, ...]
     since: float  # when the condition started to hold (frame time)
     updated: float  # the last frame time the condition held
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
 
     @property
     def key(self) -> tuple[RuleId, int | None]:

@@ -69,6 +69,7 @@ class RuleId(_Name):
     PCIE_LINK_DEGRADED = "pcie-link-degraded"
     PCIE_SATURATED = "pcie-saturated"
     PCIE_ERRORS = "pcie-errors"
+    PCIE_HOST_LIMITED = "pcie-host-limited"
     INPUT_STARVED = "input-starved"
     IO_BOUND = "io-bound"
     STRAGGLER = "straggler"
@@ -76,6 +77,8 @@ class RuleId(_Name):
     CUDA_DRIVER_MISMATCH = "cuda-driver-mismatch"
     PERSISTENCE_OFF = "persistence-off"
     GPU_ERRORS = "gpu-errors"
+    VRAM_RESERVED = "vram-reserved"
+    UNDER_USED = "under-used"
 
 
 #: rules that need process or host readings, which a remote exporter does not carry
@@ -87,6 +90,7 @@ RULES_NEEDING_HOST: tuple[RuleId, ...] = (
     RuleId.CUDA_LAUNCH_BLOCKING,
     RuleId.CUDA_DRIVER_MISMATCH,
     RuleId.STRAGGLER,
+    RuleId.UNDER_USED,
 )
 
 

@@ -137,5 +137,21 @@ class Sim:
         return {f.rule for f in self.findings}
 
 
+def torchrun_env(rank: int, world: int, port: int = 29500) -> tuple[str, ...]:
+    """The environment torchrun gives each rank of one job (what host.py reads of it)."""
+    return (
+        f"LOCAL_RANK={rank}",
+        "MASTER_ADDR=10.0.0.1",
+        f"MASTER_PORT={port}",
+        f"RANK={rank}",
+        f"WORLD_SIZE={world}",
+    )
+
+
+def alarms(findings: Sequence[Finding]) -> set[str]:
+    """Rules that fired at warning or critical: an info line is context, not an alarm."""
+    return {f.rule for f in findings if f.severity != "info"}
+
+
 def rules_of(findings: Sequence[Finding]) -> set[str]:
     return {f.rule for f in findings}

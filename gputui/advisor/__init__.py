@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from gputui.advisor import cuda, health, memory, pcie, pipeline, power, thermal
+from gputui.advisor.coverage import Judgement, describe, judge_coverage
 from gputui.advisor.engine import Advisor
 from gputui.advisor.rule import Rule
 from gputui.config import Config, Thresholds
-from gputui.model import DeviceInfo, SourceInfo
+from gputui.model import DeviceInfo, Finding, SourceInfo
 from gputui.sampling.monitor import Monitor
 
 RULES: tuple[Rule, ...] = (
@@ -37,4 +38,39 @@ def make_monitor(
     return Monitor(devices, config, source, lambda: make_advisor(devices, thresholds))
 
 
-__all__ = ["RULES", "Advisor", "Rule", "make_advisor", "make_monitor"]
+def judgement_of(monitor: Monitor) -> Judgement:
+    """How far the monitor's verdict reaches (history sampled, rules that could not judge)."""
+    advisor = monitor.advisor
+    if isinstance(advisor, Advisor):
+        return advisor.judgement
+    return judge_coverage(
+        RULES,
+        {d.index: d for d in monitor.devices},
+        monitor.latest,
+        monitor.history.times(),
+        advisor.thresholds,
+    )
+
+
+def point_in_time_findings(monitor: Monitor) -> tuple[Finding, ...]:
+    """The findings of a point-in-time test: conditions that held through the whole
+    sampled window count even when it was shorter than the live pane's hold."""
+    advisor = monitor.advisor
+    if not isinstance(advisor, Advisor):
+        return monitor.findings
+    if advisor.judged_at != (monitor.latest.time if monitor.latest else None):
+        advisor.update(monitor.history, force=True)  # the verdict includes the last reading
+    return advisor.point_in_time()
+
+
+__all__ = [
+    "RULES",
+    "Advisor",
+    "Judgement",
+    "Rule",
+    "describe",
+    "judgement_of",
+    "make_advisor",
+    "make_monitor",
+    "point_in_time_findings",
+]

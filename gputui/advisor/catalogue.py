@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from gputui.advisor import RULES
+from gputui.advisor import RULES, Rule
+from gputui.advisor.coverage import WORDS
 from gputui.config import Thresholds
 
 _INTRO = """# The advisor's rule catalogue
@@ -25,6 +26,20 @@ board) stays silent instead of guessing. The rules judge every `judge_every_s` o
 (each tick when the refresh is slower), since their windows are tens of seconds long; a
 lost GPU is judged at once.
 
+Honest about what it saw: every rule declares the history it needs and the readings it
+cannot do without (the "needs" column). Until a GPU has that history the screen, `doctor`
+and `snapshot` say "gathering: 4 s of 10 s" instead of "no findings"; a rule that lacks a
+reading (not supported on this board, MIG mode, a remote source) or could not decide is
+listed as "not judged: <what is missing>", and the GPU shows that instead of "✓ ok".
+Evidence names the window actually sampled ("over the last 42 s"), never the configured
+one when less was seen. Without a utilisation reading (MIG mode) "under load" is read from
+the SM activity or the power draw (>= `busy_power_share` of the limit), and the evidence
+says so. `gputui doctor` is a point-in-time test: a condition that held through the whole
+sampled window counts even when the window is shorter than the live hold. Its exit
+status: 0 everything was judged and nothing was found (info lines are context), 1
+warnings, 2 critical findings, 3 no GPUs could be read, 4 nothing found so far but not
+everything was judged.
+
 This page is generated from the code (`python -m gputui.advisor.catalogue`); a test keeps
 it in step.
 
@@ -32,14 +47,24 @@ it in step.
 """
 
 
+def _needs(rule: Rule, t: Thresholds) -> str:
+    seconds = rule.history_needed_s(t)
+    history = f"{seconds:g} s of history" if seconds else "judged at once"
+    readings = ", ".join(
+        " or ".join(dict.fromkeys(WORDS.get(n, n) for n in need.split("|"))) for need in rule.needs
+    )
+    return f"{history}; {readings}" if readings else history
+
+
 def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     t = thresholds or Thresholds()
     lines = [_INTRO]
-    lines.append("| id | cause | reads | fires when | suggests |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| id | cause | reads | needs | fires when | never claims | suggests |")
+    lines.append("|---|---|---|---|---|---|---|")
     for rule in RULES:
         lines.append(
-            f"| `{rule.id}` | {rule.cause} | {rule.what_it_reads(t)} | {rule.when_it_fires(t)} "
+            f"| `{rule.id}` | {rule.cause} | {rule.what_it_reads(t)} | {_needs(rule, t)} "
+            f"| {rule.when_it_fires(t)} | {rule.what_it_never_claims(t) or '—'} "
             f"| {rule.suggests} |"
         )
     lines += ["", "## Thresholds (defaults, in `gputui/config.py`)", ""]

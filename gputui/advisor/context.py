@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
-from gputui.names import Metric
+from gputui.names import Metric, RuleId
 from gputui.sampling.history import History, WindowStats
 
 
@@ -20,6 +20,31 @@ class Context:
     # Rules ask the same questions (is GPU 3 busy?): one answer per tick.
     _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
     _reasons: dict[tuple[int, float], list[int]] = field(default_factory=dict)
+    #: per GPU, the driver's utilisation samples each frame brought: (frame time, samples
+    #: above ``sample_busy_pct``, samples at or below ``starved_idle_util_pct``, all)
+    driver_samples: Mapping[int, Sequence[tuple[float, int, int, int]]] = field(
+        default_factory=dict
+    )
+    #: (rule, gpu) -> why the rule could not judge it this tick (rules report it)
+    undecided: dict[tuple[RuleId, int | None], str] = field(default_factory=dict)
+
+    def cannot_judge(self, rule: RuleId, gpu: int | None, why: str) -> None:
+        """A rule says it could not reach a verdict on this GPU (a reading, or time)."""
+        self.undecided.setdefault((rule, gpu), why)
+
+    def driver_counts(self, gpu: int, seconds: float) -> tuple[int, int, int]:
+        """(busy, waiting, all) driver utilisation samples of the last ``seconds``."""
+        cutoff = self.frame.time - seconds
+        busy = waiting = total = 0
+        for when, b, w, n in self.driver_samples.get(gpu, ()):
+            if when >= cutoff:
+                busy, waiting, total = busy + b, waiting + w, total + n
+        return busy, waiting, total
+
+    def sampled_s(self, seconds: float | None = None) -> float:
+        """The history actually sampled, up to ``seconds`` (the window by default)."""
+        times = self.history.times(self.t.window_s if seconds is None else seconds)
+        return times[-1] - times[0] if len(times) > 1 else 0.0
 
     def stats(self, gpu: int, metric: Metric, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
@@ -57,6 +82,37 @@ class Context:
         if util is None or util.mean < self.t.busy_util_pct:
             return None
         return util
+
+    def under_load(self, gpu: int) -> bool | None:
+        """Whether the GPU worked over the window; None when nothing tells.
+
+        Utilisation first; without it (MIG mode: NOT_SUPPORTED on the parent GPU) the SM
+        activity (GPM), then the power draw against the enforced limit.
+        """
+        return self.load(gpu)[0]
+
+    def load(self, gpu: int) -> tuple[bool | None, str | None]:
+        """``under_load`` and, when it was not read from utilisation, how it was read."""
+        t = self.t
+        util = self.stats(gpu, Metric.UTIL_GPU)
+        if util is not None:
+            return util.mean >= t.busy_util_pct, None
+        why = "utilisation not readable" + (
+            " (MIG mode)" if (d := self.devices.get(gpu)) is not None and d.mig_mode else ""
+        )
+        activity = self.stats(gpu, Metric.SM_ACTIVITY)
+        if activity is not None:
+            busy = activity.mean >= t.busy_util_pct
+            return busy, f"{why}: load read from SM activity {activity.mean:.0f} %"
+        power = self.stats(gpu, Metric.POWER_W)
+        limit = self.stats(gpu, Metric.POWER_LIMIT_W)
+        if power is not None and limit is not None and limit.mean > 0:
+            busy = power.mean >= t.busy_power_share * limit.mean
+            return busy, (
+                f"{why}: load read from power {power.mean:.0f} W of {limit.mean:.0f} W "
+                f"({'under load' if busy else 'light load'})"
+            )
+        return None, f"{why}, nor SM activity or power: whether it is under load is unknown"
 
     def processes(self, gpu: int) -> tuple[ProcessSample, ...]:
         return self.frame.processes_on(gpu)

@@ -42,6 +42,15 @@ def launch_blocking(ctx: Context) -> Iterator[Candidate]:
             break
 
 
+def compat_library(libraries: tuple[str, ...]) -> str | None:
+    """The forward-compatibility libcuda (cuda-compat) a process loaded, if any."""
+    for path in libraries:
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith("libcuda.so") and "/compat/" in path:
+            return path
+    return None
+
+
 def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
         driver = _version(device.cuda_driver_version)
@@ -51,38 +60,67 @@ def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
             runtime = _version(proc.cuda_runtime)
             if runtime is None:
                 continue
-            newer = runtime[0] > driver[0] or (
+            compat = compat_library(proc.cuda_libraries)
+            source = proc.cuda_runtime_evidence or "its mapped libcudart"
+            where = (
+                f"pid {proc.pid} {proc.name or ''} loaded CUDA runtime {proc.cuda_runtime} "
+                f"(read from {source}); the driver ({device.driver_version or '?'}) supports "
+                f"CUDA {device.cuda_driver_version}"
+            )
+            newer_major = runtime[0] > driver[0]
+            newer_minor = (
                 runtime[0] == driver[0]
                 and runtime[1] is not None
                 and driver[1] is not None
                 and runtime[1] > driver[1]
             )
             much_older = runtime[0] < driver[0] - 1
-            if not (newer or much_older):
+            if newer_major and compat is None:
+                severity, title = (
+                    Severity.CRITICAL,
+                    "CUDA runtime of a major version the driver does not support",
+                )
+                lines = [where, "no forward-compatibility libcuda (cuda-compat) in its maps"]
+            elif newer_major:
+                severity, title = (
+                    Severity.INFO,
+                    "Newer CUDA runtime through the forward-compatibility package",
+                )
+                lines = [where, f"forward compatibility: {compat} (data-centre GPUs only)"]
+            elif newer_minor:
+                severity, title = (
+                    Severity.INFO,
+                    "CUDA runtime newer than the driver, within one major: minor-version "
+                    "compatibility",
+                )
+                lines = [
+                    where,
+                    f"CUDA {runtime[0]}.x runs on this driver; only PTX JIT of code built for "
+                    f"the newer runtime, and its newest APIs, need a newer driver",
+                ]
+            elif much_older:
+                severity, title = (
+                    Severity.INFO,
+                    "CUDA runtime several major versions older than the driver's",
+                )
+                lines = [where]
+            else:
                 continue
-            severity: Severity = Severity.CRITICAL if newer else Severity.INFO
-            relation = (
-                "newer than the driver supports"
-                if newer
-                else "several major versions older than the driver's"
-            )
             yield Candidate(
                 rule=RuleId.CUDA_DRIVER_MISMATCH,
                 severity=severity,
                 gpu=sample.index,
-                title=f"CUDA runtime {relation}",
-                evidence=(
-                    f"pid {proc.pid} {proc.name or ''} loaded CUDA runtime {proc.cuda_runtime}; "
-                    f"the driver ({device.driver_version or '?'}) supports CUDA "
-                    f"{device.cuda_driver_version} at most",
-                ),
+                title=title,
+                evidence=tuple(lines),
                 remedies=(
                     "Install a framework build for the driver's CUDA version "
                     f"(e.g. a PyTorch wheel for cu{device.cuda_driver_version.replace('.', '')})"
                     if device.cuda_driver_version
                     else "Install a framework build for the driver's CUDA version",
                     "Or update the NVIDIA driver to one that supports this CUDA version",
-                ),
+                )
+                if severity is not Severity.INFO
+                else ("Nothing needed while it runs; a newer driver removes the caveat",),
             )
             break
 
@@ -109,14 +147,24 @@ RULES = (
         "a process runs with CUDA_LAUNCH_BLOCKING set to anything but 0",
         "unset it",
         launch_blocking,
+        needs_history="",
     ),
     Rule(
         RuleId.CUDA_DRIVER_MISMATCH,
         "3 configuration",
-        "libcudart version each GPU process mapped (where permitted), the driver's CUDA version",
-        "runtime newer than the driver's CUDA (critical), or 2+ major versions older (info)",
+        "the CUDA runtime each GPU process loaded (libcudart's full soname, else the version "
+        "files beside a hashed or pip copy: the framework's version module, the "
+        "nvidia-cuda-runtime package metadata), a cuda-compat libcuda in its maps, the "
+        "driver's CUDA version",
+        "a runtime of a newer major version than the driver's without a cuda-compat libcuda "
+        "(critical); a newer minor of the same major (minor-version compatibility), a newer "
+        "major through cuda-compat, or 2+ major versions older (info)",
         "a framework build for the driver's CUDA, or a newer driver",
         driver_mismatch,
+        needs_history="",
+        needs=("cuda_driver_version",),
+        never_claims="a mismatch for a 12.x runtime on a 12.y driver (minor-version "
+        "compatibility) or for a newer runtime loaded with cuda-compat",
     ),
     Rule(
         RuleId.PERSISTENCE_OFF,
@@ -125,5 +173,7 @@ RULES = (
         "persistence mode disabled (Linux)",
         "nvidia-persistenced or nvidia-smi -pm 1",
         persistence_off,
+        needs_history="",
+        needs=("persistence_mode",),
     ),
 )

@@ -7,16 +7,19 @@ from the frames, so the same history gives the same findings on any machine.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputui.advisor.context import Context
+from gputui.advisor.coverage import Judgement, judge_coverage
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, finding_order
-from gputui.names import RuleId
+from gputui.model import DeviceInfo, Finding, Frame, finding_order
+from gputui.names import RuleId, Severity
 from gputui.sampling.history import History
+from gputui.units import fmt_duration
 
 # A finding of the key rule on a GPU hides findings of these rules on the same GPU:
 # they say the same thing less precisely.
@@ -48,24 +51,49 @@ class Advisor:
         self.rule_errors: dict[RuleId, str] = {}
         self.findings: tuple[Finding, ...] = ()
         self._judged_at: float | None = None
+        #: how far the verdict reaches: history sampled, rules that could not judge
+        self.judgement = Judgement(seen_s=0.0, needed_s=self._needed_s())
+        self._first_time: float | None = None
+        self._driver_samples: dict[int, deque[tuple[float, int, int, int]]] = {}
+        self._ready_at: float | None = None  # the first judgement with enough readings
+
+    def _needed_s(self) -> float:
+        return max((r.history_needed_s(self._t) for r in self._rules), default=0.0)
 
     @property
     def thresholds(self) -> Thresholds:
         return self._t
 
-    def update(self, history: History) -> tuple[Finding, ...]:
+    @property
+    def judged_at(self) -> float | None:
+        """The frame time of the last judgement."""
+        return self._judged_at
+
+    def update(self, history: History, force: bool = False) -> tuple[Finding, ...]:
+        """Judge the history (every ``judge_every_s`` of frame time; ``force``: now)."""
         frame = history.latest
         if frame is None:
             return self.findings
+        self._keep_driver_samples(frame)
         last = self._judged_at
         # Within a tolerance of a tick's jitter: "every 2 s" must not become every 3 ticks.
         # A lost GPU is judged at once: that one cannot wait.
         early = last is not None and last <= frame.time < last + self._t.judge_every_s - 0.25
-        if early and not any(s.lost for s in frame.gpus):
+        if early and not force and not any(s.lost for s in frame.gpus):
             return self.findings
         self._judged_at = frame.time
-        ctx = Context(history=history, devices=self._devices, frame=frame, t=self._t)
+        ctx = Context(
+            history=history,
+            devices=self._devices,
+            frame=frame,
+            t=self._t,
+            driver_samples=self._driver_samples,
+        )
         now = frame.time
+        if self._first_time is None or now < self._first_time:
+            self._first_time = now
+        if self._ready_at is None and len(history) >= self._t.min_points:
+            self._ready_at = now
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
         for rule in self._rules:
             try:
@@ -87,6 +115,14 @@ class Advisor:
                 continue
             if not state.active or now - state.last >= self._t.end_after_s:
                 del self._states[key]
+        self.judgement = judge_coverage(
+            self._rules,
+            self._devices,
+            frame,
+            history.times(),
+            self._t,
+            ctx.undecided.items(),
+        )
         active = [s for s in self._states.values() if s.active]
         hidden = {
             (rule, s.candidate.gpu)
@@ -94,23 +130,91 @@ class Advisor:
             for rule in SUPERSEDES.get(s.candidate.rule, ())
             if s.candidate.key in seen
         }
+        # "Under-used, cause not visible" only when no other rule explains it.
+        hidden |= {
+            (RuleId.UNDER_USED, c.gpu)
+            for c in seen.values()
+            if c.rule is not RuleId.UNDER_USED and c.severity.rank >= Severity.WARNING.rank
+        }
+        if any(c.gpu is None and c.severity.rank >= Severity.WARNING.rank for c in seen.values()):
+            hidden |= {(RuleId.UNDER_USED, c.gpu) for c in seen.values()}
         self.findings = tuple(
             sorted(
-                (
-                    Finding(
-                        rule=s.candidate.rule,
-                        severity=s.candidate.severity,
-                        gpu=s.candidate.gpu,
-                        title=s.candidate.title,
-                        evidence=s.candidate.evidence,
-                        remedies=s.candidate.remedies,
-                        since=s.first,
-                        updated=s.last,
-                    )
-                    for s in active
-                    if s.candidate.key not in hidden
-                ),
+                (_finding(s) for s in active if s.candidate.key not in hidden),
                 key=finding_order,
             )
         )
         return self.findings
+
+    def _keep_driver_samples(self, frame: Frame) -> None:
+        """Every frame's driver utilisation samples, as counts: the advisor judges every
+        few seconds, but a stall between two judgements must still count."""
+        t = self._t
+        keep = max(t.under_used_s, t.window_s) * 1.1
+        for sample in frame.gpus:
+            if not sample.util_samples:
+                continue
+            values = sample.util_samples
+            busy = sum(1 for v in values if v > t.sample_busy_pct)
+            waiting = sum(1 for v in values if v <= t.starved_idle_util_pct)
+            ring = self._driver_samples.setdefault(sample.index, deque())
+            ring.append((frame.time, busy, waiting, len(values)))
+            while ring and ring[0][0] < frame.time - keep:
+                ring.popleft()
+
+    def point_in_time(self) -> tuple[Finding, ...]:
+        """The findings for a point-in-time test (``gputui doctor``).
+
+        The live pane waits ``start_after_s`` before it shows a condition, to stay calm; a
+        short doctor run may end before that. Here a condition that held at every judgement
+        since the rules could first judge (through the whole sampled window) counts too,
+        and its evidence says over how long.
+        """
+        if self._ready_at is None or self._judged_at is None:
+            return self.findings
+        start = self._ready_at + self._t.judge_every_s
+        shown = {f.key for f in self.findings}
+        extra = []
+        for state in self._states.values():
+            c = state.candidate
+            if state.active or c.key in shown or state.last < self._judged_at:
+                continue
+            if state.first > start:
+                continue  # it began during the run: not held through the window
+            held = self._judged_at - (self._first_time or state.first)
+            note = (
+                f"held through the whole sampled window ({fmt_duration(held)}; the live pane "
+                f"shows it after {fmt_duration(c.hold_s or self._t.start_after_s)})"
+            )
+            finding = _finding(state)
+            extra.append(
+                Finding(
+                    rule=finding.rule,
+                    severity=finding.severity,
+                    gpu=finding.gpu,
+                    title=finding.title,
+                    evidence=(*finding.evidence, note),
+                    remedies=finding.remedies,
+                    since=finding.since,
+                    updated=finding.updated,
+                )
+            )
+        hidden = {
+            (rule, f.gpu) for f in (*self.findings, *extra) for rule in SUPERSEDES.get(f.rule, ())
+        }
+        return tuple(
+            sorted((f for f in (*self.findings, *extra) if f.key not in hidden), key=finding_order)
+        )
+
+
+def _finding(s: _State) -> Finding:
+    return Finding(
+        rule=s.candidate.rule,
+        severity=s.candidate.severity,
+        gpu=s.candidate.gpu,
+        title=s.candidate.title,
+        evidence=s.candidate.evidence,
+        remedies=s.candidate.remedies,
+        since=s.first,
+        updated=s.last,
+    )

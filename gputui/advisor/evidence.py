@@ -44,8 +44,14 @@ def clock_and_reasons(
 
 
 def reasons_share(ctx: Context, sample: GpuSample, bits: int, share: float) -> str:
-    names = describe_reasons(bits & (sample.clock_reasons or bits)) or describe_reasons(bits)
+    """Only the reasons that actually occurred in the window, and over how long it was."""
+    occurred = 0
+    for mask in ctx.history.known_reasons(sample.index, ctx.t.window_s):
+        occurred |= mask
+    names = describe_reasons(bits & occurred) or describe_reasons(
+        bits & (sample.clock_reasons or 0)
+    )
     return (
-        f"clock events: {', '.join(names)}, set in {100 * share:.0f} % "
-        f"of the last {fmt_duration(ctx.t.window_s)}"
+        f"clock events: {', '.join(names) or 'none'}, set in {100 * share:.0f} % "
+        f"of the last {fmt_duration(ctx.sampled_s())}"
     )

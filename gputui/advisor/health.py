@@ -8,6 +8,7 @@ from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.names import Metric, RuleId, Severity
+from gputui.units import fmt_duration
 
 _DRAIN = (
     "Drain the node: stop scheduling jobs on it",
@@ -34,7 +35,7 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
         if ecc is not None and ecc.last > ecc.first:
             lines.append(
                 f"uncorrectable ECC errors +{ecc.last - ecc.first:.0f} in the last "
-                f"{ctx.t.window_s:.0f} s (total {ecc.last:.0f} since the driver loaded)"
+                f"{fmt_duration(ecc.span_s)} (total {ecc.last:.0f} since the driver loaded)"
             )
         if sample.remapped_rows_pending:
             lines.append("a memory row remap is pending: it takes effect at the next GPU reset")
@@ -62,5 +63,7 @@ RULES = (
         "(warning); at once, no waiting",
         "drain the node, check dmesg for Xid, reset or RMA",
         gpu_errors,
+        needs_history="",
+        never_claims="that a board without ECC reporting (most GeForce cards) is error-free",
     ),
 )

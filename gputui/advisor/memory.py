@@ -3,51 +3,253 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from gputui.advisor.context import Context, gib
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.config import Thresholds
+from gputui.model import GpuSample, ProcessSample
 from gputui.names import HostMetric, Metric, RuleId, Severity
 from gputui.units import fmt_duration
+
+_VRAM_REMEDIES = (
+    "Lower the batch size; keep the effective batch with gradient accumulation",
+    "Use mixed precision (torch.autocast with bf16/fp16): about half the activations",
+    "Turn on gradient (activation) checkpointing",
+    "Reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Vram:
+    """One GPU's memory over the window, as both VRAM rules read it."""
+
+    share: float  # % of the total, short mean
+    used: float
+    total: int
+    sampled_s: float
+    rate: float | None  # bytes/s while it grows (sustained and lately), else None
+    util_drop: float | None  # utilisation points lost lately, where known
+    stalled: float  # share of the window's ticks at or below the idle level
+    util_recent: float | None
+    host_filling: str | None  # host memory or swap filling in step, in words
+
+    @property
+    def to_full_s(self) -> float | None:
+        if self.rate is None:
+            return None
+        return max(0.0, self.total - self.used) / self.rate
+
+
+def _vram(ctx: Context, sample: GpuSample) -> _Vram | None:
+    t = ctx.t
+    used = ctx.stats(sample.index, Metric.MEM_USED, t.vram_mean_s)
+    if used is None or not sample.mem_total:
+        return None
+    long = ctx.stats(sample.index, Metric.MEM_USED, t.vram_growth_s)
+    # "Still growing": over the last quarter of the window too, so a step at start-up
+    # (the allocator's first reservations) followed by a plateau is not growth.
+    recent = ctx.stats(sample.index, Metric.MEM_USED, max(t.judge_min_s, t.vram_growth_s / 4))
+    rate = None
+    if long is not None and recent is not None and long.span_s >= t.judge_min_s:
+        slope, lately = long.slope_per_s, recent.slope_per_s
+        rise = long.last - long.first
+        if (
+            slope is not None
+            and lately is not None
+            and slope >= t.vram_growth_bps
+            and lately >= t.vram_growth_bps
+            and rise >= t.vram_growth_bps * long.span_s / 2
+        ):
+            rate = lately
+    util_drop = util_recent = None
+    ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.vram_growth_s)
+    recent_n = len(ctx.history.window(sample.index, Metric.UTIL_GPU, t.judge_min_s))
+    earlier = ticks[:-recent_n] if recent_n else ticks
+    if recent_n >= t.min_points and len(earlier) >= t.min_points:
+        util_recent = sum(ticks[-recent_n:]) / recent_n
+        util_drop = sum(earlier) / len(earlier) - util_recent
+    window = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
+    stalled = (
+        sum(1 for u in window if u <= t.starved_idle_util_pct) / len(window)
+        if len(window) >= t.min_points
+        else 0.0
+    )
+    return _Vram(
+        stalled=stalled,
+        share=100.0 * used.mean / sample.mem_total,
+        used=used.last,
+        total=sample.mem_total,
+        sampled_s=long.span_s if long is not None else used.span_s,
+        rate=rate,
+        util_drop=util_drop,
+        util_recent=util_recent,
+        host_filling=_host_filling(ctx),
+    )
+
+
+def _host_filling(ctx: Context) -> str | None:
+    host = ctx.frame.host
+    if host is None or not host.mem_total:
+        return None
+    t = ctx.t
+    swap = ctx.history.host_stats(HostMetric.SWAP_USED, t.window_s)
+    if (
+        swap is not None
+        and swap.count >= t.min_points
+        and swap.last > 0
+        and swap.slope_per_s is not None
+        and swap.slope_per_s >= t.swap_growth_bps
+    ):
+        return f"host swap growing {swap.slope_per_s / 1e6:.1f} MB/s ({gib(swap.last)} used)"
+    available = ctx.history.host_stats(HostMetric.MEM_AVAILABLE, t.window_s)
+    if (
+        available is not None
+        and available.count >= t.min_points
+        and available.slope_per_s is not None
+        and available.slope_per_s <= -t.swap_growth_bps
+        and 100.0 * available.last / host.mem_total < 2 * t.host_available_pct
+    ):
+        return (
+            f"host memory available falling {-available.slope_per_s / 1e6:.1f} MB/s, "
+            f"{gib(available.last)} left"
+        )
+    return None
+
+
+def _holders(ctx: Context, gpu: int) -> list[str]:
+    lines = []
+    for proc in sorted(ctx.processes(gpu), key=lambda p: -(p.gpu_memory or 0))[:3]:
+        if proc.gpu_memory:
+            who = f"{proc.name or 'process'}" + (f" ({proc.user})" if proc.user else "")
+            lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory)}")
+    return lines
+
+
+def _judged_gpus(ctx: Context) -> Iterator[tuple[GpuSample, _Vram]]:
+    for sample, _device in ctx.samples():
+        if not ctx.processes(sample.index) and ctx.under_load(sample.index) is not True:
+            continue  # nothing runs on it: its memory is nobody's problem
+        vram = _vram(ctx, sample)
+        if vram is not None:
+            yield sample, vram
+
+
+def _at_ceiling_and_falling(v: _Vram, t: Thresholds) -> bool:
+    if v.share < t.vram_critical_pct:
+        return False
+    dropped = v.util_drop is not None and v.util_drop >= t.vram_util_drop_pct
+    return dropped or v.stalled >= t.starved_idle_fraction
 
 
 def vram_pressure(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
-    for sample, _device in ctx.samples():
-        used = ctx.stats(sample.index, Metric.MEM_USED, t.vram_mean_s)
-        if used is None or not sample.mem_total:
-            continue
-        procs = ctx.processes(sample.index)
-        if not procs and ctx.busy(sample.index) is None:
-            continue
-        share = 100.0 * used.mean / sample.mem_total
-        if share < t.vram_warning_pct:
-            continue
-        severity: Severity = Severity.CRITICAL if share >= t.vram_critical_pct else Severity.WARNING
-        lines = [f"{gib(used.mean)} of {gib(sample.mem_total)} used ({share:.1f} %)"]
-        growth = ctx.stats(sample.index, Metric.MEM_USED, t.vram_growth_s)
-        if growth is not None and growth.slope_per_s is not None and growth.slope_per_s > 1e6:
-            rate = growth.slope_per_s
-            left = max(0.0, sample.mem_total - used.last)
+    for sample, v in _judged_gpus(ctx):
+        lines = [
+            f"{gib(v.used)} of {gib(v.total)} used ({v.share:.1f} %)",
+        ]
+        severity: Severity | None = None
+        title = ""
+        to_full = v.to_full_s
+        if v.rate is not None and to_full is not None and to_full <= t.vram_full_warning_s:
+            severity = Severity.CRITICAL if to_full <= t.vram_full_critical_s else Severity.WARNING
+            title = "GPU memory growing toward full: out-of-memory errors ahead"
             lines.append(
-                f"growing {gib(rate * 60)}/min: full in about "
-                f"{fmt_duration(left / rate)} at that rate"
+                f"growing {gib(v.rate * 60)}/min over the last {fmt_duration(v.sampled_s)}: "
+                f"full in about {fmt_duration(to_full)} at that rate"
             )
-        for proc in sorted(procs, key=lambda p: -(p.gpu_memory or 0))[:3]:
-            if proc.gpu_memory:
-                who = f"{proc.name or 'process'}" + (f" ({proc.user})" if proc.user else "")
-                lines.append(f"pid {proc.pid} {who} holds {gib(proc.gpu_memory)}")
+        elif _at_ceiling_and_falling(v, t):
+            severity = Severity.CRITICAL
+            title = "GPU memory at its ceiling while the GPU's work falls or stalls"
+            if v.util_drop is not None and v.util_drop >= t.vram_util_drop_pct:
+                lines.append(
+                    f"utilisation fell {v.util_drop:.0f} points to {v.util_recent:.0f} % in the "
+                    f"last {fmt_duration(t.judge_min_s)}"
+                )
+            if v.stalled >= t.starved_idle_fraction:
+                lines.append(
+                    f"the GPU stalled (<= {t.starved_idle_util_pct:g} %) in "
+                    f"{100 * v.stalled:.0f} % of the last {fmt_duration(ctx.sampled_s())}"
+                )
+            lines.append("allocation retries, host fallbacks or OOM handling at the ceiling")
+        elif v.share >= t.vram_warning_pct and v.host_filling is not None:
+            severity = Severity.WARNING
+            title = "GPU memory full while host memory fills in step: data spills to the host"
+            lines.append(v.host_filling)
+        if severity is None:
+            continue
+        lines += _holders(ctx, sample.index)
         yield Candidate(
             rule=RuleId.VRAM_PRESSURE,
             severity=severity,
             gpu=sample.index,
-            title="GPU memory nearly full: out-of-memory errors or slow fallbacks ahead",
+            title=title,
+            evidence=tuple(lines),
+            remedies=_VRAM_REMEDIES,
+            # Growth shows only once it has lasted half the growth window: a framework's
+            # warm-up climbs for a while and then stays flat.
+            hold_s=t.vram_growth_s / 2 if v.rate is not None else None,
+        )
+
+
+def likely_allocator(procs: tuple[ProcessSample, ...]) -> str | None:
+    """The framework allocator that explains a high, flat VRAM plateau, from the libraries
+    the process mapped and its environment."""
+    for proc in procs:
+        env = dict(e.split("=", 1) for e in proc.env if "=" in e)
+        libs = " ".join(proc.cuda_libraries).lower()
+        command = (proc.command or "").lower()
+        if "vllm" in command or "vllm" in libs:
+            return (
+                "vLLM reserves gpu_memory_utilization of the card (0.9 by default) for its KV cache"
+            )
+        if "XLA_PYTHON_CLIENT_PREALLOCATE" in env or "XLA_PYTHON_CLIENT_MEM_FRACTION" in env:
+            fraction = env.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.75")
+            return f"JAX/XLA preallocates {fraction} of the card (XLA_PYTHON_CLIENT_* set)"
+        if "xla_extension" in libs or "jaxlib" in libs:
+            return "JAX/XLA preallocates 75 % of the card by default"
+        if "TF_FORCE_GPU_ALLOW_GROWTH" in env or "libtensorflow" in libs:
+            growth = env.get("TF_FORCE_GPU_ALLOW_GROWTH", "unset")
+            return (
+                "TensorFlow maps nearly all GPU memory at start "
+                f"(TF_FORCE_GPU_ALLOW_GROWTH={growth})"
+            )
+        if "PYTORCH_CUDA_ALLOC_CONF" in env or "libtorch_cuda" in libs or "libc10_cuda" in libs:
+            conf = env.get("PYTORCH_CUDA_ALLOC_CONF")
+            return "PyTorch's caching allocator keeps freed blocks reserved" + (
+                f" (PYTORCH_CUDA_ALLOC_CONF={conf})" if conf else ""
+            )
+    return None
+
+
+def vram_reserved(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    for sample, v in _judged_gpus(ctx):
+        if v.share < t.vram_warning_pct or v.rate is not None:
+            continue
+        if _at_ceiling_and_falling(v, t):
+            continue  # pressure: the other rule says it
+        if v.host_filling is not None:
+            continue
+        allocator = likely_allocator(ctx.processes(sample.index))
+        lines = [
+            f"{gib(v.used)} of {gib(v.total)} used ({v.share:.1f} %), flat over the last "
+            f"{fmt_duration(v.sampled_s)}",
+            allocator
+            or "the allocator is not visible from here (libraries or environment unreadable)",
+            "high and flat is how framework allocators work; pressure would be growth toward "
+            "the total, or the ceiling reached while the GPU's work falls",
+        ]
+        yield Candidate(
+            rule=RuleId.VRAM_RESERVED,
+            severity=Severity.INFO,
+            gpu=sample.index,
+            title="GPU memory reserved by the framework: high and flat, not growing",
             evidence=tuple(lines),
             remedies=(
-                "Lower the batch size; keep the effective batch with gradient accumulation",
-                "Use mixed precision (torch.autocast with bf16/fp16): about half the activations",
-                "Turn on gradient (activation) checkpointing",
-                "Reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                "Nothing to do. To see real use: torch.cuda.memory_allocated() vs "
+                "memory_reserved(), or jax.devices()[0].memory_stats()",
             ),
         )
 
@@ -103,7 +305,15 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
         if recent is None or recent.max > t.idle_util_pct:
             continue  # busy lately: no need to look at the long window
         util = ctx.stats(sample.index, Metric.UTIL_GPU, t.idle_allocated_s)
-        if util is None or util.span_s < 0.9 * t.idle_allocated_s or util.max > t.idle_util_pct:
+        if util is None or util.max > t.idle_util_pct:
+            continue
+        if util.span_s < 0.9 * t.idle_allocated_s:
+            ctx.cannot_judge(
+                RuleId.IDLE_ALLOCATED,
+                sample.index,
+                f"idle with memory held for {fmt_duration(util.span_s)}; needs "
+                f"{fmt_duration(t.idle_allocated_s)} to call it abandoned",
+            )
             continue
         lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]
         for proc in holders[:3]:
@@ -128,13 +338,34 @@ RULES = (
     Rule(
         RuleId.VRAM_PRESSURE,
         "2 VRAM",
-        "VRAM used/total ({t.vram_mean_s:g} s mean), its growth over {t.vram_growth_s:g} s, "
-        "processes by memory",
-        ">= {t.vram_warning_pct:g} % used (warning), >= {t.vram_critical_pct:g} % (critical), "
-        "with a process on the GPU or under load",
+        "VRAM used/total ({t.vram_mean_s:g} s mean), its growth over {t.vram_growth_s:g} s "
+        "and over the last half of it, utilisation, host memory and swap, processes by memory",
+        "with a process on the GPU or under load: memory growing >= {t.vram_growth_bps:mbps} "
+        "over the window and lately, full within {t.vram_full_warning_s:g} s at that rate "
+        "(warning; within {t.vram_full_critical_s:g} s critical); or >= "
+        "{t.vram_critical_pct:g} % used while utilisation fell >= {t.vram_util_drop_pct:g} "
+        "points in the last {t.judge_min_s:g} s or stalled in >= "
+        "{t.starved_idle_fraction:share} of the window (critical); or >= {t.vram_warning_pct:g} % "
+        "while host memory or swap fills in step (warning)",
         "smaller batch + gradient accumulation, bf16/fp16 autocast, gradient checkpointing, "
         "expandable_segments",
         vram_pressure,
+        needs_history="judge_min_s",
+        needs=("mem_used", "mem_total"),
+        never_claims="that high VRAM alone is a problem: PyTorch's cache, TF/JAX "
+        "preallocation and vLLM hold 75-99 % on healthy jobs; no time-to-full unless it grows",
+    ),
+    Rule(
+        RuleId.VRAM_RESERVED,
+        "2 VRAM",
+        "VRAM used/total, its growth, the process's mapped libraries and allocator "
+        "environment (PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_*, TF_FORCE_GPU_ALLOW_GROWTH)",
+        "info: >= {t.vram_warning_pct:g} % used, flat (no growth, no fall in utilisation, host "
+        "memory steady): names the likely allocator",
+        "nothing; to see real use, the framework's own memory statistics",
+        vram_reserved,
+        needs=("mem_used", "mem_total"),
+        never_claims="a problem: it is the calm verdict on a framework's reserve",
     ),
     Rule(
         RuleId.HOST_MEMORY_PRESSURE,
@@ -144,6 +375,7 @@ RULES = (
         "growing >= {t.swap_growth_bps:mbps}",
         "smaller worker memory, shared/memory-mapped datasets, more RAM",
         host_memory_pressure,
+        needs=("host.mem_available",),
     ),
     Rule(
         RuleId.IDLE_ALLOCATED,
@@ -153,5 +385,7 @@ RULES = (
         "<= {t.idle_util_pct:g} % for {t.idle_allocated_s:g} s",
         "find the hung or finished job and end it",
         idle_allocated,
+        needs=("util_gpu|sm_activity",),
+        never_claims="that a job is hung before {t.idle_allocated_s:g} s of no work",
     ),
 )

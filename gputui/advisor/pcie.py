@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context, gb
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.model import DeviceInfo, GpuSample
 from gputui.names import Metric, RuleId, Severity
 from gputui.pcie import link_bandwidth
 from gputui.units import fmt_duration
@@ -18,42 +19,77 @@ def _link(gen: int | None, width: int | None) -> str:
     return f"{text} ({gb(capacity)})" if capacity else text
 
 
+def _link_state(ctx: Context, sample: GpuSample, device: DeviceInfo) -> tuple[int, int] | None:
+    """The best link the window saw under load (an idle link downshifts: never judged)."""
+    if ctx.under_load(sample.index) is False:
+        return None
+    gen = ctx.stats(sample.index, Metric.PCIE_GEN)
+    width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
+    if gen is None or width is None or device.pcie_max_gen is None or not device.pcie_max_width:
+        return None
+    return int(gen.max), int(width.max)
+
+
 def link_degraded(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
-        # Links downshift at idle to save power: only a busy GPU's link is judged.
-        if ctx.busy(sample.index) is None:
+        link = _link_state(ctx, sample, device)
+        if link is None:
             continue
-        gen = ctx.stats(sample.index, Metric.PCIE_GEN)
-        width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
-        max_gen, max_width = device.pcie_max_gen, device.pcie_max_width
-        if gen is None or width is None or max_gen is None or max_width is None:
-            continue
-        cur_gen, cur_width = int(gen.max), int(width.max)
-        slot_limited = device.pcie_gpu_max_gen is not None and device.pcie_gpu_max_gen > max_gen
-        if cur_gen >= max_gen and cur_width >= max_width and not slot_limited:
+        cur_gen, cur_width = link
+        # pcie_max_gen is what the card and the host allow together: the ceiling to judge
+        # against. A newer card in an older host is limited by the host, not degraded.
+        max_gen, max_width = device.pcie_max_gen or 0, device.pcie_max_width or 0
+        if cur_gen >= max_gen and cur_width >= max_width:
             continue
         lines = [
-            f"link {_link(cur_gen, cur_width)} under load; the card and slot support "
+            f"link {_link(cur_gen, cur_width)} under load over the last "
+            f"{fmt_duration(ctx.sampled_s())}; the card and host together allow "
             f"{_link(max_gen, max_width)}"
         ]
         now, best = link_bandwidth(cur_gen, cur_width), link_bandwidth(max_gen, max_width)
         if now and best:
             lines.append(f"{100 * now / best:.0f} % of the bandwidth it could have")
-        if slot_limited:
-            lines.append(
-                f"the GPU itself supports Gen{device.pcie_gpu_max_gen}: the slot or platform "
-                f"limits it to Gen{max_gen}"
-            )
+        if cur_width < max_width:
+            lines.append(f"width x{cur_width} of x{max_width}: lanes missing or shared")
+        if cur_gen < max_gen:
+            lines.append(f"trained to Gen{cur_gen} below the Gen{max_gen} it could run")
+        replays = ctx.stats(sample.index, Metric.PCIE_REPLAY_COUNT, ctx.t.pcie_replay_window_s)
+        if replays is not None and replays.last > replays.first:
+            lines.append(f"replay counter +{replays.last - replays.first:.0f}: errors on this link")
         yield Candidate(
             rule=RuleId.PCIE_LINK_DEGRADED,
             severity=Severity.WARNING,
             gpu=sample.index,
-            title="PCIe link below what the card supports",
+            title="PCIe link below what the card and host allow",
             evidence=tuple(lines),
             remedies=(
                 "Reseat the card in a full x16 slot wired to the CPU; check `nvidia-smi topo -m`",
                 "Check risers and cables; set the slot to its maximum generation in the BIOS",
                 "Check whether lanes are shared with other devices (NVMe, NICs) on this slot",
+            ),
+        )
+
+
+def host_limited(ctx: Context) -> Iterator[Candidate]:
+    for sample, device in ctx.samples():
+        card, system = device.pcie_gpu_max_gen, device.pcie_max_gen
+        if card is None or system is None or card <= system:
+            continue
+        link = _link_state(ctx, sample, device)
+        if link is None or link[0] < system or link[1] < (device.pcie_max_width or 0):
+            continue  # below even the host's ceiling: pcie-link-degraded says it
+        yield Candidate(
+            rule=RuleId.PCIE_HOST_LIMITED,
+            severity=Severity.INFO,
+            gpu=sample.index,
+            title=f"The host limits this link to Gen{system}",
+            evidence=(
+                f"link {_link(*link)} under load: the most this host allows",
+                f"the card itself supports Gen{card} ({_link(card, link[1])})",
+            ),
+            remedies=(
+                "Nothing is degraded. A Gen-newer host (or slot) would double the bandwidth, "
+                "which matters only if pcie-saturated shows up",
             ),
         )
 
@@ -121,11 +157,24 @@ RULES = (
     Rule(
         RuleId.PCIE_LINK_DEGRADED,
         "4 PCIe",
-        "current and maximum PCIe generation and width (GPU and slot)",
-        "under load, the link's generation or width below the maximum over the whole window "
-        "(an idle link downshifts to save power and is never judged)",
+        "current PCIe generation and width, the maximum of card and host together",
+        "not idle, the link's generation or width below what card and host allow over the "
+        "whole window (warning), replays named when the counter rose",
         "reseat in a full x16 slot, risers, BIOS PCIe settings, shared lanes",
         link_degraded,
+        needs=("pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width"),
+        never_claims="a degraded link on an idle GPU (links train down to save power), or "
+        "when a newer card runs at the most an older host allows (pcie-host-limited)",
+    ),
+    Rule(
+        RuleId.PCIE_HOST_LIMITED,
+        "4 PCIe",
+        "the card's own maximum generation, the maximum of card and host together, the link",
+        "info: under load at the host's maximum, while the card supports a newer generation",
+        "nothing degraded; a newer host only if the link saturates",
+        host_limited,
+        needs=("pcie_gen", "pcie_max_gen"),
+        never_claims="a problem",
     ),
     Rule(
         RuleId.PCIE_SATURATED,
@@ -136,6 +185,7 @@ RULES = (
         "pinned memory + non_blocking copies, keep data on the GPU, fewer larger transfers, "
         "GPU-side augmentation",
         pcie_saturated,
+        needs=("pcie_rx_bps|pcie_tx_bps", "pcie_gen"),
     ),
     Rule(
         RuleId.PCIE_ERRORS,
@@ -145,5 +195,6 @@ RULES = (
         ">= {t.pcie_replays_critical_per_min:g} per minute)",
         "reseat, check riser/cable, another slot",
         pcie_errors,
+        needs=("pcie_replay_count",),
     ),
 )

@@ -31,22 +31,35 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
         bursts = sum(
             1 for a, b in itertools.pairwise(ticks) if a <= idle < t.starved_busy_util_pct <= b
         )
+        busy_n, waiting_n, total_n = ctx.driver_counts(sample.index, t.window_s)
+        stalls = ""
+        if total_n >= 4 * len(ticks) and busy_n and waiting_n:
+            # The driver's own samples see stalls between ticks that the average hides.
+            share = waiting_n / total_n
+            if share > waiting:
+                waiting = share
+                bursts = max(bursts, 2)
+                stalls = f" ({waiting_n} of {total_n} driver utilisation samples idle)"
         if waiting < t.starved_idle_fraction or bursts < 2:
             continue
-        # ~100 % of one core: the main Python thread is saturated (the GIL)
-        bound = [p for p in procs if t.cpu_bound_pct <= (p.cpu_percent or 0) <= t.cpu_bound_max_pct]
+        # ~100 % of one core: the main Python thread is saturated (the GIL). A main process
+        # well above one core is multithreaded (its own threads do the work): not that.
+        bound = [p for p in procs if _gil_bound(p, t.cpu_bound_pct, t.cpu_bound_max_pct)]
         host_cpu = ctx.history.host_stats(HostMetric.CPU_PERCENT, t.window_s)
         host_saturated = host_cpu is not None and host_cpu.mean >= t.host_cpu_saturated_pct
         if not bound and not host_saturated:
             continue
         lines = [
             f"GPU utilisation mean {mean:.0f} %, at or below {t.starved_idle_util_pct:.0f} % "
-            f"in {100 * waiting:.0f} % of the last {fmt_duration(t.window_s)} (it waits for data)"
+            f"in {100 * waiting:.0f} % of the last {fmt_duration(ctx.sampled_s())}{stalls} "
+            "(it waits for data)"
         ]
         for proc in bound[:2]:
             workers = (
                 f", {proc.children} data-loader worker(s)" if proc.children is not None else ""
             )
+            if proc.workers_cpu_percent is not None and proc.children:
+                workers += f" using {proc.workers_cpu_percent:.0f} % CPU together"
             lines.append(
                 f"pid {proc.pid} {proc.name or ''} at {proc.cpu_percent:.0f} % CPU "
                 f"(one core: the Python GIL){workers}"
@@ -61,6 +74,18 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
             evidence=tuple(lines),
             remedies=_starved_remedies(bound),
         )
+
+
+def _gil_bound(proc: ProcessSample, low: float, high: float) -> bool:
+    """The job's main process sits at one core while it starves the GPU; its workers (if
+    any) do not carry the load: the process with its workers and threads counted."""
+    main = proc.cpu_percent
+    if main is None or not low <= main <= high:
+        return False
+    workers = proc.workers_cpu_percent
+    # Workers that each burn a core are the bottleneck themselves, not the main's GIL:
+    # then the host CPU gate (saturated) decides.
+    return not (workers is not None and proc.children and workers >= low * proc.children)
 
 
 def _starved_remedies(bound: list[ProcessSample]) -> tuple[str, ...]:
@@ -106,22 +131,30 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
         )
 
 
-def _job(proc: ProcessSample) -> tuple[str | None, str] | None:
-    """Processes of one data-parallel job share a user and a program (script)."""
-    if not proc.command:
-        return None
-    head = " ".join(proc.command.split()[:2])
-    return (proc.user, head)
+def job_of(proc: ProcessSample) -> tuple[str, ...] | None:
+    """The distributed job a process is a rank of, from its launcher's environment; None
+    for a process that is no rank of one (independent runs of one script are not peers)."""
+    env = dict(e.split("=", 1) for e in proc.env if "=" in e)
+    world = env.get("WORLD_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("PMI_SIZE")
+    if world is not None and world.strip() in ("", "0", "1"):
+        return None  # a world of one: nobody to wait for
+    if "MASTER_ADDR" in env and "MASTER_PORT" in env:
+        return ("torch", env["MASTER_ADDR"], env["MASTER_PORT"], world or "?")
+    if "SLURM_JOB_ID" in env and "SLURM_STEP_ID" in env and world is not None:
+        return ("slurm", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"])
+    if ("OMPI_COMM_WORLD_SIZE" in env or "PMI_SIZE" in env) and proc.ppid is not None:
+        return ("mpi", str(proc.ppid), world or "?")
+    return None
 
 
 def straggler(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     measures: dict[int, tuple[float, float]] = {}
-    jobs: dict[int, set[tuple[str | None, str]]] = {}
+    jobs: dict[int, set[tuple[str, ...]]] = {}
     for sample, device in ctx.samples():
         busy = ctx.busy(sample.index)
         clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
-        keys = {k for k in (_job(p) for p in ctx.processes(sample.index)) if k is not None}
+        keys = {k for k in (job_of(p) for p in ctx.processes(sample.index)) if k is not None}
         if busy is None or clock is None or not device.max_sm_clock_mhz or not keys:
             continue
         measures[sample.index] = (clock.mean / device.max_sm_clock_mhz, busy.mean)
@@ -140,18 +173,84 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
             f"SM clock {100 * clock_share:.0f} % of max vs {100 * peer_clock:.0f} % on its "
             f"{len(peers)} peer(s) (median)",
             f"utilisation {util:.0f} % vs {peer_util:.0f} % on its peers",
+            f"peers: ranks of the same launcher job ({' '.join(sorted(jobs[index])[0])}), "
+            f"over the last {fmt_duration(ctx.sampled_s())}",
         ]
         yield Candidate(
             rule=RuleId.STRAGGLER,
             severity=Severity.WARNING,
             gpu=index,
-            title="Straggler: this GPU is slower than its peers in the same job",
+            title="Straggler: this GPU is slower than the other ranks of its job",
             evidence=tuple(lines),
             remedies=(
                 f"Fix GPU {index}'s own cause first (see its other findings): a data-parallel "
                 "job runs at the pace of its slowest GPU",
                 "Check that every rank gets the same amount of work (uneven shards, sequence "
                 "lengths)",
+            ),
+        )
+
+
+def under_used(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    host = ctx.frame.host
+    for sample, _device in ctx.samples():
+        procs = ctx.processes(sample.index)
+        if not procs:
+            continue
+        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.under_used_s)
+        if len(ticks) < t.min_points:
+            continue  # no utilisation (MIG mode): the coverage says so
+        span = ctx.sampled_s(t.under_used_s)
+        busy_n, _waiting_n, total_n = ctx.driver_counts(sample.index, t.under_used_s)
+        if total_n >= 4 * len(ticks):
+            share = busy_n / total_n
+            how = (
+                f"in {busy_n} of {total_n} of the driver's utilisation samples (stalls "
+                "shorter than a tick included)"
+            )
+        else:
+            share = sum(ticks) / len(ticks) / 100.0
+            how = f"mean utilisation {100 * share:.0f} % per tick"
+        if share >= t.under_used_busy_share:
+            continue
+        if span < 0.9 * t.under_used_s:
+            ctx.cannot_judge(
+                RuleId.UNDER_USED,
+                sample.index,
+                f"busy {100 * share:.0f} % so far; needs {fmt_duration(t.under_used_s)} of "
+                f"history to call it under-used, has {fmt_duration(span)}",
+            )
+            continue
+        cpu = ", ".join(
+            f"pid {p.pid} at {p.cpu_percent:.0f} % CPU"
+            + (
+                f" with {p.children} worker(s) at {p.workers_cpu_percent:.0f} %"
+                if p.children and p.workers_cpu_percent is not None
+                else ""
+            )
+            for p in procs[:2]
+            if p.cpu_percent is not None
+        )
+        host_cpu = f", host CPU {host.cpu_percent:.0f} %" if host and host.cpu_percent else ""
+        yield Candidate(
+            rule=RuleId.UNDER_USED,
+            severity=Severity.INFO,
+            gpu=sample.index,
+            title="Under-used, cause not visible from here: the GPU waits on something",
+            evidence=(
+                f"busy {100 * share:.0f} % of the last {fmt_duration(span)}: {how}",
+                "checked, and none explains it: thermal, power and clock limits, VRAM, PCIe "
+                "link and traffic, input pipeline and storage"
+                + (f" ({cpu}{host_cpu})" if cpu or host_cpu else ""),
+            ),
+            remedies=(
+                "Profile a few steps: torch.profiler.profile(schedule=..., "
+                "on_trace_ready=tensorboard_trace_handler(...)); look at the gaps between kernels",
+                "Or Nsight Systems: nsys profile -t cuda,nvtx,osrt python train.py (gaps on the "
+                "CUDA row are the waits)",
+                "Usual hidden causes: host syncs (.item(), .cpu(), logging every step), "
+                "launch-bound small kernels (CUDA graphs, torch.compile), collective waits",
             ),
         )
 
@@ -169,6 +268,10 @@ RULES = (
         "DataLoader num_workers, pin_memory, prefetch_factor, persistent_workers, faster "
         "decoding, torch.profiler",
         input_starved,
+        needs=("util_gpu",),
+        never_claims="a CPU cause for a process above {t.cpu_bound_max_pct:g} % (multithreaded: "
+        "its threads and workers carry the load) unless the host CPU is saturated; a job "
+        "starting on an idle GPU",
     ),
     Rule(
         RuleId.IO_BOUND,
@@ -178,14 +281,34 @@ RULES = (
         "iowait >= {t.iowait_pct:g} %",
         "local NVMe or RAM cache, more workers, sharded/streaming formats",
         io_bound,
+        needs=("util_gpu", "host.iowait_pct"),
     ),
     Rule(
         RuleId.STRAGGLER,
         "1-5",
-        "SM clock (share of max) and utilisation of GPUs running the same program",
+        "SM clock (share of max) and utilisation of GPUs whose processes are ranks of one "
+        "launcher job (MASTER_ADDR/MASTER_PORT/WORLD_SIZE, SLURM_JOB_ID/SLURM_STEP_ID, MPI "
+        "world with a common parent)",
         "under load, SM clock share (of max) lower by >= {t.straggler_clock_gap:share} or "
         "utilisation lower by >= {t.straggler_util_gap_pct:g} points than its peers' median",
         "fix that GPU's own cause: the whole job runs at its speed",
         straggler,
+        needs=("sm_clock_mhz", "max_sm_clock_mhz", "util_gpu"),
+        never_claims="a straggler between processes that are no ranks of one launcher job "
+        "(a hyperparameter sweep of independent runs, same user and script, is not)",
+    ),
+    Rule(
+        RuleId.UNDER_USED,
+        "5 software",
+        "GPU utilisation per tick and the driver's own samples between ticks "
+        "(nvmlDeviceGetSamples), processes on the GPU, every other rule's verdict",
+        "info: with a process on the GPU, busy less than {t.under_used_busy_share:share} of the "
+        "last {t.under_used_s:g} s (share of driver samples above {t.sample_busy_pct:g} %, else "
+        "mean utilisation) and no warning or critical finding explains it",
+        "profile: torch.profiler, Nsight Systems (nsys profile)",
+        under_used,
+        needs_history="judge_min_s",
+        needs=("util_gpu",),
+        never_claims="a cause: only that the GPU waits and where to look",
     ),
 )

@@ -15,7 +15,7 @@ from gputui.names import Metric, RuleId, Severity
 def power_cap(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     for sample, device in ctx.samples():
-        if ctx.busy(sample.index) is None:
+        if ctx.under_load(sample.index) is False:
             continue
         share = ctx.fraction(sample.index, ce.SW_POWER_CAP)
         power = ctx.stats(sample.index, Metric.POWER_W)
@@ -72,7 +72,7 @@ def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
 
 def clocks_limited(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
-        if ctx.busy(sample.index) is None:
+        if ctx.under_load(sample.index) is False:
             continue
         share = ctx.fraction(sample.index, ce.APPLICATIONS_CLOCKS)
         default = device.default_app_sm_clock_mhz
@@ -106,11 +106,13 @@ RULES = (
         RuleId.POWER_CAP,
         "power",
         "clock-event reasons (SW power cap), power draw, enforced limit, SM clock",
-        "under load, SW power cap set in >= {t.power_cap_fraction:share} of the last "
+        "not idle, SW power cap set in >= {t.power_cap_fraction:share} of the last "
         "{t.window_s:g} s "
         "and power >= {t.power_at_limit:share} of the limit",
         "expected for some loads; check the limit; better cooling lowers power at a given clock",
         power_cap,
+        needs=("clock_reasons", "power_w", "power_limit_w"),
+        never_claims="a cap from the reason bit alone: power must sit at the limit too",
     ),
     Rule(
         RuleId.POWER_LIMIT_LOWERED,
@@ -119,14 +121,19 @@ RULES = (
         "enforced limit more than {t.limit_lowered_w:g} W below the default (any load)",
         "restore with nvidia-smi -pl <default> (root)",
         power_limit_lowered,
+        needs_history="",
+        needs=("power_limit_w", "power_default_limit_w"),
+        never_claims="that a limit set on purpose is wrong: it names the limit and the way back",
     ),
     Rule(
         RuleId.CLOCKS_LIMITED,
         "3 configuration",
         "clock-event reasons (applications clocks), application vs default clocks",
-        "under load, the reason set in >= {t.clocks_limited_fraction:share} of the window, or "
+        "not idle, the reason set in >= {t.clocks_limited_fraction:share} of the window, or "
         "application clocks below {t.app_clock_lowered:share} of default",
         "nvidia-smi -rac / -rgc (root)",
         clocks_limited,
+        needs=("clock_reasons|app_sm_clock_mhz",),
+        never_claims="anything on an idle GPU",
     ),
 )

@@ -26,12 +26,26 @@ class Rule:
     fires_when: str
     suggests: str
     check: Check
+    #: the ``Thresholds`` field that says how much history the rule needs before "nothing
+    #: found" means anything; "" for rules over static facts, judged at once
+    needs_history: str = "judge_min_s"
+    #: readings without which it cannot judge (a GpuSample or DeviceInfo field; "host.x" a
+    #: HostSample field); "a|b" is either. Missing ones make it "not judged" on that GPU.
+    needs: tuple[str, ...] = ()
+    #: what the rule never claims (template over the thresholds, like ``reads``)
+    never_claims: str = ""
 
     def what_it_reads(self, t: Thresholds) -> str:
         return _PROSE.format(self.reads, t=t)
 
     def when_it_fires(self, t: Thresholds) -> str:
         return _PROSE.format(self.fires_when, t=t)
+
+    def history_needed_s(self, t: Thresholds) -> float:
+        return float(getattr(t, self.needs_history)) if self.needs_history else 0.0
+
+    def what_it_never_claims(self, t: Thresholds) -> str:
+        return _PROSE.format(self.never_claims, t=t)
 
 
 class _Prose(string.Formatter):

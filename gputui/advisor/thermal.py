@@ -9,7 +9,9 @@ from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.model import DeviceInfo
 from gputui.names import Metric, RuleId, Severity
+from gputui.units import fmt_duration
 
 COOLING = (
     "Check the server's airflow and fan curve; nothing may block the GPU's intake",
@@ -27,9 +29,17 @@ def _throttling(ctx: Context, index: int, slowdown: float | None) -> tuple[bool,
     return (share is not None and share >= ctx.t.thermal_fraction) or over, share
 
 
+def _load_lines(ctx: Context, index: int) -> tuple[bool, list[str]]:
+    """Judge this GPU? Not when it is known to be idle; when its load is unknown (MIG
+    mode: no utilisation) judge it anyway and say how load was read."""
+    busy, how = ctx.load(index)
+    return busy is not False, [how] if how else []
+
+
 def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
-        if ctx.busy(sample.index) is None:
+        judge, load = _load_lines(ctx, sample.index)
+        if not judge:
             continue
         throttling, share = _throttling(ctx, sample.index, device.temp_slowdown_c)
         if not throttling:
@@ -41,55 +51,121 @@ def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
             severity=Severity.CRITICAL,
             gpu=sample.index,
             title="Thermal throttling: the GPU slows itself down to cool off",
-            evidence=tuple(lines),
+            evidence=tuple(lines + load),
             remedies=COOLING,
         )
+
+
+def _limits(device: DeviceInfo) -> list[tuple[float, str]]:
+    """The board's own GPU temperature limits, lowest first."""
+    limits = []
+    if device.temp_gpu_max_c is not None:
+        limits.append((device.temp_gpu_max_c, "max operating"))
+    if device.temp_slowdown_c is not None:
+        limits.append((device.temp_slowdown_c, "slowdown"))
+    return sorted(limits)
 
 
 def thermal_hot(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     for sample, device in ctx.samples():
-        if ctx.busy(sample.index) is None:
+        judge, load = _load_lines(ctx, sample.index)
+        if not judge:
             continue
-        temp = ctx.stats(sample.index, Metric.TEMP_C, ctx.t.hot_mean_s)
+        temp = ctx.stats(sample.index, Metric.TEMP_C, t.hot_mean_s)
         if temp is None:
             continue
-        slowdown = device.temp_slowdown_c
-        near = slowdown is not None and temp.mean >= slowdown - t.hot_margin_c
-        if not (temp.mean >= t.hot_temp_c or near):
+        if _throttling(ctx, sample.index, device.temp_slowdown_c)[0]:
             continue
-        if _throttling(ctx, sample.index, slowdown)[0]:
+        limits = _limits(device)
+        reasons: list[str] = []
+        if limits:
+            limit, name = limits[0]
+            if temp.mean >= limit - t.hot_margin_c:
+                reasons.append(
+                    f"{temp.mean:.0f} °C, {limit - temp.mean:.0f} °C from the board's {name} "
+                    f"temperature ({limit:.0f} °C)"
+                )
+        elif temp.mean >= t.hot_temp_c:  # a board that reports no limit at all
+            reasons.append(f"{temp.mean:.0f} °C and the board reports no temperature limit")
+        margin = sample.temp_margin_c
+        if margin is not None and margin <= t.hot_margin_c and not reasons:
+            reasons.append(f"the driver's thermal margin is {margin:.0f} °C")
+        mem = ctx.stats(sample.index, Metric.MEM_TEMP_C, t.hot_mean_s)
+        if (
+            mem is not None
+            and device.temp_mem_max_c is not None
+            and mem.mean >= device.temp_mem_max_c - t.hot_margin_c
+        ):
+            reasons.append(
+                f"memory (HBM) {mem.mean:.0f} °C, its maximum {device.temp_mem_max_c:.0f} °C"
+            )
+        if not reasons:
             continue
-        lines = [evidence.temperature(sample, device)]
+        lines = [evidence.temperature(sample, device), *reasons]
         trend = ctx.stats(sample.index, Metric.TEMP_C)
         if trend is not None and trend.slope_per_s is not None:
             lines.append(
-                f"trend {60 * trend.slope_per_s:+.1f} °C/min over the last {t.window_s:.0f} s"
+                f"trend {60 * trend.slope_per_s:+.1f} °C/min over the last "
+                f"{fmt_duration(trend.span_s)}"
             )
-        if slowdown is not None and sample.temp_c is not None:
-            lines.append(f"{slowdown - sample.temp_c:.0f} °C left before it throttles")
         yield Candidate(
             rule=RuleId.THERMAL_HOT,
             severity=Severity.WARNING,
             gpu=sample.index,
-            title="Running hot: close to thermal throttling",
-            evidence=tuple(lines),
+            title="Running hot: at the board's own temperature limit",
+            evidence=tuple(lines + load),
             remedies=COOLING,
         )
 
 
 def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
     bits = ce.HW_SLOWDOWN | ce.HW_POWER_BRAKE
     for sample, device in ctx.samples():
-        share = ctx.fraction(sample.index, bits)
-        if share is None or share < ctx.t.hw_slowdown_fraction:
+        known = ctx.history.known_reasons(sample.index, t.window_s)
+        if len(known) < t.min_points:
             continue
-        lines = evidence.clock_and_reasons(ctx, sample, device, bits, share)
+        hits = [r for r in known if r & bits]
+        if not hits:
+            continue
+        seen = ctx.sampled_s()
+        tick_s = seen / max(1, len(known) - 1)
+        util = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
+        aligned = len(util) == len(known)
+        if aligned:  # the share of the busy ticks, not of the window
+            busy = [r for r, u in zip(known, util, strict=True) if u >= t.busy_util_pct]
+        else:  # utilisation unreadable (MIG): the load over the window decides
+            busy = known if ctx.under_load(sample.index) else []
+        busy_hits = sum(1 for r in busy if r & bits)
+        share = busy_hits / len(busy) if busy else 0.0
+        held_s = busy_hits * tick_s
+        occurred = 0
+        for r in hits:
+            occurred |= r
+        names = ", ".join(ce.describe_reasons(occurred & bits))
+        if busy and share >= t.hw_slowdown_fraction and held_s >= t.hw_slowdown_min_s:
+            lines = evidence.clock_and_reasons(ctx, sample, device, bits, 0.0)
+            lines.append(
+                f"{names} in {100 * share:.0f} % of the busy time "
+                f"({fmt_duration(held_s)} of the last {fmt_duration(seen)})"
+            )
+            severity = Severity.CRITICAL
+            title = "Hardware slowdown under load: the board cuts its clocks (power or temperature)"
+        elif len(hits) * tick_s >= t.hw_slowdown_min_s:
+            lines = [
+                f"{names} for {fmt_duration(len(hits) * tick_s)} of the last "
+                f"{fmt_duration(seen)}, while the GPU was idle or nearly so"
+            ]
+            severity = Severity.INFO
+            title = "Hardware slowdown while idle: no work lost now; watch it under load"
+        else:
+            continue  # a blip at a load change: the driver's reason is an instant
         yield Candidate(
             rule=RuleId.HW_SLOWDOWN,
-            severity=Severity.CRITICAL,
+            severity=severity,
             gpu=sample.index,
-            title="Hardware slowdown: the board halves its clocks (power or board temperature)",
+            title=title,
             evidence=tuple(lines),
             remedies=(
                 "Check the power supply units and the GPU's power cables",
@@ -103,27 +179,42 @@ RULES = (
     Rule(
         RuleId.THERMAL_THROTTLE,
         "1 thermal",
-        "clock-event reasons, temperature, SM clock",
-        "under load, SW or HW thermal slowdown set in >= {t.thermal_fraction:share} of the last "
+        "clock-event reasons, temperature, SM clock; load from utilisation (or, without it, "
+        "SM activity or power)",
+        "not idle, SW or HW thermal slowdown set in >= {t.thermal_fraction:share} of the last "
         "{t.window_s:g} s, or temperature at or above the slowdown threshold",
         "airflow and fan curve, dust, room < 25 °C, GPU spacing, thermal paste",
         thermal_throttle,
+        needs=("clock_reasons|temp_c",),
+        never_claims="throttling on an idle GPU; a temperature alone below the board's slowdown",
     ),
     Rule(
         RuleId.THERMAL_HOT,
         "1 thermal",
-        "temperature ({t.hot_mean_s:g} s mean), its trend, slowdown threshold",
-        "under load, >= {t.hot_temp_c:g} °C or within {t.hot_margin_c:g} °C of slowdown, "
-        "not yet throttling",
+        "temperature ({t.hot_mean_s:g} s mean) and its trend, the board's own limits (max "
+        "operating, slowdown), the driver's thermal margin, memory (HBM) temperature and its "
+        "maximum",
+        "not idle, within {t.hot_margin_c:g} °C of the board's lowest GPU limit, or the "
+        "driver's margin <= {t.hot_margin_c:g} °C, or HBM within {t.hot_margin_c:g} °C of its "
+        "maximum; >= {t.hot_temp_c:g} °C only on a board that reports no limit; not yet "
+        "throttling",
         "the same cooling checks, before it throttles",
         thermal_hot,
+        needs=("temp_c",),
+        never_claims="that a fixed figure is hot: consumer cards run in the 80s by design, "
+        "judged against their own limits",
     ),
     Rule(
         RuleId.HW_SLOWDOWN,
         "1 thermal / power",
-        "clock-event reasons HW slowdown and HW power brake",
-        "either set in >= {t.hw_slowdown_fraction:share} of the last {t.window_s:g} s (any load)",
+        "clock-event reasons HW slowdown and HW power brake, per tick, against utilisation",
+        "critical: set in >= {t.hw_slowdown_fraction:share} of the busy ticks of the last "
+        "{t.window_s:g} s and for >= {t.hw_slowdown_min_s:g} s; info: set >= "
+        "{t.hw_slowdown_min_s:g} s on an idle GPU",
         "power supply and cables, external power brake (BMC), board temperature",
         hw_slowdown,
+        needs=("clock_reasons",),
+        never_claims="a reason that did not occur in the window; a blip shorter than "
+        "{t.hw_slowdown_min_s:g} s (a reason bit is an instant, common at load changes)",
     ),
 )

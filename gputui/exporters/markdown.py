@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gputui.advisor.coverage import Judgement, describe
 from gputui.clock_events import describe_reasons
 from gputui.formats.snapshot import dumps, parse_snapshot
 from gputui.pcie import link_bandwidth
@@ -20,8 +21,18 @@ def _of(value: float | int | None, limit: float | int | None, unit: str) -> str:
     return f"{value:.0f} / {limit:.0f}{suffix}"
 
 
+_MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"} | {"&": "&amp;"})
+
+
+def md(text: object) -> str:
+    """Text shown literally in Markdown: no emphasis, link, image, HTML or table cell can
+    come out of a command line, a GPU name or a label (they are already free of control
+    characters: gputui.sanitize)."""
+    return str(text).translate(_MARKDOWN_SPECIAL)
+
+
 def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(c if c == "---" else md(c) for c in cells) + " |"
 
 
 def markdown_report(document: Mapping[str, Any]) -> str:
@@ -31,8 +42,8 @@ def markdown_report(document: Mapping[str, Any]) -> str:
     lines = [
         f"# gputui snapshot: {snap.generated_at}",
         "",
-        f"- Source: **{snap.source.label}**"
-        + (f" ({snap.source.detail})" if snap.source.detail else ""),
+        f"- Source: **{md(snap.source.label)}**"
+        + (f" ({md(snap.source.detail)})" if snap.source.detail else ""),
     ]
     if snap.devices:
         d0 = snap.devices[0]
@@ -43,7 +54,7 @@ def markdown_report(document: Mapping[str, Any]) -> str:
     if frame is not None and frame.host is not None:
         h = frame.host
         lines.append(
-            f"- Host {h.hostname or NA}: CPU {fmt_num(h.cpu_percent, ' %', 1)} "
+            f"- Host {md(h.hostname or NA)}: CPU {fmt_num(h.cpu_percent, ' %', 1)} "
             f"of {h.cpu_count or NA} cores, "
             f"load {fmt_num(h.load_1, '', 2)}, memory available {fmt_bytes(h.mem_available)} of "
             f"{fmt_bytes(h.mem_total)}, swap used {fmt_bytes(h.swap_used)}, iowait "
@@ -56,14 +67,22 @@ def markdown_report(document: Mapping[str, Any]) -> str:
             where = "host" if finding.get("gpu") is None else f"GPU {finding['gpu']}"
             lines.append(
                 f"- **{finding.get('severity', '?').upper()}** `{finding.get('rule')}` ({where}): "
-                f"{finding.get('title')}"
+                f"{md(finding.get('title'))}"
             )
             for evidence in finding.get("evidence", ()):
-                lines.append(f"  - {evidence}")
+                lines.append(f"  - {md(evidence)}")
             for remedy in finding.get("remedies", ()):
-                lines.append(f"  - Do: {remedy}")
-    else:
-        lines.append("No findings.")
+                lines.append(f"  - Do: {md(remedy)}")
+    judgement = Judgement.from_dict(snap.judgement) if snap.judgement is not None else None
+    if judgement is not None:
+        lines += [f"- {md(line)}" for line in describe(judgement)]
+    if not snap.findings:
+        if judgement is not None and judgement.gathering:
+            lines.append(f"No verdict yet ({judgement.gathering_text()}).")
+        elif judgement is not None and judgement.not_judged:
+            lines.append("Nothing found in what could be judged (see not judged above).")
+        else:
+            lines.append("No findings.")
     lines += ["", "## GPUs", ""]
     header = [
         "GPU",
@@ -140,5 +159,5 @@ def markdown_report(document: Mapping[str, Any]) -> str:
     else:
         lines.append("No processes on the GPUs.")
     if frame is not None and frame.notes:
-        lines += ["", "## Notes", ""] + [f"- {note.text}" for note in frame.notes]
+        lines += ["", "## Notes", ""] + [f"- {md(note.text)}" for note in frame.notes]
     return "\n".join(lines) + "\n"

@@ -8,8 +8,10 @@ findings among it. A scrape reads the monitor's latest state; it never calls NVM
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,7 @@ from prometheus_client.registry import Collector
 from gputui.dcgm import FIELDS, DcgmField
 from gputui.model import DeviceInfo, GpuSample
 from gputui.sampling.monitor import Monitor
+from gputui.sanitize import clean
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -39,9 +42,11 @@ class GputuiCollector(Collector):
 
     def __init__(self, monitor: Monitor, hostname: str | None = None) -> None:
         self._monitor = monitor
-        self._hostname = hostname or socket.gethostname()
+        self._hostname = clean(hostname or socket.gethostname())
 
     def _labels(self, device: DeviceInfo) -> list[str]:
+        # Device fields are clean by construction; the host name is the machine's own,
+        # cleaned once in __init__ all the same.
         return [
             str(device.index),
             device.uuid or "",
@@ -105,6 +110,12 @@ class GputuiCollector(Collector):
         yield age
 
 
+# What scrapers may cost the machine the exporter shares with a training job
+# (docs/security.md): a Prometheus server scrapes with one connection at a time.
+MAX_CONNECTIONS = 32  # more at once are answered 503 and closed, never queued in threads
+REQUEST_TIMEOUT_S = 10.0  # a whole request, slow or silent client included
+
+
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     # The listen backlog: a burst of scrapes waits in the kernel's queue. With the
@@ -112,8 +123,67 @@ class _Server(ThreadingMixIn, WSGIServer):
     # seconds (1, 3, 7... s), which reads as a hung exporter.
     request_queue_size = 128
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        # One thread watches every request's deadline (not a timer thread per request).
+        self._deadlines: dict[socket.socket, float] = {}
+        self._deadlines_lock = threading.Lock()
+        self._stopped = threading.Event()
+        reaper = threading.Thread(target=self._reap, name="gputui-export-reaper", daemon=True)
+        reaper.start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(
+                    b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                    b"Connection: close\r\n\r\n"
+                )
+            self.shutdown_request(request)
+            return
+        with self._deadlines_lock:
+            self._deadlines[request] = time.monotonic() + REQUEST_TIMEOUT_S
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._done(request)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(request)
+
+    def shutdown(self) -> None:
+        self._stopped.set()
+        super().shutdown()
+
+    def server_close(self) -> None:
+        self._stopped.set()
+        super().server_close()
+
+    def _done(self, request: socket.socket) -> None:
+        with self._deadlines_lock:
+            self._deadlines.pop(request, None)
+        self._slots.release()
+
+    def _reap(self) -> None:
+        """A client that drips its request a byte at a time is cut at its deadline."""
+        while not self._stopped.wait(0.5):
+            now = time.monotonic()
+            with self._deadlines_lock:
+                overdue = [r for r, deadline in self._deadlines.items() if deadline < now]
+            for request in overdue:
+                with contextlib.suppress(OSError):
+                    request.shutdown(socket.SHUT_RDWR)
+
 
 class _QuietHandler(WSGIRequestHandler):
+    timeout = REQUEST_TIMEOUT_S  # each read; the watchdog bounds the whole request
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 

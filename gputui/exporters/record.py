@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from gputui.exporters.files import open_private
 from gputui.formats.recording import Header, header_line, tick_line
 from gputui.model import Finding, Frame
 
@@ -32,9 +32,11 @@ class RecordWriter:
         header: Header,
         max_bytes: int = 0,
         keep: int = 5,
+        keep_secrets: bool = False,
     ) -> None:
         self.path = path
         self._header = header
+        self._keep_secrets = keep_secrets
         self._max_bytes = max_bytes
         self._keep = keep
         self._raw: io.BufferedIOBase | None = None
@@ -43,11 +45,10 @@ class RecordWriter:
         self._open()
 
     def _open(self) -> None:
-        raw = open(self.path, "wb")  # noqa: SIM115 - closed in close()/rotation
-        os.chmod(self.path, 0o600)  # command lines can hold secrets
+        raw = open_private(self.path)
         self._raw = raw
         self._out = gzip.GzipFile(fileobj=raw, mode="wb") if self.path.suffix == ".gz" else raw
-        self._line(header_line(self._header))
+        self._line(header_line(self._header, self._keep_secrets))
 
     def _line(self, line: bytes) -> None:
         assert self._out is not None and self._raw is not None
@@ -58,7 +59,7 @@ class RecordWriter:
         self.lines += 1
 
     def write(self, frame: Frame, findings: Sequence[Finding] = ()) -> None:
-        self._line(tick_line(frame, findings))
+        self._line(tick_line(frame, findings, self._keep_secrets))
         if self._max_bytes and self._raw is not None and self._raw.tell() >= self._max_bytes:
             self._rotate()
 

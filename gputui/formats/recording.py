@@ -11,6 +11,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,14 +20,24 @@ from typing import Any
 
 from gputui import __version__
 from gputui.formats.records import (
+    MAX_GPUS,
+    FormatError,
+    finding_dict,
     frame_dict,
     from_record,
+    parse_finding,
     parse_frame,
     parse_source,
     record,
     source_dict,
 )
 from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
+
+# Bounds on what a file may make us do (docs/security.md): a longer line, a file claiming
+# more, is refused or cut with a notice, never read into memory whole.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_TICKS = 500_000  # nearly six days at 1 s; the rest of a longer file is left out
+MAX_INTERVAL_S = 3600.0
 
 SCHEMA = "gputui.record"
 #: 2: notes became objects with a kind (version 1 files still read)
@@ -52,21 +64,26 @@ class Tick:
     findings: tuple[Finding, ...]
 
 
-def header_line(header: Header) -> bytes:
+def header_line(header: Header, keep_secrets: bool = False) -> bytes:
     return _encode(
         {
             "schema": SCHEMA,
             "version": VERSION,
             "gputui_version": __version__,
-            "source": source_dict(header.source),
+            "source": source_dict(header.source, keep_secrets),
             "devices": [record(d) for d in header.devices],
             "interval_s": header.interval_s,
         }
     )
 
 
-def tick_line(frame: Frame, findings: Sequence[Finding] = ()) -> bytes:
-    return _encode({"frame": frame_dict(frame), "findings": [f.to_dict() for f in findings]})
+def tick_line(frame: Frame, findings: Sequence[Finding] = (), keep_secrets: bool = False) -> bytes:
+    return _encode(
+        {
+            "frame": frame_dict(frame, keep_secrets),
+            "findings": [finding_dict(f, keep_secrets) for f in findings],
+        }
+    )
 
 
 def _encode(data: dict[str, Any]) -> bytes:
@@ -89,29 +106,43 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
         number = 0
         while True:
             try:
-                line = reader.readline()
-            except (EOFError, gzip.BadGzipFile, OSError):
+                line = reader.readline(MAX_LINE_BYTES + 1)
+            except (EOFError, gzip.BadGzipFile, OSError, zlib.error):
                 return  # the compressed stream stops where the recorder was killed
             if not line:
                 return
             number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise RecordingError(f"{path}:{number}: a line longer than 16 MiB: not a recording")
             yield number, line, line.endswith(b"\n")
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a number here")
+
+
+def _json(raw: bytes) -> Any:
+    return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+
+
 def read_recording(path: Path) -> Recording:
+    """Every tick of a recording, checked line by line: a hostile or damaged file gives a
+    RecordingError naming the file and line, never a traceback or a memory blow-up."""
     notices: list[str] = []
     header: Header | None = None
     ticks: list[Tick] = []
+    skipped_findings = 0
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
     for number, raw, complete in _lines(path):
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = _json(raw)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             if number == 1:
-                raise RecordingError(f"{path}:1: not a gputui recording ({exc})") from exc
-            pending = (number, f"damaged line ({exc})")
+                raise RecordingError(f"{path}:1: not a gputui recording ({reason})") from exc
+            pending = (number, f"damaged line ({reason})")
             if not complete:
                 notices.append(f"{path}:{number}: the last line is incomplete and was skipped")
                 pending = None
@@ -120,16 +151,31 @@ def read_recording(path: Path) -> Recording:
         if header is None:
             header = _header(path, data)
             continue
+        if len(ticks) >= MAX_TICKS:
+            notices.append(f"{path}: more than {MAX_TICKS:,} ticks; the rest was left out")
+            break
         try:
-            findings = tuple(Finding.from_dict(f) for f in data.get("findings", ()))
-            ticks.append(Tick(parse_frame(data["frame"]), findings))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RecordingError(f"{path}:{number}: not a frame ({exc!r})") from exc
+            if not isinstance(data, dict):
+                raise FormatError("a tick is not an object")
+            frame = parse_frame(data["frame"])
+            findings: list[Finding] = []
+            for item in data.get("findings") or ():
+                try:
+                    findings.append(parse_finding(item))
+                except (FormatError, KeyError, TypeError, ValueError):
+                    skipped_findings += 1  # a rule this gputui does not know, say
+        except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
+            raise RecordingError(f"{path}:{number}: not a frame ({exc})") from exc
+        if ticks and frame.time < ticks[-1].frame.time:
+            raise RecordingError(f"{path}:{number}: time goes backwards")
+        ticks.append(Tick(frame, tuple(findings)))
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
     if header is None:
         raise RecordingError(f"{path}: empty, not a gputui recording")
+    if skipped_findings:
+        notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
     return Recording(header, tuple(ticks), tuple(notices))
 
 
@@ -143,7 +189,18 @@ def _header(path: Path, data: Any) -> Header:
         )
     try:
         source = parse_source(data["source"])
-        devices = tuple(from_record(DeviceInfo, d) for d in data["devices"])
-        return Header(source, devices, float(data["interval_s"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RecordingError(f"{path}:1: damaged header ({exc!r})") from exc
+        listed = data["devices"]
+        if not isinstance(listed, list) or len(listed) > MAX_GPUS:
+            raise FormatError(f"devices: a list of at most {MAX_GPUS} GPUs expected")
+        devices = tuple(from_record(DeviceInfo, d) for d in listed)
+        interval = data["interval_s"]
+        if (
+            isinstance(interval, bool)
+            or not isinstance(interval, int | float)
+            or not math.isfinite(interval)
+            or not 0 < interval <= MAX_INTERVAL_S
+        ):
+            raise FormatError(f"interval_s {interval!r}: not a positive number of seconds")
+        return Header(source, devices, float(interval))
+    except (FormatError, KeyError, TypeError, ValueError) as exc:
+        raise RecordingError(f"{path}:1: damaged header ({exc})") from exc

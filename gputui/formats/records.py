@@ -12,17 +12,25 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from gputui.model import (
+    Finding,
     Frame,
     GpuSample,
     HostSample,
+    MigInstance,
     Note,
     ProcessSample,
     SourceInfo,
     XidEvent,
 )
 from gputui.names import NoteKind, SourceKind
+from gputui.sanitize import mask_optional, mask_secrets
 
 T = TypeVar("T")
+
+# What a file may claim, whatever it says: beyond these it is refused, not allocated.
+MAX_GPUS = 1024
+MAX_PROCESSES = 65_536
+MAX_TIME = 1e11  # seconds since 1970: the year 5138; NaN, infinity and 1e300 are not times
 
 
 def plain(value: Any) -> Any:
@@ -40,26 +48,88 @@ def record(obj: Any) -> dict[str, Any]:
     return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
 
 
+class FormatError(ValueError):
+    """A value of the wrong kind where the model expects another: the file is not ours."""
+
+
+def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
+    """``value`` if it is what field ``name`` (annotation ``kind``) holds; else FormatError.
+
+    Numbers must be finite; an int field takes a whole float (1980.0); lists become tuples.
+    """
+    if value is None:
+        if "None" in kind or kind.startswith("tuple"):
+            return None if "None" in kind else ()
+        raise FormatError(f"{cls.__name__}.{name}: null")
+    if kind.startswith("tuple["):
+        if not isinstance(value, list | tuple):
+            raise FormatError(f"{cls.__name__}.{name}: not a list")
+        inner = kind[len("tuple[") :].split(",", 1)[0].strip()
+        if inner in ("str", "float", "int"):
+            return tuple(_checked(cls, name, inner, v) for v in value)
+        return tuple(value)  # nested records: parsed by their owner
+    base = kind.replace(" | None", "").strip()
+    if base == "bool":
+        if isinstance(value, bool):
+            return value
+    elif base == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+    elif base == "float":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if math.isfinite(value):
+                return float(value)
+            raise FormatError(f"{cls.__name__}.{name}: not a finite number")
+    elif base == "str":
+        if isinstance(value, str):
+            return value
+    else:
+        return value  # an enum or a record: its own parser checks it
+    raise FormatError(f"{cls.__name__}.{name}: {type(value).__name__} where {base} belongs")
+
+
 def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
-    """A model dataclass from its dict; unknown keys (a newer writer) are ignored."""
+    """A model dataclass from its dict, every value checked against the field's type;
+    unknown keys (a newer writer) are ignored, missing ones take the default."""
+    if not isinstance(data, Mapping):
+        raise FormatError(f"{cls.__name__}: not an object")
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if isinstance(value, list):
-            value = tuple(value)
-        kwargs[f.name] = value
+        if f.name in data:
+            kwargs[f.name] = _checked(cls, f.name, str(f.type), data[f.name])
     return cls(**kwargs)
 
 
-def source_dict(source: SourceInfo) -> dict[str, Any]:
-    return {"label": source.label, "kind": source.kind.value, "detail": source.detail}
+def source_dict(source: SourceInfo, keep_secrets: bool = False) -> dict[str, Any]:
+    detail = source.detail if keep_secrets else mask_optional(source.detail)
+    return {"label": source.label, "kind": source.kind.value, "detail": detail}
+
+
+def masked(frame: Frame) -> Frame:
+    """The frame as it may travel: credentials in command lines and environments hidden."""
+    if not frame.processes:
+        return frame
+    return dataclasses.replace(
+        frame,
+        processes=tuple(
+            dataclasses.replace(
+                p, command=mask_optional(p.command), env=tuple(mask_secrets(e) for e in p.env)
+            )
+            for p in frame.processes
+        ),
+    )
 
 
 def parse_source(data: Mapping[str, Any]) -> SourceInfo:
+    if not isinstance(data, Mapping) or not isinstance(data.get("label"), str):
+        raise FormatError("the source is not an object with a label")
+    detail = data.get("detail")
     return SourceInfo(
-        label=str(data["label"]), kind=SourceKind(data["kind"]), detail=data.get("detail")
+        label=data["label"],
+        kind=SourceKind(data["kind"]),
+        detail=detail if isinstance(detail, str) else None,
     )
 
 
@@ -85,10 +155,38 @@ def _legacy_note_kind(text: str) -> NoteKind:
 def parse_note(data: Any) -> Note:
     if isinstance(data, str):
         return Note(_legacy_note_kind(data), data)
-    return Note(NoteKind(data["kind"]), str(data["text"]))
+    if not isinstance(data, Mapping) or not isinstance(data.get("text"), str):
+        raise FormatError("a note is not an object with a text")
+    return Note(NoteKind(data["kind"]), data["text"])
 
 
-def frame_dict(frame: Frame) -> dict[str, Any]:
+def parse_finding(data: Any) -> Finding:
+    """A finding from a file, checked: a rule id this gputui knows, texts, finite times."""
+    if not isinstance(data, Mapping):
+        raise FormatError("a finding is not an object")
+    texts = [data.get("title"), *(data.get("evidence") or ()), *(data.get("remedies") or ())]
+    if not all(isinstance(t, str) for t in texts):
+        raise FormatError("a finding's title, evidence and remedies must be text")
+    gpu = data.get("gpu")
+    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
+        raise FormatError("a finding's gpu is not an index")
+    for key in ("since", "updated"):
+        _checked(Finding, key, "float", data.get(key))
+    return Finding.from_dict(dict(data))
+
+
+def finding_dict(finding: Finding, keep_secrets: bool = False) -> dict[str, Any]:
+    """A finding as it may travel: its evidence can quote a command line."""
+    data = finding.to_dict()
+    if not keep_secrets:
+        data["title"] = mask_secrets(data["title"])
+        data["evidence"] = [mask_secrets(e) for e in data["evidence"]]
+    return data
+
+
+def frame_dict(frame: Frame, keep_secrets: bool = False) -> dict[str, Any]:
+    if not keep_secrets:
+        frame = masked(frame)
     gpus = []
     for sample in frame.gpus:
         entry = record(sample)
@@ -104,14 +202,26 @@ def frame_dict(frame: Frame) -> dict[str, Any]:
 
 
 def parse_frame(data: Mapping[str, Any]) -> Frame:
+    if not isinstance(data, Mapping) or not isinstance(data.get("gpus"), list):
+        raise FormatError("a frame needs an object with a list of gpus")
+    if len(data["gpus"]) > MAX_GPUS or len(data.get("processes") or ()) > MAX_PROCESSES:
+        raise FormatError(f"more than {MAX_GPUS} GPUs or {MAX_PROCESSES} processes in a frame")
     gpus = []
     for entry in data["gpus"]:
+        if not isinstance(entry, Mapping):
+            raise FormatError("a GPU sample is not an object")
         clean = {k: v for k, v in entry.items() if k != "clock_reason_names"}
-        clean["xid_events"] = [from_record(XidEvent, x) for x in entry.get("xid_events", ())]
+        clean["xid_events"] = [from_record(XidEvent, x) for x in entry.get("xid_events") or ()]
+        clean["mig_instances"] = [
+            from_record(MigInstance, m) for m in entry.get("mig_instances") or ()
+        ]
         gpus.append(from_record(GpuSample, clean))
     host = data.get("host")
+    time = data.get("time")
+    if isinstance(time, bool) or not isinstance(time, int | float) or not 0 <= time < MAX_TIME:
+        raise FormatError(f"frame time {time!r} is not a time")
     return Frame(
-        time=float(data["time"]),
+        time=float(time),
         gpus=tuple(gpus),
         host=from_record(HostSample, host) if host is not None else None,
         processes=tuple(from_record(ProcessSample, p) for p in data.get("processes", ())),

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui import __version__
+from gputui.advisor import judgement_of
 from gputui.formats.records import (
+    finding_dict,
     frame_dict,
     from_record,
     parse_frame,
@@ -47,6 +49,8 @@ class Snapshot:
     history_gpus: Mapping[int, Mapping[str, tuple[float | None, ...]]]
     history_host: Mapping[str, tuple[float | None, ...]]
     findings: tuple[Mapping[str, Any], ...]
+    #: how far the verdict reaches (absent in files written before it existed)
+    judgement: Mapping[str, Any] | None = None
 
 
 def _iso(timestamp: float) -> str:
@@ -64,8 +68,11 @@ def snapshot_dict(
     interval_s: float,
     window_points: int | None = None,
     findings: Sequence[Finding] = (),
+    keep_secrets: bool = False,
+    judgement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The snapshot document. ``window_points`` limits the history to the newest points."""
+    """The snapshot document. ``window_points`` limits the history to the newest points;
+    credentials in command lines are masked unless ``keep_secrets``."""
     latest = history.latest
     generated = latest.time if latest is not None else 0.0
     times = history.times()
@@ -77,9 +84,9 @@ def snapshot_dict(
         "version": SCHEMA_VERSION,
         "generated_at": _iso(generated),
         "gputui_version": __version__,
-        "source": source_dict(source),
+        "source": source_dict(source, keep_secrets),
         "devices": [record(d) for d in devices],
-        "latest": frame_dict(latest) if latest is not None else None,
+        "latest": frame_dict(latest, keep_secrets) if latest is not None else None,
         "history": {
             "interval_s": interval_s,
             "times": times,
@@ -89,11 +96,16 @@ def snapshot_dict(
             },
             "host": {m.value: plain(history.host_series(m, n)) for m in HostMetric},
         },
-        "findings": [f.to_dict() for f in findings],
+        "findings": [finding_dict(f, keep_secrets) for f in findings],
+        # "No findings" is a verdict only over what was judged: how much history, and what
+        # could not be judged ("gathering: 2 s of 10 s" in the first seconds).
+        "judgement": dict(judgement) if judgement is not None else None,
     }
 
 
-def snapshot_of(monitor: Monitor, window_points: int | None = None) -> dict[str, Any]:
+def snapshot_of(
+    monitor: Monitor, window_points: int | None = None, keep_secrets: bool = False
+) -> dict[str, Any]:
     """The snapshot document of what a monitor holds now."""
     return snapshot_dict(
         monitor.source,
@@ -102,6 +114,8 @@ def snapshot_of(monitor: Monitor, window_points: int | None = None) -> dict[str,
         monitor.config.interval_s,
         window_points=window_points,
         findings=monitor.findings,
+        keep_secrets=keep_secrets,
+        judgement=judgement_of(monitor).to_dict(),
     )
 
 
@@ -141,4 +155,5 @@ def parse_snapshot(text: str) -> Snapshot:
         },
         history_host={m: tuple(v) for m, v in history["host"].items()},
         findings=tuple(data.get("findings", ())),
+        judgement=data.get("judgement"),
     )

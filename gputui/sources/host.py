@@ -7,12 +7,14 @@ therefore None rather than a made-up 0.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import psutil
 
@@ -30,21 +32,126 @@ CUDA_ENV_VARS = (
     "OMP_NUM_THREADS",
     "NCCL_P2P_DISABLE",
     "NCCL_IB_DISABLE",
+    # the framework allocators: why VRAM sits high and flat
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    # the launcher: which processes are ranks of one distributed job
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_SIZE",
+    "PMI_RANK",
 )
-_CUDART = re.compile(r"libcudart\.so\.(\d+(?:\.\d+)?)")
+_CUDART = re.compile(r"libcudart(?:-[0-9a-f]+)?\.so\.(\d+(?:\.\d+)*)")
+# Mapped libraries worth keeping: the runtime, the driver (a compat copy is forward
+# compatibility), and the frameworks whose allocators explain a VRAM plateau.
+_KEEP_LIBS = (
+    "libcudart",
+    "libcuda.so",
+    "libtorch_cuda",
+    "libc10_cuda",
+    "libtensorflow",
+    "xla_extension",
+    "vllm",
+)
+_MAX_LIBS = 16
+_TORCH_CUDA = re.compile(r"""^cuda\s*(?::\s*[\w.\[\]|]+\s*)?=\s*['"](\d+\.\d+)""", re.M)
+_TF_CUDA = re.compile(r"""['"]cuda_version['"]\s*:\s*['"](\d+\.\d+)""")
+
+
+@dataclass(frozen=True, slots=True)
+class CudaFacts:
+    """What a process's maps and environment say about its CUDA stack."""
+
+    runtime: str | None = None
+    evidence: str | None = None
+    libraries: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+
+
+def runtime_version(path: str) -> tuple[str | None, str | None]:
+    """The CUDA runtime version of a mapped libcudart, and what it rests on.
+
+    A full soname (``libcudart.so.12.4.127``) says it; ``libcudart.so.12`` or a wheel's
+    hashed copy (``libcudart-d0da41ae.so.12``) gives only the major, and the exact version
+    is in files beside it: the ``nvidia-cuda-runtime-cu12`` package metadata, torch's
+    ``version.py``, TensorFlow's ``build_info.py``.
+    """
+    name = path.rsplit("/", 1)[-1]
+    match = _CUDART.search(name)
+    if match is None:
+        return None, None
+    version = match.group(1)
+    parts = version.split(".")
+    if len(parts) >= 2:
+        return ".".join(parts[:2]), name
+    lib = Path(path).parent
+    site = _site_packages(lib)
+    candidates: list[tuple[Path, re.Pattern[str] | None]] = []
+    if site is not None:
+        for info in sorted(site.glob(f"nvidia_cuda_runtime_cu{parts[0]}-*.dist-info")):
+            candidates.append((info / "METADATA", None))
+        candidates.append((site / "torch" / "version.py", _TORCH_CUDA))
+        candidates.append((site / "tensorflow" / "python" / "platform" / "build_info.py", _TF_CUDA))
+    for file, pattern in candidates:
+        found = _version_in(file, pattern, parts[0])
+        if found is not None:
+            return found, str(file.relative_to(site)) if site is not None else str(file)
+    return parts[0], name
+
+
+def _site_packages(lib: Path) -> Path | None:
+    for parent in (lib, *lib.parents):
+        if parent.name in ("site-packages", "dist-packages"):
+            return parent
+    return None
+
+
+def _version_in(file: Path, pattern: re.Pattern[str] | None, major: str) -> str | None:
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")[:20000]
+    except OSError:
+        return None
+    if pattern is None:  # package metadata: "Version: 12.4.127"
+        match = re.search(r"^Version:\s*(\d+)\.(\d+)", text, re.M)
+        found = f"{match.group(1)}.{match.group(2)}" if match else None
+    else:
+        match = pattern.search(text)
+        found = match.group(1) if match else None
+    return found if found is not None and found.split(".")[0] == major else None
 
 
 def cuda_facts(pid: int) -> tuple[str | None, tuple[str, ...]]:
     """The CUDA runtime a process mapped and its CUDA variables; nothing if not permitted."""
-    runtime: str | None = None
+    facts = process_facts(pid)
+    return facts.runtime, facts.env
+
+
+def process_facts(pid: int) -> CudaFacts:
+    """The runtime (and where its version was read), CUDA libraries and the few variables
+    gputui reads of a process; empty where not permitted."""
+    runtime = evidence = None
+    libraries: list[str] = []
     try:
         with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
             for line in maps:
-                if "libcudart" in line:
-                    match = _CUDART.search(line)
-                    if match:
-                        runtime = match.group(1)
-                        break
+                path = line.split(None, 5)[-1].strip() if line.count(" ") >= 5 else ""
+                if not path.startswith("/"):
+                    continue
+                name = path.rsplit("/", 1)[-1]
+                if not any(key in name for key in _KEEP_LIBS) or path in libraries:
+                    continue
+                if len(libraries) < _MAX_LIBS:
+                    libraries.append(path)
+                if runtime is None and "libcudart" in name:
+                    runtime, evidence = runtime_version(path)
     except OSError:
         pass
     env: list[str] = []
@@ -52,13 +159,13 @@ def cuda_facts(pid: int) -> tuple[str | None, tuple[str, ...]]:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             raw = handle.read()
         for item in raw.split(b"\0"):
-            name, _, value = item.partition(b"=")
-            key = name.decode("ascii", "replace")
+            raw_name, _, value = item.partition(b"=")
+            key = raw_name.decode("ascii", "replace")
             if key in CUDA_ENV_VARS:
                 env.append(f"{key}={value.decode('utf-8', 'replace')}")
     except OSError:
         pass
-    return runtime, tuple(sorted(env))
+    return CudaFacts(runtime, evidence, tuple(libraries), tuple(sorted(env)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +209,9 @@ class HostReader:
         self._device_check = device_check
         self._procs: dict[int, psutil.Process] = {}
         self._foreign: dict[tuple[int, float], bool] = {}
-        self._cuda: dict[int, tuple[str | None, tuple[str, ...]]] = {}
-        self._cuda_facts = cuda_facts
+        self._cuda: dict[int, CudaFacts] = {}
+        self._workers: dict[int, psutil.Process] = {}
+        self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._hostname = socket.gethostname()
         # Prime psutil's deltas so the first real reading is meaningful.
@@ -204,6 +312,8 @@ class HostReader:
                 cpu: float | None = None
             else:
                 cpu = proc.cpu_percent()
+            facts = self._cuda.get(pid, CudaFacts())
+            workers = _children_list(proc)
             with proc.oneshot():
                 return replace(
                     base,
@@ -213,9 +323,13 @@ class HostReader:
                     cpu_percent=cpu,
                     rss=int(proc.memory_info().rss),
                     threads=proc.num_threads(),
-                    children=_children(proc),
-                    cuda_runtime=self._cuda.get(pid, (None, ()))[0],
-                    env=self._cuda.get(pid, (None, ()))[1],
+                    children=len(workers) if workers is not None else None,
+                    cuda_runtime=facts.runtime,
+                    env=facts.env,
+                    ppid=_safe_int(proc.ppid),
+                    workers_cpu_percent=self._workers_cpu(workers),
+                    cuda_libraries=facts.libraries,
+                    cuda_runtime_evidence=facts.evidence,
                 )
         except psutil.NoSuchProcess:
             # Exited between NVML's listing and our lookup: keep NVML's facts only.
@@ -223,6 +337,28 @@ class HostReader:
             return base
         except psutil.AccessDenied:
             return base
+
+    def _workers_cpu(self, workers: list[psutil.Process] | None) -> float | None:
+        """CPU % of a process's children together (its data-loader workers); psutil's
+        percentages are deltas, so the worker objects are kept between ticks."""
+        if not workers:
+            return None if workers is None else 0.0
+        total, known = 0.0, False
+        for child in workers:
+            kept = self._workers.get(child.pid)
+            if kept is None:
+                self._workers[child.pid] = child
+                with contextlib.suppress(psutil.Error):
+                    child.cpu_percent()
+                continue
+            try:
+                total += kept.cpu_percent()
+                known = True
+            except psutil.Error:
+                self._workers.pop(child.pid, None)
+        if len(self._workers) > 4096:
+            self._workers.clear()
+        return total if known else None
 
     def _is_foreign(self, proc: psutil.Process) -> bool:
         try:
@@ -257,6 +393,20 @@ def _command(proc: psutil.Process) -> str | None:
     if len(command) > MAX_COMMAND_CHARS:
         command = command[:MAX_COMMAND_CHARS] + "…"
     return command or None
+
+
+def _children_list(proc: psutil.Process) -> list[psutil.Process] | None:
+    try:
+        return list(proc.children())
+    except psutil.Error:
+        return None
+
+
+def _safe_int(getter: Callable[[], int]) -> int | None:
+    try:
+        return int(getter())
+    except (psutil.Error, ValueError):
+        return None
 
 
 def _children(proc: psutil.Process) -> int | None:

@@ -8,11 +8,14 @@ given; ``DeviceInfo.node`` says where each lives.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import math
+import re
+import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -26,7 +29,12 @@ from gputui.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 
-MAX_BYTES = 10 * 1024 * 1024
+# What one answer may cost, whatever the other side sends (docs/security.md):
+MAX_BYTES = 10 * 1024 * 1024  # the body, never decompressed (we ask for identity)
+MAX_SERIES = 200_000  # samples in one exposition
+MAX_GPUS_PER_NODE = 256  # an NVL72 rack is 72; more is a broken or hostile page
+MAX_LABEL_CHARS = 1024  # a label value longer than this is cut
+_GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
 # DCGM's "blank" values (not supported / no data) start here, for every value type.
 _DCGM_BLANK_INT32 = 0x7FFFFFF0
 _DCGM_BLANK_FP64 = 140737488355328.0
@@ -51,50 +59,138 @@ class NodeGpu:
     gpu: int
     labels: dict[str, str]
     values: dict[str, float] = field(default_factory=dict)
+    #: series for a field this GPU already had: ignored (the first is kept), and said
+    duplicates: int = 0
 
 
 def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
-    """The node's host name (if labelled) and its GPUs, from a Prometheus text exposition."""
+    """The node's host name (if labelled) and its GPUs, from a Prometheus text exposition.
+
+    Bounded whatever the page says: at most MAX_SERIES samples, MAX_GPUS_PER_NODE GPUs,
+    label values cut to MAX_LABEL_CHARS; anything beyond is refused, not stored.
+    """
     hostname: str | None = None
     gpus: dict[int, NodeGpu] = {}
+    seen = 0
     try:
-        families = list(text_string_to_metric_families(text))
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                seen += 1
+                if seen > MAX_SERIES:
+                    raise ScrapeError(f"more than {MAX_SERIES:,} series: refused")
+                name = sample.name
+                if name not in BY_NAME:
+                    continue
+                labels = sample.labels
+                gpu_label = labels.get("gpu")
+                if gpu_label is None or not _GPU_NUMBER.fullmatch(gpu_label):
+                    continue
+                number = int(gpu_label)
+                entry = gpus.get(number)
+                if entry is None:
+                    if len(gpus) >= MAX_GPUS_PER_NODE:
+                        raise ScrapeError(
+                            f"more than {MAX_GPUS_PER_NODE} GPUs on one node: refused"
+                        )
+                    kept = {k[:64]: v[:MAX_LABEL_CHARS] for k, v in labels.items()}
+                    entry = gpus[number] = NodeGpu(number, kept)
+                    hostname = hostname or kept.get("Hostname") or kept.get("hostname")
+                value = float(sample.value)
+                if name in entry.values:
+                    entry.duplicates += 1
+                elif _valid(value):
+                    entry.values[name] = value
+    except ScrapeError:
+        raise
     except Exception as exc:  # the parser raises ValueError and friends on garbage
         raise ScrapeError(f"not a Prometheus exposition ({type(exc).__name__})") from exc
-    for family in families:
-        for sample in family.samples:
-            name = sample.name
-            if name not in BY_NAME:
-                continue
-            labels = sample.labels
-            gpu_label = labels.get("gpu")
-            if gpu_label is None or not gpu_label.isdigit():
-                continue
-            hostname = hostname or labels.get("Hostname") or labels.get("hostname")
-            entry = gpus.setdefault(int(gpu_label), NodeGpu(int(gpu_label), dict(labels)))
-            if _valid(float(sample.value)):
-                entry.values[name] = float(sample.value)
     if not gpus:
         raise ScrapeError("no GPU metrics in the answer")
     return hostname, gpus
 
 
+def _cut(holder: list[socket.socket]) -> None:
+    """The deadline passed: unblock whatever the fetching thread waits for. The socket is
+    held from the moment it connected: an HTTP/1.0 answer takes it off the connection."""
+    for sock in holder:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def fetch(url: str, timeout: float) -> str:
-    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body: bytes = response.read(MAX_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise ScrapeError(f"HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ScrapeError(f"unreachable ({reason})") from exc
-    if len(body) > MAX_BYTES:
-        raise ScrapeError("answer larger than 10 MB")
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScrapeError("answer is not text") from exc
+    """The page at ``url``, or ScrapeError. ``timeout`` bounds the whole request (connect,
+    headers, body: a server that drips a byte a second is cut there), the body is at most
+    MAX_BYTES, and a redirect is followed only within the same scheme, host and port."""
+    deadline = time.monotonic() + timeout
+    for _hop in range(3):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ScrapeError(f"not an http(s) URL: {url}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = kind(parts.hostname, parts.port, timeout=left)
+        held: list[socket.socket] = []
+        watchdog = threading.Timer(left, _cut, (held,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            connection.connect()
+            if connection.sock is not None:
+                held.append(connection.sock)
+            if time.monotonic() >= deadline:  # the watchdog may have fired before it was held
+                raise OSError("deadline passed while connecting")
+            path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+            connection.request(
+                "GET", path, headers={"Accept": "text/plain", "Accept-Encoding": "identity"}
+            )
+            response = connection.getresponse()
+            if response.status in (301, 302, 303, 307, 308):
+                target = urllib.parse.urljoin(url, response.getheader("Location") or "")
+                there = urllib.parse.urlsplit(target)
+                if (there.scheme, there.hostname, there.port) != (
+                    parts.scheme,
+                    parts.hostname,
+                    parts.port,
+                ):
+                    raise ScrapeError(
+                        f"redirected to another host or port ({target}): not followed"
+                    )
+                url = target
+                continue
+            if response.status != 200:
+                raise ScrapeError(f"HTTP {response.status}")
+            encoding = (response.getheader("Content-Encoding") or "identity").lower()
+            if encoding != "identity":
+                raise ScrapeError(f"a {encoding}-compressed answer, not asked for: refused")
+            declared = response.getheader("Content-Length")
+            if declared is not None and declared.isdigit() and int(declared) > MAX_BYTES:
+                raise ScrapeError("answer larger than 10 MB")
+            body = bytearray()
+            while chunk := response.read(65536):
+                body += chunk
+                if len(body) > MAX_BYTES:
+                    raise ScrapeError("answer larger than 10 MB")
+            if time.monotonic() >= deadline:  # cut by the watchdog: what came is not all
+                raise OSError("deadline passed while reading")
+        except ScrapeError:
+            raise
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if time.monotonic() >= deadline - 0.01:
+                raise ScrapeError(f"no complete answer within {timeout:g} s") from exc
+            reason = getattr(exc, "reason", None) or exc
+            raise ScrapeError(f"unreachable ({reason})") from exc
+        finally:
+            watchdog.cancel()
+            connection.close()
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ScrapeError("answer is not text") from exc
+    raise ScrapeError(f"no complete answer within {timeout:g} s")
 
 
 @dataclass
@@ -202,6 +298,15 @@ class RemoteSource:
                     )
                 continue
             _hostname, gpus = result
+            duplicates = sum(entry.duplicates for entry in gpus.values())
+            if duplicates:
+                notes.append(
+                    Note(
+                        NoteKind.GENERAL,
+                        f"node {node.name}: {duplicates} duplicate series ignored "
+                        "(the first of each kept)",
+                    )
+                )
             for offset, number in enumerate(node.gpus):
                 entry = gpus.get(number)
                 if entry is not None:

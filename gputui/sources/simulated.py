@@ -11,7 +11,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from gputui import clock_events as ce
@@ -38,8 +38,8 @@ class CardSpec:
     default_app_sm_clock: int
     temp_slowdown: float
     temp_shutdown: float
-    temp_gpu_max: float
-    temp_mem_max: float
+    temp_gpu_max: float | None
+    temp_mem_max: float | None
     power_default: float
     power_min: float
     pcie_gen: int
@@ -83,6 +83,47 @@ A100_PCIE = CardSpec(
     pcie_gen=4,
     idle_power=45.0,
     gpm=False,
+)
+
+# A consumer Ada card: GDDR6X (no memory temperature limit reported), runs at its 83 °C
+# target under load by design (GPU Boost holds it there with the fans, without throttling).
+RTX_4090 = CardSpec(
+    name="NVIDIA GeForce RTX 4090",
+    architecture="Ada Lovelace",
+    compute_capability="8.9",
+    memory_total=24564 * MIB,
+    max_sm_clock=3105,
+    max_mem_clock=10501,
+    default_app_sm_clock=2520,
+    temp_slowdown=90.0,
+    temp_shutdown=95.0,
+    temp_gpu_max=90.0,
+    temp_mem_max=None,
+    power_default=450.0,
+    power_min=150.0,
+    pcie_gen=4,
+    idle_power=22.0,
+    gpm=False,
+)
+
+# A Gen5 card for PCIe slots (placed in a Gen4 host by the gen5-in-gen4 scenario)
+H100_PCIE = CardSpec(
+    name="NVIDIA H100 PCIe",
+    architecture="Hopper",
+    compute_capability="9.0",
+    memory_total=81559 * MIB,
+    max_sm_clock=1755,
+    max_mem_clock=1593,
+    default_app_sm_clock=1620,
+    temp_slowdown=90.0,
+    temp_shutdown=95.0,
+    temp_gpu_max=88.0,
+    temp_mem_max=95.0,
+    power_default=350.0,
+    power_min=200.0,
+    pcie_gen=5,
+    idle_power=48.0,
+    gpm=True,
 )
 
 DRIVER_VERSION = "550.54.15"
@@ -163,12 +204,24 @@ def _approach(start: float, target: float, t: float, tau: float) -> float:
 
 
 class _Gpu:
-    def __init__(self, index: int, scenario: str, seed: int) -> None:
+    def __init__(self, index: int, scenario: str, seed: int, gpus: int = 1) -> None:
         self.index = index
         self.scenario = scenario
         self.spec = _BY_NAME[scenario].card
+        self.host_pcie_gen = _BY_NAME[scenario].host_pcie_gen or self.spec.pcie_gen
         self.noise = _Noise(seed, index)
         self.pid = 2100 + 97 * index
+        self.gpus = gpus
+
+    def launcher_env(self) -> tuple[str, ...]:
+        """The torchrun environment of a rank of the node's one data-parallel job."""
+        return (
+            "LOCAL_RANK=" + str(self.index),
+            "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=29500",
+            "RANK=" + str(self.index),
+            "WORLD_SIZE=" + str(self.gpus),
+        )
 
     def info(self) -> DeviceInfo:
         s = self.spec
@@ -193,7 +246,7 @@ class _Gpu:
             power_default_limit_w=s.power_default,
             power_min_limit_w=s.power_min,
             power_max_limit_w=s.power_default,
-            pcie_max_gen=s.pcie_gen,
+            pcie_max_gen=min(s.pcie_gen, self.host_pcie_gen),
             pcie_max_width=16,
             pcie_gpu_max_gen=s.pcie_gen,
             persistence_mode=True,
@@ -226,9 +279,13 @@ class _Gpu:
         workers: int = 8,
         command: str | None = None,
         threads: int = 48,
+        env: tuple[str, ...] | None = None,
+        runtime: str = "12.4",
+        libraries: tuple[str, ...] = (),
+        util_samples: tuple[float, ...] = (),
     ) -> _Reading:
         s, n = self.spec, self.noise
-        gen, width = link if link is not None else (s.pcie_gen, 16)
+        gen, width = link if link is not None else (min(s.pcie_gen, self.host_pcie_gen), 16)
         mem_used = int(s.memory_total * min(mem_frac, 0.995))
         sample = GpuSample(
             index=self.index,
@@ -241,8 +298,9 @@ class _Gpu:
             graphics_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
             app_sm_clock_mhz=s.default_app_sm_clock,
             temp_c=round(temp, 0),
-            mem_temp_c=round(temp + 6, 0) if s.gpm else None,
+            mem_temp_c=round(temp + 6, 0) if s.temp_mem_max is not None else None,
             temp_margin_c=round(s.temp_slowdown - temp, 0),
+            util_samples=util_samples,
             fan_pct=None,
             power_w=round(power, 1),
             power_limit_w=s.power_default,
@@ -274,8 +332,15 @@ class _Gpu:
             rss=int((11.5 + 0.4 * n(_RSS, t)) * GIB),
             threads=threads,
             children=workers,
+            cuda_runtime=runtime,
+            env=self.launcher_env() if env is None else env,
+            ppid=2000,
+            cuda_libraries=libraries,
+            cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
         )
         cores = tuple(n.around(_WORKER_CORES + k, t, 62.0, 14.0) for k in range(workers))
+        if workers:
+            process = replace(process, workers_cpu_percent=round(sum(cores), 1))
         return _Reading(sample, process, cores)
 
     def idle(self, t: float) -> _Reading:
@@ -330,7 +395,7 @@ class _Gpu:
         # Heats towards 91.5 °C; HW slowdown holds it just above the slowdown limit.
         temp = min(_approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(_TEMP, t))
         reasons = 0
-        if temp >= s.temp_gpu_max:
+        if temp >= (s.temp_gpu_max or s.temp_slowdown):
             reasons |= ce.SW_THERMAL
         if temp >= s.temp_slowdown:
             reasons |= ce.HW_THERMAL
@@ -359,11 +424,15 @@ class _Gpu:
 
     def vram(self, t: float) -> _Reading:
         n, s = self.noise, self.spec
-        # Training that starts fast and grows its memory (a leak, or a growing cache).
-        frac = 0.50 + 0.49 * min(1.0, t / 60.0) + 0.002 * n(_MEM, t)
+        # A leak: memory grows steadily toward the total (the plateau of a framework's
+        # cache would be calm); at the ceiling the allocator retries and the GPU stalls.
+        frac = 0.55 + 0.435 * min(1.0, t / 200.0) + 0.002 * n(_MEM, t)
+        full = t >= 200.0
+        stall = full and n(_STEP_BUSY, t) < 0.5
+        util = n(_STEP_IDLE_UTIL, t) * 3.0 if stall else n.around(_UTIL, t, 93.0, 4.0)
         return self._training(
             t,
-            util=n.around(_UTIL, t, 93.0, 4.0),
+            util=util,
             clock_factor=n.around(_CLOCK, t, 0.98, 0.01),
             temp=_approach(50.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
             power=n.around(_POWER, t, 0.78 * s.power_default, 25.0),
@@ -406,8 +475,86 @@ class _Gpu:
             workers=0,
             threads=5,
             command="python finetune.py --data /data/imagenet --num-workers 0",
+            env=(),  # its own single-process job: no rank of the node's training job
         )
         return _Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(_MAIN_CORE, t)),))
+
+    # -- calm verdicts: healthy jobs that look alarming to a naive rule ---------------
+    def pytorch_plateau(self, t: float) -> _Reading:
+        """PyTorch's caching allocator: ~97 % of the card reserved from the first steps
+        and flat after (freed blocks stay reserved)."""
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(_UTIL, t, 96.0, 3.0),
+            clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
+            temp=_approach(48.0, 72.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
+            mem_frac=0.972 + 0.002 * n(_MEM, t),
+            env=(*self.launcher_env(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            libraries=(
+                "/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
+                "/opt/venv/lib/python3.11/site-packages/torch/lib/libc10_cuda.so",
+            ),
+        )
+
+    def sweep(self, t: float) -> _Reading:
+        """A hyperparameter sweep: independent single-GPU runs of one script; the odd
+        GPUs train a smaller model and run at lower utilisation. No peers: no straggler."""
+        n, s = self.noise, self.spec
+        lr = ("1e-4", "3e-4", "1e-3", "3e-3")[self.index % 4]
+        small = self.index % 2 == 1
+        return self._training(
+            t,
+            util=n.around(_UTIL, t, 70.0 if small else 97.0, 3.0),
+            clock_factor=n.around(_CLOCK, t, 0.86 if small else 0.985, 0.01),
+            temp=_approach(48.0, 66.0 if small else 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, (0.55 if small else 0.8) * s.power_default, 20.0),
+            mem_frac=0.6,
+            command=f"python train.py --lr {lr} --seed {self.index}",
+            env=(),
+        )
+
+    def gen5_in_gen4(self, t: float) -> _Reading:
+        """A Gen5 card in a Gen4 host: Gen4 x16 under load is the most the host allows."""
+        reading = self.healthy(t)
+        return reading
+
+    def warm_4090(self, t: float) -> _Reading:
+        """An RTX 4090 under load at its 83 °C target: fans hold it there, no throttling."""
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(_UTIL, t, 98.0, 1.5),
+            clock_factor=n.around(_CLOCK, t, 0.88, 0.01),
+            temp=min(83.0, _approach(55.0, 83.4, t, 25.0)) + n.around(_TEMP, t, 0, 0.4),
+            power=n.around(_POWER, t, 0.93 * s.power_default, 12.0),
+            mem_frac=0.8,
+            env=(),
+        )
+
+    def hw_blip(self, t: float) -> _Reading:
+        """An idle GPU with a one-second HW slowdown now and then (a load change, a PSU
+        transient): a reason bit is an instant, not a state."""
+        reading = self.idle(t)
+        if int(t) % 60 == 17:
+            sample = replace(reading.sample, clock_reasons=ce.GPU_IDLE | ce.HW_SLOWDOWN)
+            return _Reading(sample, reading.process, reading.host_cores)
+        return reading
+
+    def minor_compat(self, t: float) -> _Reading:
+        """A CUDA 12.6 runtime on a driver for CUDA 12.4: minor-version compatibility."""
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(_UTIL, t, 96.0, 2.5),
+            clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
+            temp=_approach(48.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
+            mem_frac=0.7,
+            runtime="12.6",
+            env=(),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +564,8 @@ class Scenario:
     read: Callable[[_Gpu, float], _Reading]
     #: positions of this scenario in the default mix (the mix of N GPUs takes the first N)
     mix_slots: tuple[int, ...] = ()
+    #: the host's PCIe generation when it is older than the card's
+    host_pcie_gen: int | None = None
 
 
 # Every scenario, once: its card, what it does, and where it sits in the default mix, so
@@ -430,6 +579,13 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     Scenario("pcie", A100_PCIE, _Gpu.pcie, mix_slots=(5,)),
     Scenario("starved", H100_SXM, _Gpu.starved, mix_slots=(3,)),
     Scenario("idle", H100_SXM, _Gpu.idle, mix_slots=(6,)),
+    # Calm verdicts, outside the default mix: each looks alarming to a naive rule.
+    Scenario("pytorch-plateau", H100_SXM, _Gpu.pytorch_plateau),
+    Scenario("sweep", H100_SXM, _Gpu.sweep),
+    Scenario("gen5-in-gen4", H100_PCIE, _Gpu.gen5_in_gen4, host_pcie_gen=4),
+    Scenario("warm-4090", RTX_4090, _Gpu.warm_4090),
+    Scenario("hw-blip", H100_SXM, _Gpu.hw_blip),
+    Scenario("minor-compat", H100_SXM, _Gpu.minor_compat),
 )
 _BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
 SCENARIOS: Final[tuple[str, ...]] = tuple(_BY_NAME)
@@ -457,7 +613,7 @@ class SimulatedSource:
         self.scenarios = tuple(scenarios)
         self._clock = clock
         self._hostname = hostname
-        self._gpus = [_Gpu(i, s, seed) for i, s in enumerate(self.scenarios)]
+        self._gpus = [_Gpu(i, s, seed, len(scenarios)) for i, s in enumerate(self.scenarios)]
         self._start: float | None = None
         self._host_noise = _Noise(seed, 10_000)
 

@@ -6,9 +6,11 @@ redrawn, and within them only the lines that changed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import re
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -20,10 +22,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
 from textual.driver import Driver
+from textual.markup import escape as escape_markup
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gputui.advisor import judgement_of
 from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.exporters.files import write_atomic
 from gputui.exporters.markdown import markdown_report
@@ -37,6 +42,7 @@ from gputui.ui import compat, render
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+from gputui.ui.svg import local_fonts_only
 from gputui.units import fmt_age
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -126,6 +132,9 @@ class GpuTuiApp(App[int]):
         self.start_at: float | None = None  # a replay's first moment to show
         self.pending_notices: list[str] = []
         self.snapshot_dir = snapshot_dir
+        #: snapshots keep credentials in command lines (--keep-secrets); masked by default
+        self.keep_secrets = False
+        self._masking = False  # the screen is being drawn for a file: credentials masked
         self._monotonic = monotonic
         self._hostname = hostname
         self.selected = monitor.devices[0].index if monitor.devices else 0
@@ -142,6 +151,19 @@ class GpuTuiApp(App[int]):
         self._header_drawn: object = None  # likewise the header
         # Set where the app owns the process (the CLI); tests run many apps in one.
         self.freeze_startup_heap = False
+        self.handle_signals = False
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Toasts carry file names, paths and error text: never parsed as markup here."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def get_default_screen(self) -> Screen[int]:
         return _MainScreen(id="_default")
@@ -182,6 +204,16 @@ class GpuTuiApp(App[int]):
             self.sampler.start()
         if self.freeze_startup_heap:
             self.call_after_refresh(self._freeze_startup_heap)
+        if self.handle_signals:
+            self._end_on_signals()
+
+    def _end_on_signals(self) -> None:
+        """SIGTERM (a kill, a scheduler) and SIGHUP (the SSH session dropped) end the app
+        as ``q`` does: the terminal gets its screen, cursor and mouse back."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self.exit, 128 + signum)
 
     def _freeze_startup_heap(self) -> None:
         # Textual's startup leaves a few hundred thousand objects that live as long as the
@@ -413,7 +445,9 @@ class GpuTuiApp(App[int]):
                 p,
             )
             detail.set_lines(lines[1:])  # the border carries the title line
-            _titled(detail, subtitle=lines[0].plain[len(f"GPU {device.index} ") :])
+            # A border text is markup: the GPU's name in it is outside text.
+            subtitle = lines[0].plain[len(f"GPU {device.index} ") :]
+            _titled(detail, subtitle=escape_markup(subtitle))
         procs = self.query_one("#procs", LineView)
         sort_key = render.SORT_KEYS[self.sort_index]
         _titled(procs, f"Processes on GPU {self.selected} · by {render.SORT_LABELS[sort_key]} (t)")
@@ -428,6 +462,7 @@ class GpuTuiApp(App[int]):
                 procs.size.width,
                 procs.size.height,
                 p,
+                mask=self._masking,
             )
         )
         advisor = self.query_one("#advisor", LineView)
@@ -438,7 +473,18 @@ class GpuTuiApp(App[int]):
         ages = tuple(fmt_age(now - f.since) for f in findings) if now is not None else None
         # The advisor judges every few seconds and shows coarse ages: most ticks its pane
         # would be rebuilt only to find it unchanged.
-        key = (findings, self.finding_index, ages, waiting, advisor.size, p, advisor_notes)
+        judgement = judgement_of(monitor)
+        gathering = judgement.gathering_text() if judgement.gathering else None
+        key = (
+            findings,
+            self.finding_index,
+            ages,
+            waiting,
+            advisor.size,
+            p,
+            advisor_notes,
+            gathering,
+        )
         if key != self._advisor_drawn:
             self._advisor_drawn = key
             advisor.set_lines(
@@ -451,6 +497,7 @@ class GpuTuiApp(App[int]):
                     advisor.size.height,
                     p,
                     notes=advisor_notes,
+                    gathering=gathering,
                 )
             )
 
@@ -544,11 +591,11 @@ class GpuTuiApp(App[int]):
         frame = self.monitor.latest
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(frame.time if frame else time.time()))
         base = self.snapshot_dir / f"gputui-snapshot-{stamp}"
-        document = snapshot_of(self.monitor)
+        document = snapshot_of(self.monitor, keep_secrets=self.keep_secrets)
         outputs: tuple[tuple[Path, Callable[[], str]], ...] = (
             (base.with_suffix(".json"), lambda: dumps(document)),
             (base.with_suffix(".md"), lambda: markdown_report(document)),
-            (base.with_suffix(".svg"), lambda: self.export_screenshot(title="gputui snapshot")),
+            (base.with_suffix(".svg"), self._screenshot_for_a_file),
         )
         written: list[Path] = []
         try:
@@ -567,6 +614,17 @@ class GpuTuiApp(App[int]):
             )
             return
         self.notify(f"{base}.json (+ .md, .svg)", title="Snapshot saved", timeout=6)
+
+    def _screenshot_for_a_file(self) -> str:
+        """The screen as SVG for a file that travels: credentials masked, local fonts only."""
+        self._masking = not self.keep_secrets
+        try:
+            self.redraw()
+            svg = self.export_screenshot(title="gputui snapshot")
+        finally:
+            self._masking = False
+            self.redraw()
+        return local_fonts_only(svg)
 
     def action_quit(self) -> None:  # type: ignore[override]
         self.exit(0)

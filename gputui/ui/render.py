@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
+from gputui.advisor import RULES
+from gputui.advisor.coverage import Judgement, judge_coverage
 from gputui.clock_events import REASONS, describe_reasons
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Finding, Frame, GpuSample, ProcessSample
 from gputui.names import Metric, Severity
 from gputui.pcie import link_bandwidth
 from gputui.sampling.history import History
+from gputui.sanitize import mask_secrets
 from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -309,6 +312,8 @@ def detail_lines(
             f"  SM act {fmt_num(s.sm_activity)} %  tensor {fmt_num(s.tensor_activity)} %",
             style="dim",
         )
+    elif s.util_gpu is None and d.mig_mode:
+        util.append("  utilisation not visible in MIG mode", style="dim")
     else:
         util.append(f"  mem ctrl {fmt_num(s.util_mem)} %", style="dim")
     lines.append(util)
@@ -341,11 +346,23 @@ def detail_lines(
         p,
     )
     temp.append(
-        f"  slowdown {fmt_num(limit)} °C  shutdown {fmt_num(d.temp_shutdown_c)} °C"
-        + (f"  mem {fmt_num(s.mem_temp_c)} °C" if s.mem_temp_c is not None else "")
-        + f"  fan {fmt_num(s.fan_pct, ' %')}",
+        f"  slowdown {fmt_num(limit)} °C  shutdown {fmt_num(d.temp_shutdown_c)} °C",
         style="dim",
     )
+    if s.mem_temp_c is not None:  # the memory against its own limit
+        mem_hot = d.temp_mem_max_c is not None and s.mem_temp_c >= d.temp_mem_max_c - 5
+        temp.append(
+            f"  mem {fmt_num(s.mem_temp_c)}"
+            + (f" / {fmt_num(d.temp_mem_max_c)}" if d.temp_mem_max_c is not None else "")
+            + " °C",
+            style=p.warn if mem_hot else "dim",
+        )
+    if s.temp_margin_c is not None:
+        temp.append(
+            f"  margin {fmt_num(s.temp_margin_c)} °C",
+            style=p.warn if s.temp_margin_c < 5 else "dim",
+        )
+    temp.append(f"  fan {fmt_num(s.fan_pct, ' %')}", style="dim")
     lines.append(temp)
 
     power_limit = s.power_limit_w or d.power_limit_w
@@ -382,6 +399,7 @@ def detail_lines(
 
     lines.append(pcie_line(s, d, width, p))
     lines.append(reasons_line(s, p))
+    lines.extend(_driver_event_lines(s, d, frame.time if frame is not None else 0.0, p))
 
     spark_rows = [
         ("util", Metric.UTIL_GPU, 100.0, "%", p.accent),
@@ -411,6 +429,63 @@ def detail_lines(
             latest = series[-1] if series else float("nan")
             text.append(" " + _short_value(latest, unit))
             lines.append(text)
+    return lines
+
+
+# What the common Xid codes mean (NVIDIA's Xid catalogue), in a few words.
+_XID_MEANINGS: dict[int, str] = {
+    13: "graphics engine exception (often the application)",
+    31: "GPU memory page fault (often the application)",
+    43: "GPU stopped processing (application reset)",
+    45: "preemptive cleanup (a process ended)",
+    48: "double-bit ECC error",
+    61: "internal micro-controller breakpoint",
+    62: "internal micro-controller halt",
+    63: "ECC page retirement or row remap recorded",
+    64: "ECC page retirement or row remap failed",
+    74: "NVLink error",
+    79: "GPU fell off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+    140: "unrecovered ECC error",
+}
+
+
+def _driver_event_lines(s: GpuSample, d: DeviceInfo, now: float, p: Palette) -> list[Text]:
+    """Xid errors, the driver's throttle counters and MIG instances, where there are any."""
+    lines: list[Text] = []
+    for xid in s.xid_events[-3:]:
+        text = _label("Xid")
+        text.append(f"{xid.code}", style=f"bold {p.crit}")
+        text.append(f" {_XID_MEANINGS.get(xid.code, 'see NVIDIA Xid catalogue')}")
+        text.append(f"  {fmt_age(max(0.0, now - xid.time))} ago", style="dim")
+        lines.append(text)
+    counters = (
+        ("power", s.violation_power_s),
+        ("thermal", s.violation_thermal_s),
+        ("board", s.violation_board_s),
+        ("reliability", s.violation_reliability_s),
+    )
+    if any(v is not None for _, v in counters):
+        text = _label("Held")
+        for name, value in counters:
+            text.append(f"{name} {fmt_num(value, ' s', 1)}  ", style=p.warn if value else "dim")
+        text.append("(driver counters, since load)", style="dim")
+        lines.append(text)
+    for mig in s.mig_instances:
+        text = _label("MIG")
+        text.append(f"{mig.profile or '?'} gi {mig.gpu_instance_id}", style="bold")
+        text.append(f"  {fmt_bytes(mig.mem_used)} / {fmt_bytes(mig.mem_total)}")
+        if mig.sm_activity is not None:
+            text.append(f"  SM act {fmt_num(mig.sm_activity)} %")
+        else:
+            text.append("  utilisation not visible", style="dim")
+        if mig.pids:
+            text.append("  pid " + ", ".join(str(pid) for pid in mig.pids[:4]), style="dim")
+        lines.append(text)
     return lines
 
 
@@ -454,11 +529,15 @@ def pcie_line(s: GpuSample, d: DeviceInfo, width: int, p: Palette) -> Text:
         text.append(f" ({fmt_rate(capacity)})", style="dim")
     if degraded and idle:
         text.append(" idle downshift", style="dim")
+    if d.pcie_gpu_max_gen and d.pcie_max_gen and d.pcie_gpu_max_gen > d.pcie_max_gen:
+        text.append(f" card Gen{d.pcie_gpu_max_gen}: host-limited", style="dim")
     for label, rate in (("RX", s.pcie_rx_bps), ("TX", s.pcie_tx_bps)):
         share = _pct(rate, capacity)
         text.append(f"  {label} {fmt_rate(rate)}")
         if share is not None:
             text.append(f" {100 * share:.0f}%", style=p.pcie(share))
+    if s.pcie_counter_based is not None:  # exact counters, or a sampled 20 ms window
+        text.append(" counted" if s.pcie_counter_based else " sampled", style="dim")
     text.append(f"  replays {fmt_num(s.pcie_replay_count)}", style="dim")
     return text
 
@@ -495,7 +574,9 @@ def process_lines(
     width: int,
     height: int,
     p: Palette,
+    mask: bool = False,
 ) -> list[Text]:
+    """The process table; ``mask`` hides credentials in command lines (for files)."""
     columns = (
         f"{'PID':>7} {'USER':<10} {'GPU MEM':>9} {'CPU%':>6} {'RSS':>9} {'THR':>4} {'WRK':>4} "
         "COMMAND"
@@ -517,6 +598,8 @@ def process_lines(
         command = proc.command or (
             "(not visible from this PID namespace)" if not proc.visible else NA
         )
+        if mask:
+            command = mask_secrets(command)
         row = Text(
             f"{proc.pid:>7} {(proc.user or NA)[:10]:<10} {fmt_bytes(proc.gpu_memory):>9} "
             f"{fmt_num(proc.cpu_percent, '', 0):>6} {fmt_bytes(proc.rss, 0):>9} "
@@ -540,10 +623,18 @@ def advisor_lines(
     height: int,
     p: Palette,
     notes: Sequence[str] = (),
+    gathering: str | None = None,
 ) -> list[Text]:
     """The findings, most severe first, the selected one's evidence and remedies below;
-    the source's notes (a node down, rules that cannot run) at the end."""
-    lines = _finding_lines(findings, selected, now, waiting, width, height - len(notes), p)
+    the source's notes (a node down, rules that cannot run) at the end. ``gathering``
+    ("gathering: 4 s of 10 s") replaces the all-clear until the rules have their history."""
+    if not findings and gathering and not waiting:
+        lines = [
+            Text(gathering, style="dim"),
+            Text("no verdict yet: the rules need more history", style="dim"),
+        ]
+    else:
+        lines = _finding_lines(findings, selected, now, waiting, width, height - len(notes), p)
     for note in notes[: max(0, height - len(lines))]:
         line = Text(f"! {note}", style=p.warn if "down" in note else "dim")
         line.truncate(width, overflow="ellipsis")
@@ -618,6 +709,7 @@ def card(
     width: int,
     height: int,
     p: Palette,
+    not_judged: str | None = None,
 ) -> list[Text]:
     """One GPU as a boxed card of ``height`` rows: the overview of an 8-GPU node.
 
@@ -640,6 +732,8 @@ def card(
         status = Text(
             f"{SEVERITY_MARK[f.severity]} {f.rule}{more}", style=f"bold {p.severity(f.severity)}"
         )
+    elif not_judged:  # "✓ ok" only for a GPU the rules could judge
+        status = Text(not_judged, style=p.warn)
     else:
         status = Text("✓ ok", style=p.ok)
     if sample is None or sample.lost:
@@ -712,8 +806,14 @@ def overview_lines(
     width: int,
     height: int,
     p: Palette,
+    judgement: Judgement | None = None,
 ) -> list[Text]:
-    """All GPUs as cards; when they cannot all fit, the selected GPU's row stays in view."""
+    """All GPUs as cards; when they cannot all fit, the selected GPU's row stays in view.
+    A GPU the rules could not judge says so instead of "✓ ok"."""
+    if judgement is None:
+        judgement = judge_coverage(
+            RULES, {d.index: d for d in devices}, frame, history.times(), p.limits
+        )
     per_row = max(1, width // CARD_WIDTH)
     card_width = max(24, width // per_row)
     card_rows = max(1, -(-len(devices) // per_row))
@@ -730,6 +830,9 @@ def overview_lines(
                 card_width,
                 card_height,
                 p,
+                not_judged=judgement.gathering_text()
+                if judgement.gathering
+                else judgement.missing_on(d.index),
             )
             for d in devices[start : start + per_row]
         ]

@@ -82,4 +82,66 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
         "straggler",
         "idle-allocated",
     }
-    assert {r.id for r in RULES} == brief
+    # issue 12: the calm verdicts and the honest "cause not visible from here"
+    calm = {"vram-reserved", "pcie-host-limited", "under-used"}
+    assert {r.id for r in RULES} == brief | calm
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    ["pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat"],
+)
+def test_doctor_exits_0_on_the_calm_verdicts(scenario: str) -> None:
+    assert main(["doctor", "--demo", scenario, "--gpus", "2"]) == 0
+
+
+def test_doctor_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    from gputui.cli import DOCTOR_EXIT_CODES
+    from gputui.doctor import EXIT_CODES
+
+    assert DOCTOR_EXIT_CODES == EXIT_CODES
+    with pytest.raises(SystemExit):
+        main(["doctor", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for code in ("0 everything was judged", "1 warnings", "2 critical", "3 no GPUs", "4 nothing"):
+        assert code in text, code
+
+
+def test_doctor_before_the_rules_have_their_history_says_gathering_and_exits_4(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(
+        ["doctor", "--demo", "healthy", "--gpus", "1", "--warmup", "0", "--duration", "3"]
+    )
+    out = capsys.readouterr().out
+    assert status == 4
+    assert "gathering: 3 s of 10 s" in out and "No findings" not in out
+
+
+def test_doctor_shorter_than_the_live_hold_still_reports_what_held_throughout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["doctor", "--demo", "pcie", "--gpus", "1", "--warmup", "0", "--duration", "7"]
+    assert main(args) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "pcie-link-degraded" in out
+    assert "held through the whole sampled window (7 s" in out
+
+
+def test_doctor_lists_rules_it_could_not_judge(capsys: pytest.CaptureFixture[str]) -> None:
+    # the starved GPU is idle a third of the time: under-used needs minutes to say so
+    main(["doctor", "--demo", "starved", "--gpus", "1", "--warmup", "0", "--duration", "12"])
+    assert "not judged (GPU 0): under-used" in " ".join(capsys.readouterr().out.split())
+
+
+def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["snapshot", "--demo", "healthy", "--gpus", "1", "--warmup", "0"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["findings"] == [] and document["judgement"]["gathering"] is True
+    report = tmp_path / "s.md"
+    args = ["snapshot", "--demo", "healthy", "--gpus", "1", "--warmup", "0", "-o", str(report)]
+    assert main(args) == 0
+    text = report.read_text()
+    assert "No findings" not in text and "No verdict yet (gathering: 2 s of 10 s)" in text

@@ -72,7 +72,8 @@ def test_healthy_node_stays_live_beside_a_hanging_and_a_garbage_one(
         assert s.sm_activity == pytest.approx(81.2361)
         nodes = (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY)
         down = [n.text for n in frame.notes if n.kind in nodes]
-        assert len(down) == 2 and any("timed out" in n or "no answer within" in n for n in down)
+        assert len(down) == 2
+        assert any("no answer within" in n or "no complete answer within" in n for n in down)
         assert any("not a Prometheus exposition" in n or "not text" in n for n in down)
     source.close()
 
@@ -167,6 +168,6 @@ def test_doctor_over_a_source_says_what_it_cannot_check(
         ]
     )
     out = " ".join(capsys.readouterr().out.split())  # the report wraps at the console width
-    assert status in (0, 1, 2)
+    assert status in (0, 1, 2, 4)
     assert "these rules cannot run" in out and "gave no GPUs at start" in out
     assert "CUDA n/a" in out  # an exporter does not say; never "None"

@@ -52,7 +52,7 @@ def test_finding_keeps_its_start_time_while_it_holds() -> None:
 
 def test_most_severe_first() -> None:
     sim = Sim()
-    sim.run(40, replace(CAPPED, mem_used=int(79.5 * 1024**3)))
+    sim.run(40, lambda i: replace(CAPPED, ecc_volatile_uncorrected=i // 10))
     assert [f.severity for f in sim.findings] == ["critical", "warning"]
 
 

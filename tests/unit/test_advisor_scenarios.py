@@ -18,7 +18,15 @@ EXPECTED = {
     "vram": {"vram-pressure"},
     "pcie": {"pcie-link-degraded", "pcie-saturated"},
     "starved": {"input-starved"},
+    # the calm verdicts: at most an info line
+    "pytorch-plateau": {"vram-reserved"},
+    "sweep": set(),
+    "gen5-in-gen4": {"pcie-host-limited"},
+    "warm-4090": set(),
+    "hw-blip": set(),
+    "minor-compat": {"cuda-driver-mismatch"},
 }
+CALM = ("pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat")
 
 
 def simulate(scenario: str, gpus: int, seconds: int) -> list[set[tuple[RuleId, int | None]]]:
@@ -70,3 +78,26 @@ def test_default_mix_findings_match_each_gpus_scenario() -> None:
 def test_thermal_finding_appears_within_a_minute() -> None:
     timeline = simulate("thermal", 1, 60)
     assert ("thermal-throttle", 0) in timeline[-1]
+
+
+@pytest.mark.parametrize("scenario", CALM)
+def test_calm_scenarios_raise_no_alarm_and_the_simulation_fills_the_new_readings(
+    scenario: str,
+) -> None:
+    clock = ManualClock(1_800_000_000.0)
+    source = SimulatedSource(resolve_scenarios(scenario, 4), clock=clock)
+    advisor = make_advisor(source.open())
+    history = History(3600)
+    for _ in range(200):
+        history.add(source.read())
+        findings = advisor.update(history)
+        assert all(f.severity == "info" for f in findings), findings
+        clock.advance(1.0)
+    assert advisor.judgement.complete, advisor.judgement
+
+
+def test_gen5_card_in_a_gen4_host_reports_both_maxima() -> None:
+    source = SimulatedSource(resolve_scenarios("gen5-in-gen4", 1), clock=ManualClock(0.0))
+    (device,) = source.open()
+    assert (device.pcie_gpu_max_gen, device.pcie_max_gen) == (5, 4)
+    assert source.read().gpus[0].pcie_gen == 4

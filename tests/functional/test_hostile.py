@@ -1,0 +1,371 @@
+"""Hostile input on every surface: the TUI, doctor, snapshots, the SVG, recordings, the
+exporter, replay files, remote pages, files on disk and the process's own lifecycle.
+
+Each test is one finding of the attack report in issue 14, failing before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+
+from gputui import cli
+from gputui.advisor import make_monitor
+from gputui.config import Config
+from gputui.exporters.files import write_atomic
+from gputui.exporters.prometheus import GputuiCollector
+from gputui.formats.recording import RecordingError, read_recording
+from gputui.launch import make_app
+from gputui.model import SourceInfo
+from gputui.names import SourceKind
+from gputui.sources.remote import MAX_GPUS_PER_NODE, RemoteSource, fetch, parse_exposition
+from gputui.ui.lines import LineView
+from tests.hostile import CORPUS, FORBIDDEN, SECRET_VALUES, HostileSource, everything
+from tests.servers import answer, dcgm_payload, serve
+
+# Markup first: the GPU names (one per GPU, three GPUs) are where markup used to crash.
+_FIRST = ("rich markup close", "rich markup link", "rich markup style")
+TEXTS = [CORPUS[k] for k in _FIRST] + [v for k, v in CORPUS.items() if k not in _FIRST]
+
+
+def _assert_inert(text: str, where: str) -> None:
+    for char in FORBIDDEN:
+        assert char not in text, f"{char!r} reached {where}"
+
+
+def _hostile(clock: Callable[[], float]) -> HostileSource:
+    return HostileSource(("thermal", "starved", "vram"), TEXTS, clock=clock)
+
+
+@pytest.fixture
+def hostile_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command's source is the hostile node."""
+    monkeypatch.setattr(cli, "make_source", lambda args, clock=time.time: _hostile(clock))
+
+
+# -- the TUI -------------------------------------------------------------------------
+async def test_tui_draws_hostile_names_and_commands_inert(tmp_path: Path) -> None:
+    source = _hostile(time.time)
+    devices = source.open()
+    app = make_app(source, devices, Config(), snapshot_dir=tmp_path, live=False)
+    for _ in range(40):
+        app.monitor.ingest(source.read())
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        for _ in range(3):  # every GPU in the detail panel, its subtitle markup included
+            await pilot.press("right")
+            await pilot.pause()
+        shown = "\n".join(v.plain for v in app.query(LineView) if v.display)
+        _assert_inert(shown, "the screen")
+        assert "␛[31mred" in shown or "␛[2J" in shown  # made visible, not hidden
+        app.notify(everything(), title="hostile")  # a toast with outside text
+        await pilot.pause()
+        await pilot.press("s")  # the snapshot key: JSON, Markdown and SVG
+        await pilot.pause()
+        assert app.is_running
+    files = {p.suffix: p.read_text() for p in tmp_path.iterdir()}
+    assert set(files) == {".json", ".md", ".svg"}
+    for suffix, text in files.items():
+        _assert_inert(text, suffix)
+        assert not any(secret in text for secret in SECRET_VALUES), suffix
+    ET.fromstring(files[".svg"])  # valid XML
+    assert "url(" not in files[".svg"].split("<style", 1)[1].split("</style>", 1)[0]
+    for path in tmp_path.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+# -- doctor, snapshot, record ---------------------------------------------------------
+def test_doctor_prints_hostile_text_inert(
+    hostile_cli: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(["doctor", "--demo", "--duration", "2", "--warmup", "60"])
+    out, err = capsys.readouterr()
+    assert status in (0, 1, 2) and "Traceback" not in err
+    _assert_inert(out + err, "doctor")
+
+
+def test_doctor_json_is_valid_and_masks_secrets(
+    hostile_cli: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.main(["doctor", "--demo", "--json", "--duration", "2", "--warmup", "60"])
+    out = capsys.readouterr().out
+    document = json.loads(out)
+    text = json.dumps(document, ensure_ascii=False)
+    _assert_inert(text, "doctor --json")
+    assert not any(secret in text for secret in SECRET_VALUES)
+
+
+@pytest.mark.parametrize("name", ["state.md", "state.json"])
+def test_snapshot_files_are_inert_and_masked(hostile_cli: None, tmp_path: Path, name: str) -> None:
+    target = tmp_path / name
+    assert cli.main(["snapshot", "--demo", "-o", str(target)]) == 0
+    text = target.read_text()
+    _assert_inert(text, name)
+    assert not any(secret in text for secret in SECRET_VALUES)
+    if name.endswith(".md"):
+        assert "<img" not in text and "](javascript" not in text
+        table = [line for line in text.splitlines() if line.startswith("| ")]
+        # header + rule + one row per GPU, header + rule + one row per process: no row split
+        assert len(table) == (2 + 3) + (2 + 3)
+
+
+def test_keep_secrets_keeps_them(hostile_cli: None, tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    assert cli.main(["snapshot", "--demo", "--keep-secrets", "-o", str(target)]) == 0
+    assert "hunter2" in target.read_text()
+
+
+def test_recording_masks_secrets_and_replays_inert(hostile_cli: None, tmp_path: Path) -> None:
+    target = tmp_path / "run.jsonl"
+    assert cli.main(["record", "--demo", "-o", str(target), "--duration", "1"]) == 0
+    text = target.read_text()
+    _assert_inert(text, "the recording")
+    assert not any(secret in text for secret in SECRET_VALUES)
+    recording = read_recording(target)
+    assert recording.ticks and "***" in (recording.ticks[-1].frame.processes[0].command or "")
+
+
+def test_exporter_labels_are_inert() -> None:
+    source = _hostile(time.time)
+    devices = source.open()
+    monitor = make_monitor(devices, Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED))
+    monitor.ingest(source.read())
+    registry = CollectorRegistry()
+    registry.register(GputuiCollector(monitor, hostname=CORPUS["OSC title"]))
+    text = generate_latest(registry).decode()
+    _assert_inert(text, "the exposition")
+    assert list(text_string_to_metric_families(text))  # still parses
+
+
+# -- files on disk --------------------------------------------------------------------
+def test_record_refuses_to_write_through_a_symlink(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    victim.chmod(0o644)
+    link = tmp_path / "run.jsonl"
+    link.symlink_to(victim)
+    assert cli.main(["record", "--demo", "-o", str(link), "--duration", "1"]) == 1
+    assert victim.read_text() == "keep me" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert "symbolic link" in capsys.readouterr().err
+
+
+def test_snapshot_replaces_a_symlink_instead_of_writing_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "state.json"
+    link.symlink_to(victim)
+    write_atomic(link, "{}")
+    assert victim.read_text() == "keep me" and not link.is_symlink()
+
+
+def test_a_killed_snapshot_leaves_no_temporary_file_behind(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    # what a writer killed with SIGKILL mid-write leaves: a temporary file of a dead pid
+    dead = 2**22 + 12345  # above pid_max's default: no such process
+    orphan = tmp_path / f".state.json.gputui-tmp-{dead}.abcd1234"
+    orphan.write_text("half")
+    write_atomic(target, "{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_record_on_a_full_disk_says_so_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    assert cli.main(["record", "--demo", "-o", "/dev/full", "--duration", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "No space left" in err
+
+
+# -- replay files ---------------------------------------------------------------------
+HEADER = {
+    "schema": "gputui.record",
+    "version": 2,
+    "gputui_version": "x",
+    "source": {"label": "NVML", "kind": "live", "detail": None},
+    "devices": [{"index": 0, "name": "GPU"}],
+    "interval_s": 1.0,
+}
+
+
+def _tick(time_value: object, **gpu: object) -> str:
+    return json.dumps({"frame": {"time": time_value, "gpus": [{"index": 0, **gpu}]}})
+
+
+HOSTILE_FILES: dict[str, Callable[[Path], object]] = {
+    "corrupt gzip": lambda p: p.write_bytes(b"\x1f\x8b\x08\x00" + os.urandom(300)),
+    "wrong types": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + _tick(1.0, temp_c="hot") + "\n"
+    ),
+    "deep nesting": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n" + _tick(2.0) + "\n"
+    ),
+    "NaN time": lambda p: p.write_text(json.dumps(HEADER) + '\n{"frame":{"time":NaN,"gpus":[]}}\n'),
+    "1e300 time": lambda p: p.write_text(json.dumps(HEADER) + "\n" + _tick(1e300) + "\n"),
+    "time backwards": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + _tick(10.0) + "\n" + _tick(5.0) + "\n"
+    ),
+    "interval 0": lambda p: p.write_text(json.dumps({**HEADER, "interval_s": 0}) + "\n"),
+    "interval -5": lambda p: p.write_text(json.dumps({**HEADER, "interval_s": -5}) + "\n"),
+    "a million GPUs": lambda p: p.write_text(
+        json.dumps({**HEADER, "devices": [{"index": i, "name": "g"} for i in range(10**6)]}) + "\n"
+    ),
+    "a 20 MiB line": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + '{"frame": "' + "x" * (20 * 2**20) + '"}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_FILES))
+def test_hostile_replay_files_are_refused_clearly(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / (f"run{CORPUS['CSI colour']}.jsonl")  # a hostile file name too
+    HOSTILE_FILES[case](path)
+    with pytest.raises(RecordingError):
+        recording = read_recording(path)
+        if not recording.ticks:
+            raise RecordingError("no frames")
+    assert cli.main(["replay", str(path)]) == cli.EXIT_NO_SOURCE
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("gputui: ")
+    _assert_inert(err, "stderr")
+
+
+# -- remote pages ---------------------------------------------------------------------
+def test_a_page_claiming_100000_gpus_is_refused_not_allocated() -> None:
+    lines = [f'DCGM_FI_DEV_GPU_TEMP{{gpu="{i}",Hostname="n"}} 50' for i in range(100_000)]
+    from gputui.sources.remote import ScrapeError
+
+    with pytest.raises(ScrapeError, match=f"more than {MAX_GPUS_PER_NODE} GPUs"):
+        parse_exposition("\n".join(lines) + "\n")
+
+
+def test_unicode_digits_and_huge_numbers_are_not_gpu_numbers() -> None:
+    page = (
+        'DCGM_FI_DEV_GPU_TEMP{gpu="\u0663",Hostname="n"} 50\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="18446744073709551616",Hostname="n"} 50\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="n"} 51\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="1",Hostname="n"} 99\n'  # a duplicate: the first is kept
+    )
+    _host, gpus = parse_exposition(page)
+    assert list(gpus) == [1]
+    assert gpus[1].values["DCGM_FI_DEV_GPU_TEMP"] == 51 and gpus[1].duplicates == 1
+
+
+def test_hostile_labels_reach_no_surface_raw() -> None:
+    text = everything().replace(CORPUS["lone surrogate"], "")  # a page must be UTF-8
+    # escaped as the exposition format escapes label values: the parser hands them back raw
+    label = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    page = dcgm_payload("node").decode().replace('modelName="', f'modelName="{label}')
+    page = page.replace('Hostname="node"', f'Hostname="{CORPUS["CSI clear screen"]}"')
+    url, server = serve(answer(page.encode()))
+    try:
+        devices = RemoteSource([url], timeout_s=2.0).open()
+        for device in devices:
+            _assert_inert(f"{device.name} {device.node}", "a remote device")
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def dripping() -> Iterator[str]:
+    def drip(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.end_headers()
+        for _ in range(120):  # one byte a second, for two minutes
+            request.wfile.write(b"#")
+            request.wfile.flush()
+            time.sleep(1.0)
+
+    url, server = serve(drip)
+    yield url
+    server.shutdown()
+
+
+def test_a_dripping_endpoint_is_cut_at_the_deadline(dripping: str) -> None:
+    from gputui.sources.remote import ScrapeError
+
+    started = time.monotonic()
+    with pytest.raises(ScrapeError, match="no complete answer within 1 s"):
+        fetch(dripping, 1.0)
+    assert time.monotonic() - started < 2.0
+
+
+def test_redirects_to_another_port_are_not_followed() -> None:
+    elsewhere, other = serve(answer(dcgm_payload("evil")))
+
+    def redirect(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(302)
+        request.send_header("Location", elsewhere)
+        request.end_headers()
+
+    url, server = serve(redirect)
+    try:
+        from gputui.sources.remote import ScrapeError
+
+        with pytest.raises(ScrapeError, match="redirected to another host or port"):
+            fetch(url, 2.0)
+    finally:
+        server.shutdown()
+        other.shutdown()
+
+
+def test_a_remote_node_without_gpus_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    page = b"# HELP up up\n# TYPE up gauge\nup 1\n"
+    url, server = serve(answer(page))
+    try:
+        assert cli.main(["doctor", "--source", url, "--duration", "0"]) == cli.EXIT_NO_SOURCE
+    finally:
+        server.shutdown()
+    assert "Traceback" not in capsys.readouterr().err
+
+
+# -- the exporter's bind ----------------------------------------------------------------
+def test_the_exporter_will_not_listen_beyond_loopback_unless_told(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["export", "--demo", "--listen", "0.0.0.0:0"]) == 2
+    assert "--allow-remote" in capsys.readouterr().err
+
+
+# -- the process's lifecycle ---------------------------------------------------------
+def test_plain_gputui_without_a_terminal_says_so_and_exits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # pytest's captured stdout is not a terminal: as in cron or `ssh host gputui > log`
+    assert cli.main(["--demo"]) == cli.EXIT_NO_TERMINAL
+    err = capsys.readouterr().err
+    assert "needs a terminal" in err and "gputui snapshot" in err and "\x1b" not in err
+
+
+def test_an_app_that_crashes_never_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's run() gives None when the app died of an exception; its return code
+    says 1 then. The CLI's status follows the return code, never a default 0."""
+    from gputui.launch import make_demo_app, run_owned
+    from gputui.ui.app import GpuTuiApp
+
+    app = make_demo_app(None, 2)
+    monkeypatch.setattr(app, "run", lambda: None)
+    monkeypatch.setattr(GpuTuiApp, "return_code", property(lambda self: 1))
+    assert run_owned(app) == 1
+
+
+def test_remote_pages_are_not_read_with_urlopen() -> None:
+    """urllib follows redirects anywhere and has no whole-request deadline."""
+    source = Path(cli.__file__).parent / "sources" / "remote.py"
+    assert not re.search(r"urllib\.request|urlopen", source.read_text())

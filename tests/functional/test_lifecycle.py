@@ -1,0 +1,98 @@
+"""The app as a process on a real pseudo-terminal: signals end it cleanly, resizes do not
+break it. What users hit when an SSH session drops or a scheduler kills a job."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import select
+import signal
+import struct
+import sys
+import termios
+import time
+
+import pytest
+
+RESTORED = (b"\x1b[?1049l", b"\x1b[?25h")  # leave the alternate screen, show the cursor
+
+
+def _start(rows: int = 40, cols: int = 120) -> tuple[int, int]:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: gputui's demo, as a user starts it
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, [sys.executable, "-m", "gputui", "--demo"])
+    _resize(fd, rows, cols)
+    return pid, fd
+
+
+def _resize(fd: int, rows: int, cols: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def _read_until(fd: int, marker: bytes, seconds: float) -> bytes:
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and marker not in out:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+def _drain_and_wait(pid: int, fd: int, seconds: float) -> tuple[bytes, int | None, float]:
+    started = time.monotonic()
+    out = b""
+    status: int | None = None
+    while time.monotonic() - started < seconds:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            with contextlib.suppress(OSError):
+                out += os.read(fd, 65536)
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(raw)
+            break
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return out, status, time.monotonic() - started
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_ends_the_app_within_2_s_and_restores_the_terminal(signum: int) -> None:
+    pid, fd = _start()
+    assert b"GPUs" in _read_until(fd, b"GPUs", 20), "the app did not draw"
+    os.kill(pid, signum)
+    out, status, took = _drain_and_wait(pid, fd, 5)
+    assert status is not None and took < 2.0, f"still running after {took:.1f} s"
+    if signum != signal.SIGHUP:  # after a hang-up there is no terminal left to restore
+        assert all(seq in out for seq in RESTORED)
+    assert status != 0 or signum == signal.SIGINT
+
+
+def test_a_resize_storm_neither_crashes_nor_stalls_the_app() -> None:
+    pid, fd = _start()
+    assert b"GPUs" in _read_until(fd, b"GPUs", 20)
+    for i in range(200):
+        _resize(fd, 20 + i % 40, 60 + (i * 7) % 140)
+        os.kill(pid, signal.SIGWINCH)
+        if i % 20 == 0:
+            _read_until(fd, b"\x00", 0.01)  # keep the pty drained
+    _resize(fd, 40, 120)
+    os.kill(pid, signal.SIGWINCH)
+    assert b"GPUs" in _read_until(fd, b"GPUs", 10), "no frame after the storm"
+    done, _raw = os.waitpid(pid, os.WNOHANG)
+    assert not done, "the app died in the storm"
+    os.write(fd, b"q")
+    _out, status, took = _drain_and_wait(pid, fd, 5)
+    assert status == 0 and took < 2.0

@@ -1,0 +1,75 @@
+"""The one sanitiser and the secret mask, on the hostile corpus."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gputui.model import DeviceInfo, Finding, HostSample, Note, ProcessSample, SourceInfo
+from gputui.names import NoteKind, RuleId, Severity, SourceKind
+from gputui.sanitize import MAX_TEXT, clean, is_secret_name, mask_secrets
+from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_clean_leaves_nothing_a_terminal_acts_on(name: str) -> None:
+    out = clean(CORPUS[name])
+    assert not any(c in out for c in FORBIDDEN)
+    assert all(c.isprintable() or c == " " for c in out)
+    assert clean(out) == out  # idempotent: cleaning twice changes nothing
+    assert len(out) <= MAX_TEXT * 11  # bounded (each character grows at most to <U+XXXX>)
+    out.encode("utf-8")  # every file can hold it
+
+
+def test_clean_makes_escapes_visible_rather_than_hiding_them() -> None:
+    assert clean("\x1b[31mred") == "␛[31mred"
+    assert clean("a\nb\tc") == "a␊b␉c"
+    assert clean("x\u202ey") == "x<U+202E>y"
+    assert clean("plain text, ünïcode 名前") == "plain text, ünïcode 名前"
+    assert clean("x" * 50, limit=10) == "x" * 9 + "…"
+
+
+def test_every_model_string_is_clean_wherever_it_comes_from() -> None:
+    hostile = CORPUS["OSC 52 clipboard write"] + CORPUS["BiDi override"]
+    objects = [
+        DeviceInfo(index=0, name=hostile, uuid=hostile, node=hostile),
+        ProcessSample(pid=1, gpu_index=0, command=hostile, user=hostile, env=(hostile,)),
+        HostSample(hostname=hostile),
+        Note(NoteKind.GENERAL, hostile),
+        SourceInfo(hostile, SourceKind.REMOTE, hostile),
+        Finding(RuleId.GPU_ERRORS, Severity.INFO, 0, hostile, (hostile,), (hostile,), 0, 0),
+    ]
+    for obj in objects:
+        for field in dataclasses.fields(obj):  # type: ignore[arg-type]
+            value = getattr(obj, field.name)
+            texts = value if isinstance(value, tuple) else (value,)
+            for text in texts:
+                if isinstance(text, str):
+                    assert not any(c in text for c in FORBIDDEN), (type(obj), field.name)
+
+
+def test_secrets_are_masked_and_their_names_kept() -> None:
+    masked = mask_secrets(SECRET_COMMAND)
+    assert not any(secret in masked for secret in SECRET_VALUES)
+    assert "--password=***" in masked and "--api-key ***" in masked
+    assert "https://bob:***@data.example.org/x" in masked and "HF_TOKEN=***" in masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "python train.py --max-tokens 512 --tokenizer gpt2 --batch-size 16",
+        "torchrun --nproc-per-node 8 train.py --lr 3e-4 max_tokens=5",
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python x.py --author me",
+    ],
+)
+def test_ordinary_arguments_are_left_alone(text: str) -> None:
+    assert mask_secrets(text) == text
+
+
+def test_secret_names_are_whole_words() -> None:
+    assert is_secret_name("HF_TOKEN") and is_secret_name("--db-password")
+    assert is_secret_name("WANDB_API_KEY") and is_secret_name("AWS_SECRET_ACCESS_KEY")
+    assert not is_secret_name("max_tokens") and not is_secret_name("--tokenizer")
+    assert not is_secret_name("--keypoints") and not is_secret_name("--author")
