@@ -13,6 +13,9 @@ SW_THERMAL: Final = 0x20
 HW_THERMAL: Final = 0x40
 HW_POWER_BRAKE: Final = 0x80
 DISPLAY_CLOCKS: Final = 0x100
+# Bits newer drivers set (nvml.h's nvmlClocksThrottleReasonBoardLimit / ...Reliability).
+BOARD_LIMIT: Final = 0x200
+RELIABILITY: Final = 0x400
 
 # (bit, identifier, plain words, short words), in the order a user should read them.
 REASONS: Final[tuple[tuple[int, str, str, str], ...]] = (
@@ -23,6 +26,8 @@ REASONS: Final[tuple[tuple[int, str, str, str], ...]] = (
     (SW_POWER_CAP, "sw_power_cap", "power cap (SW)", "power cap"),
     (APPLICATIONS_CLOCKS, "applications_clocks", "application clocks setting", "app clocks"),
     (SYNC_BOOST, "sync_boost", "sync boost", "sync boost"),
+    (BOARD_LIMIT, "board_limit", "board limit", "board limit"),
+    (RELIABILITY, "reliability", "reliability limit", "reliability"),
     (DISPLAY_CLOCKS, "display_clocks", "display clock setting", "display"),
     (GPU_IDLE, "gpu_idle", "idle", "idle"),
 )

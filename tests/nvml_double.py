@@ -10,6 +10,8 @@ missing attribute is a function the "driver" lacks, exactly as with an old libnv
 from __future__ import annotations
 
 import ctypes
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,13 +26,31 @@ GPU_IS_LOST: int = pynvml.NVML_ERROR_GPU_IS_LOST
 UNKNOWN: int = pynvml.NVML_ERROR_UNKNOWN
 INSUFFICIENT_SIZE: int = pynvml.NVML_ERROR_INSUFFICIENT_SIZE
 GPU_NOT_FOUND = 28  # nvml.h's NVML_ERROR_GPU_NOT_FOUND; nvidia-ml-py < 12.550 lacks it
+NOT_FOUND: int = pynvml.NVML_ERROR_NOT_FOUND
+TIMEOUT: int = pynvml.NVML_ERROR_TIMEOUT
+INVALID_ARGUMENT: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
 MIB = 1024**2
+XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
 
 
 @dataclass
 class FakeProcess:
     pid: int
     used_memory: int
+    gpu_instance: int | None = None  # MIG: the GPU instance it runs in
+    compute_instance: int | None = None
+
+
+@dataclass
+class FakeMig:
+    """One MIG instance (a MIG device handle) of a GPU in MIG mode."""
+
+    gpu_instance: int
+    compute_instance: int = 0
+    profile: str = "1g.10gb"
+    memory_total: int = 9856 * MIB
+    memory_used: int = 1200 * MIB
+    gpm_sm: float = 33.0
 
 
 @dataclass
@@ -107,12 +127,42 @@ class FakeGpu:
     lost: bool = False
     # field id -> nvmlReturn_t inside nvmlDeviceGetFieldValues
     field_errors: dict[int, int] = field(default_factory=dict)
+    # the card's own maximum generation (nvmlDeviceGetGpuMaxPcieLinkGeneration)
+    gpu_max_gen: int | None = None
+    # PCIe byte counters' width: 64, or 32 on boards that wrap them (fields 197/198)
+    pcie_counter_bits: int = 64
+    # how long one nvmlDeviceGetPcieThroughput call blocks (R535/R550: about 20 ms)
+    throughput_delay_s: float = 0.0
+    mps_processes: list[FakeProcess] = field(default_factory=list)
+    # the driver's utilisation samples: (timestamp µs, percent)
+    util_samples: list[tuple[int, int]] = field(default_factory=list)
+    # NVML_PERF_POLICY_* -> cumulative ns held down (nvmlDeviceGetViolationStatus)
+    violations_ns: dict[int, int] = field(default_factory=dict)
+    migs: list[FakeMig] = field(default_factory=list)
 
 
 class DriverProcessInfoV1(ctypes.Structure):
     """nvmlProcessInfo_v1_t as the driver lays it out: the unversioned functions fill it."""
 
     _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+
+
+class DriverProcessInfoR535(ctypes.Structure):
+    """What R535 drivers' _v3 functions write: 32-byte entries, no version bump."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("usedGpuMemory", ctypes.c_ulonglong),
+        ("gpuInstanceId", ctypes.c_uint),
+        ("computeInstanceId", ctypes.c_uint),
+        ("usedGpuCcProtectedMemory", ctypes.c_ulonglong),
+    ]
+
+
+class DriverSample(ctypes.Structure):
+    """nvmlSample_t: timestamp and an 8-byte value union."""
+
+    _fields_ = [("timeStamp", ctypes.c_ulonglong), ("value", ctypes.c_ulonglong)]
 
 
 class DriverProcessInfoV2(ctypes.Structure):
@@ -132,10 +182,23 @@ def _out(ref: Any) -> Any:
     return ref._obj
 
 
-def _index(handle: Any) -> int:
+_MIG_BASE = 0x10000  # MIG device handles: parent * base + slot + 1, above the GPUs'
+
+
+def _value(handle: Any) -> int:
     value = ctypes.cast(handle, ctypes.c_void_p).value
     assert value is not None
-    return value - 1
+    return value
+
+
+def _index(handle: Any) -> int:
+    """The GPU a handle belongs to (a MIG device's parent for a MIG handle)."""
+    value = _value(handle)
+    return value // _MIG_BASE - 1 if value >= _MIG_BASE else value - 1
+
+
+def _set_pointer(target: Any, value: int) -> None:
+    ctypes.cast(ctypes.pointer(target), ctypes.POINTER(ctypes.c_void_p)).contents.value = value
 
 
 class FakeNvmlLib:
@@ -148,15 +211,28 @@ class FakeNvmlLib:
         missing: set[str] | None = None,
         driver: str = "550.54.15",
         cuda: int = 12040,
+        v3_entry_size: int = 24,
     ) -> None:
         self.gpus = gpus
         self.init_error = init_error
         self.missing = missing or set()
         self.driver = driver
         self.cuda = cuda
+        self.v3_entry_size = v3_entry_size
         self.calls: dict[str, int] = {}
         self.initialised = 0
         self._gpm_next = 1
+        self.gpm_live: set[int] = set()  # GPM samples allocated and not freed
+        self._gpm_owner: dict[int, float] = {}  # sample -> its SM figure
+        self._gpm_values: dict[int, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+        #: Xid events waiting in the event set: (GPU index, Xid code)
+        self.xid_queue: list[tuple[int, int]] = []
+        self.registered: dict[int, int] = {}  # GPU index -> event mask registered
+        self.event_sets = 0
+        #: when set, nvmlDeviceGetPcieThroughput waits for it (a test holds a window open)
+        self.throughput_gate: threading.Event | None = None
+        self.throughput_threads: set[str] = set()  # threads that sampled a window
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name in self.missing:
@@ -166,12 +242,19 @@ class FakeNvmlLib:
             raise AttributeError(name)
 
         def call(*args: Any) -> Any:
-            self.calls[name] = self.calls.get(name, 0) + 1
+            with self._lock:
+                self.calls[name] = self.calls.get(name, 0) + 1
             return impl(self, name, *args)
 
         return call
 
     # -- helpers -----------------------------------------------------------------
+    def _mig(self, handle: Any) -> FakeMig | None:
+        value = _value(handle)
+        if value < _MIG_BASE:
+            return None
+        return self.gpus[value // _MIG_BASE - 1].migs[value % _MIG_BASE - 1]
+
     def _gpu(self, name: str, handle: Any) -> tuple[FakeGpu | None, int]:
         gpu = self.gpus[_index(handle)]
         if gpu.lost:
@@ -217,25 +300,31 @@ class FakeNvmlLib:
         return OK
 
     def fn_nvmlDeviceGetHandleByIndex_v2(self, name: str, index: Any, ref: Any) -> int:
-        handle = _out(ref)
-        ctypes.cast(ctypes.pointer(handle), ctypes.POINTER(ctypes.c_void_p)).contents.value = (
-            index.value + 1
-        )
+        _set_pointer(_out(ref), index.value + 1)
         return OK
+
+    # R535 added this and R550 the next: which of them a driver has tells its _v3 layout
+    def fn_nvmlDeviceGetConfComputeMemSizeInfo(self, name: str, *args: Any) -> int:
+        return NOT_SUPPORTED
+
+    def fn_nvmlDeviceGetRunningProcessDetailList(self, name: str, *args: Any) -> int:
+        return NOT_SUPPORTED
 
     # -- static facts ------------------------------------------------------------
     def fn_nvmlDeviceGetName(self, name: str, h: Any, buf: Any, size: Any) -> int:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        buf.value = gpu.name.encode()
+        mig = self._mig(h)
+        buf.value = (gpu.name + (f" MIG {mig.profile}" if mig else "")).encode()
         return OK
 
     def fn_nvmlDeviceGetUUID(self, name: str, h: Any, buf: Any, size: Any) -> int:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        buf.value = gpu.uuid.encode()
+        mig = self._mig(h)
+        buf.value = (f"MIG-{mig.gpu_instance:08x}-0000" if mig else gpu.uuid).encode()
         return OK
 
     def fn_nvmlDeviceGetPciInfo_v3(self, name: str, h: Any, ref: Any) -> int:
@@ -322,7 +411,9 @@ class FakeNvmlLib:
         return self._scalar(name, h, ref, lambda g: g.pcie_max_gen)
 
     def fn_nvmlDeviceGetGpuMaxPcieLinkGeneration(self, name: str, h: Any, ref: Any) -> int:
-        return self._scalar(name, h, ref, lambda g: g.pcie_max_gen)
+        return self._scalar(
+            name, h, ref, lambda g: g.gpu_max_gen if g.gpu_max_gen is not None else g.pcie_max_gen
+        )
 
     def fn_nvmlDeviceGetMaxPcieLinkWidth(self, name: str, h: Any, ref: Any) -> int:
         return self._scalar(name, h, ref, lambda g: g.pcie_max_width)
@@ -333,6 +424,11 @@ class FakeNvmlLib:
         if gpu is None:
             return ret
         mem = _out(ref)
+        mig = self._mig(h)
+        if mig is not None:
+            mem.total, mem.used = mig.memory_total, mig.memory_used
+            mem.reserved, mem.free = 0, mig.memory_total - mig.memory_used
+            return OK
         mem.total = gpu.memory_total
         mem.reserved = 500 * MIB
         mem.used = gpu.memory_used
@@ -353,7 +449,40 @@ class FakeNvmlLib:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
+        if gpu.mig:
+            return NOT_SUPPORTED  # in MIG mode the parent has no utilisation
         _out(ref).gpu, _out(ref).memory = gpu.util
+        return OK
+
+    def fn_nvmlDeviceGetSamples(
+        self, name: str, h: Any, kind: Any, last: Any, vtype: Any, count: Any, buf: Any
+    ) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if gpu.mig:
+            return NOT_SUPPORTED
+        fresh = [s for s in gpu.util_samples if s[0] > last.value]
+        if not fresh:
+            return NOT_FOUND
+        if buf is None or _out(count).value < len(fresh):
+            _out(count).value = len(fresh)
+            return INSUFFICIENT_SIZE if buf is not None else OK
+        _out(vtype).value = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+        entries = ctypes.cast(buf, ctypes.POINTER(DriverSample))
+        for i, (stamp, value) in enumerate(fresh):
+            entries[i].timeStamp, entries[i].value = stamp, value
+        _out(count).value = len(fresh)
+        return OK
+
+    def fn_nvmlDeviceGetViolationStatus(self, name: str, h: Any, policy: Any, ref: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if policy.value not in gpu.violations_ns:
+            return NOT_SUPPORTED
+        _out(ref).referenceTime = 1
+        _out(ref).violationTime = gpu.violations_ns[policy.value]
         return OK
 
     def fn_nvmlDeviceGetTemperatureV(self, name: str, h: Any, ref: Any) -> int:
@@ -405,6 +534,13 @@ class FakeNvmlLib:
 
     def fn_nvmlDeviceGetPcieThroughput(self, name: str, h: Any, counter: Any, ref: Any) -> int:
         rx_or_tx = 0 if counter.value == pynvml.NVML_PCIE_UTIL_RX_BYTES else 1
+        with self._lock:
+            self.throughput_threads.add(threading.current_thread().name)
+        if self.throughput_gate is not None:
+            self.throughput_gate.wait(5.0)
+        delay = self.gpus[_index(h)].throughput_delay_s
+        if delay:
+            time.sleep(delay)  # the driver samples a 20 ms window before it answers
         return self._scalar(name, h, ref, lambda g: g.pcie_throughput_kib[rx_or_tx])
 
     def fn_nvmlDeviceGetFieldValues(self, name: str, h: Any, count: Any, ref: Any) -> int:
@@ -420,6 +556,8 @@ class FakeNvmlLib:
             197: gpu.pcie_tx_total,
             198: gpu.pcie_rx_total,
             82: gpu.mem_temp,
+            83: gpu.energy_mj,
+            190: gpu.enforced_limit_mw,
         }
         for i in range(count.value):
             entry = values[i]
@@ -428,15 +566,22 @@ class FakeNvmlLib:
                 entry.nvmlReturn = gpu.field_errors.get(fid, NOT_SUPPORTED)
                 continue
             entry.nvmlReturn = OK
+            if fid in (197, 198) and gpu.pcie_counter_bits == 32:
+                entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                entry.value.uiVal = table[fid] % (1 << 32)
+                continue
             entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-            entry.value.ullVal = table[fid]
+            entry.value.ullVal = table[fid] % (1 << 64)
         return OK
 
     def _processes(self, name: str, h: Any, count_ref: Any, array: Any, graphics: bool) -> int:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        procs = gpu.graphics_processes if graphics else gpu.processes
+        if "MPS" in name:
+            procs = gpu.mps_processes
+        else:
+            procs = gpu.graphics_processes if graphics else gpu.processes
         count = _out(count_ref)
         if array is None:
             count.value = len(procs)
@@ -445,14 +590,93 @@ class FakeNvmlLib:
             count.value = len(procs)
             return INSUFFICIENT_SIZE
         # Fill the caller's buffer in the driver's layout, as the real library does.
-        layout = DriverProcessInfoV2 if name.endswith(("_v2", "_v3")) else DriverProcessInfoV1
+        layout: type[ctypes.Structure] = DriverProcessInfoV1
+        if name.endswith("_v3") and self.v3_entry_size == 32:
+            layout = DriverProcessInfoR535
+        elif name.endswith(("_v2", "_v3")):
+            layout = DriverProcessInfoV2
         entries = ctypes.cast(array, ctypes.POINTER(layout))
         for i, proc in enumerate(procs):
-            entries[i].pid = proc.pid
-            entries[i].usedGpuMemory = proc.used_memory
-            if layout is DriverProcessInfoV2:
-                entries[i].gpuInstanceId = entries[i].computeInstanceId = 0xFFFFFFFF
+            entry: Any = entries[i]
+            entry.pid = proc.pid
+            entry.usedGpuMemory = proc.used_memory
+            if layout is not DriverProcessInfoV1:
+                none = 0xFFFFFFFF
+                gi, ci = proc.gpu_instance, proc.compute_instance
+                entry.gpuInstanceId = gi if gi is not None else none
+                entry.computeInstanceId = ci if ci is not None else none
+            if layout is DriverProcessInfoR535:
+                entry.usedGpuCcProtectedMemory = 0
         count.value = len(procs)
+        return OK
+
+    def fn_nvmlDeviceGetMPSComputeRunningProcesses_v3(
+        self, name: str, h: Any, c: Any, a: Any
+    ) -> int:
+        return self._processes(name, h, c, a, graphics=False)
+
+    def fn_nvmlDeviceGetMPSComputeRunningProcesses_v2(
+        self, name: str, h: Any, c: Any, a: Any
+    ) -> int:
+        return self._processes(name, h, c, a, graphics=False)
+
+    def fn_nvmlDeviceGetMPSComputeRunningProcesses(self, name: str, h: Any, c: Any, a: Any) -> int:
+        return self._processes(name, h, c, a, graphics=False)
+
+    # -- MIG ---------------------------------------------------------------------
+    def fn_nvmlDeviceGetMaxMigDeviceCount(self, name: str, h: Any, ref: Any) -> int:
+        return self._scalar(name, h, ref, lambda g: 7 if g.mig else 0)
+
+    def fn_nvmlDeviceGetMigDeviceHandleByIndex(
+        self, name: str, h: Any, index: Any, ref: Any
+    ) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if not gpu.mig or index.value >= len(gpu.migs):
+            return NOT_FOUND
+        _set_pointer(_out(ref), _value(h) * _MIG_BASE + index.value + 1)
+        return OK
+
+    def fn_nvmlDeviceGetGpuInstanceId(self, name: str, h: Any, ref: Any) -> int:
+        mig = self._mig(h)
+        if mig is None:
+            return INVALID_ARGUMENT
+        _out(ref).value = mig.gpu_instance
+        return OK
+
+    def fn_nvmlDeviceGetComputeInstanceId(self, name: str, h: Any, ref: Any) -> int:
+        mig = self._mig(h)
+        if mig is None:
+            return INVALID_ARGUMENT
+        _out(ref).value = mig.compute_instance
+        return OK
+
+    # -- events ------------------------------------------------------------------
+    def fn_nvmlEventSetCreate(self, name: str, ref: Any) -> int:
+        self.event_sets += 1
+        _set_pointer(_out(ref), 0xE5E7)
+        return OK
+
+    def fn_nvmlEventSetFree(self, name: str, event_set: Any) -> int:
+        self.event_sets -= 1
+        return OK
+
+    def fn_nvmlDeviceRegisterEvents(self, name: str, h: Any, types: Any, event_set: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        self.registered[_index(h)] = int(types.value)
+        return OK
+
+    def fn_nvmlEventSetWait_v2(self, name: str, event_set: Any, ref: Any, timeout: Any) -> int:
+        if not self.xid_queue:
+            return TIMEOUT
+        index, code = self.xid_queue.pop(0)
+        data = _out(ref)
+        _set_pointer(data.device, index + 1)
+        data.eventType = XID_CRITICAL
+        data.eventData = code
         return OK
 
     def fn_nvmlDeviceGetComputeRunningProcesses_v3(self, name: str, h: Any, c: Any, a: Any) -> int:
@@ -475,31 +699,74 @@ class FakeNvmlLib:
 
     # -- GPM ---------------------------------------------------------------------
     def fn_nvmlGpmSampleAlloc(self, name: str, ref: Any) -> int:
-        ctypes.cast(
-            ctypes.pointer(_out(ref)), ctypes.POINTER(ctypes.c_void_p)
-        ).contents.value = self._gpm_next
+        _set_pointer(_out(ref), self._gpm_next)
+        self.gpm_live.add(self._gpm_next)
         self._gpm_next += 1
         return OK
 
     def fn_nvmlGpmSampleFree(self, name: str, sample: Any) -> int:
+        self.gpm_live.discard(_value(sample))
         return OK
 
     def fn_nvmlGpmSampleGet(self, name: str, h: Any, sample: Any) -> int:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        self._last_gpm_gpu = gpu
+        self._gpm_values[_value(sample)] = gpu.gpm_values
+        return OK
+
+    def fn_nvmlGpmMigSampleGet(self, name: str, h: Any, gi: Any, sample: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        mig = next((m for m in gpu.migs if m.gpu_instance == gi), None)
+        if mig is None:
+            return NOT_FOUND
+        self._gpm_values[_value(sample)] = (mig.gpm_sm, 0.0)
         return OK
 
     def fn_nvmlGpmMetricsGet(self, name: str, ref: Any) -> int:
         request = _out(ref)
-        gpu: FakeGpu = self._last_gpm_gpu
-        by_id = {2: gpu.gpm_values[0], 5: gpu.gpm_values[1]}
+        sm, tensor = self._gpm_values[_value(request.sample2)]
+        by_id = {2: sm, 5: tensor}
         for i in range(request.numMetrics):
             metric = request.metrics[i]
             metric.nvmlReturn = OK
             metric.value = by_id[metric.metricId]
         return OK
+
+
+# -- the driver branches people run ------------------------------------------------------
+# Functions each branch lacks (the test double has everything else).
+_FROM_R550 = {"nvmlDeviceGetRunningProcessDetailList"}
+_FROM_R565 = {"nvmlDeviceGetTemperatureV"}
+_FROM_R570 = {"nvmlDeviceGetMarginTemperature"}
+
+
+def driver(branch: int, gpus: list[FakeGpu], **options: Any) -> FakeNvmlLib:
+    """A fake libnvidia-ml that behaves like driver branch ``branch`` (535, 550, 555, 570,
+    580): which functions it exports, its _v3 process layout, whether it has the PCIe byte
+    counters, and a 20 ms nvmlDeviceGetPcieThroughput where it has none."""
+    missing: set[str] = set(options.pop("missing", set()))
+    if branch < 550:
+        missing |= _FROM_R550
+    if branch < 565:
+        missing |= _FROM_R565
+    if branch < 570:
+        missing |= _FROM_R570
+    for gpu in gpus:
+        if branch < 555:  # the byte counters answer from R555
+            gpu.field_errors.setdefault(197, NOT_SUPPORTED)
+            gpu.field_errors.setdefault(198, NOT_SUPPORTED)
+            gpu.throughput_delay_s = gpu.throughput_delay_s or 0.02
+    versions = {535: "535.183.01", 550: "550.127.05", 555: "555.42.06", 570: "570.86.15"}
+    return FakeNvmlLib(
+        gpus,
+        missing=missing,
+        driver=versions.get(branch, f"{branch}.65.06"),
+        v3_entry_size=32 if branch < 550 else 24,
+        **options,
+    )
 
 
 def install(monkeypatch: pytest.MonkeyPatch, lib: FakeNvmlLib | None) -> None:
