@@ -47,7 +47,6 @@ class Thresholds:
     hot_margin_c: float = 3.0  # within this of the board's lowest limit is "hot"
     power_cap_fraction: float = 0.5
     power_at_limit: float = 0.95  # power / enforced limit
-    clocks_limited_fraction: float = 0.5  # share of the window with the app-clock reason
     app_clock_lowered: float = 0.98  # application clock below this share of its default
     # HW slowdown: critical only when sustained under load, as a share of the busy ticks,
     # for at least hw_slowdown_min_s; a blip (a load change) is an info line at most.

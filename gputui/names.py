@@ -116,6 +116,11 @@ class Metric(_Name):
     PCIE_TX_BPS = "pcie_tx_bps"
     PCIE_REPLAY_COUNT = "pcie_replay_count"
     ECC_VOLATILE_UNCORRECTED = "ecc_volatile_uncorrected"
+    #: cumulative seconds throttled, by cause: their growth over a window is the time held
+    VIOLATION_POWER_S = "violation_power_s"
+    VIOLATION_THERMAL_S = "violation_thermal_s"
+    VIOLATION_BOARD_S = "violation_board_s"
+    VIOLATION_RELIABILITY_S = "violation_reliability_s"
 
 
 class HostMetric(_Name):

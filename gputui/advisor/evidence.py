@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputui import clock_events as ce
 from gputui.advisor.context import Context
 from gputui.clock_events import describe_reasons
 from gputui.model import DeviceInfo, GpuSample
@@ -40,6 +41,31 @@ def clock_and_reasons(
         lines.append(clock)
     if share:
         lines.append(reasons_share(ctx, sample, bits, share))
+    lines += held_down(ctx, sample, bits)
+    return lines
+
+
+HELD_WINDOW_S = 60.0
+# The driver's violation counters, by the reasons they account for.
+_COUNTERS = (
+    (ce.SW_POWER_CAP | ce.HW_POWER_BRAKE, Metric.VIOLATION_POWER_S, "the power limit"),
+    (ce.SW_THERMAL | ce.HW_THERMAL, Metric.VIOLATION_THERMAL_S, "a thermal limit"),
+)
+
+
+def held_down(ctx: Context, sample: GpuSample, bits: int) -> list[str]:
+    """What the driver itself counted: 'held down by the power limit 41 s of the last
+    60 s (the driver's violation counter)', where the board has the counters."""
+    lines = []
+    for counted, metric, cause in _COUNTERS:
+        if not bits & counted:
+            continue
+        growth = ctx.history.growth(sample.index, metric, HELD_WINDOW_S)
+        if growth is not None and growth[0] >= 1.0:
+            lines.append(
+                f"held down by {cause} {growth[0]:.0f} s of the last "
+                f"{fmt_duration(growth[1])} (the driver's violation counter)"
+            )
     return lines
 
 

@@ -9,12 +9,16 @@ from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.names import Metric, RuleId, Severity
 from gputui.units import fmt_duration
+from gputui.xid import describe_xid, xid_origin
 
 _DRAIN = (
     "Drain the node: stop scheduling jobs on it",
     "Check `dmesg` / `journalctl -k` for Xid messages on this GPU",
     "Reset the GPU when idle (nvidia-smi -r, root) or reboot; RMA if it recurs",
 )
+
+
+XID_WINDOW_S = 600.0  # an Xid is news for ten minutes
 
 
 def gpu_errors(ctx: Context) -> Iterator[Candidate]:
@@ -39,13 +43,28 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
             )
         if sample.remapped_rows_pending:
             lines.append("a memory row remap is pending: it takes effect at the next GPU reset")
+        xids = [
+            x
+            for x in ctx.history.xids(sample.index, XID_WINDOW_S)
+            if xid_origin(x.code) != "benign"
+        ]
+        hardware_xid = any(xid_origin(x.code) == "hardware" for x in xids)
+        for xid in xids[-3:]:
+            lines.append(
+                f"Xid {xid.code} ({describe_xid(xid.code)}), "
+                f"{fmt_duration(max(0.0, ctx.frame.time - xid.time))} ago"
+            )
+        if xids and not hardware_xid:
+            lines.append(
+                "Xid 13/31/43 usually come from the application (a bad kernel or memory "
+                "access): check its log before the hardware"
+            )
         if not lines:
             continue
+        rising = ecc is not None and ecc.last > ecc.first
         yield Candidate(
             rule=RuleId.GPU_ERRORS,
-            severity=Severity.CRITICAL
-            if ecc is not None and ecc.last > ecc.first
-            else Severity.WARNING,
+            severity=Severity.CRITICAL if rising or hardware_xid else Severity.WARNING,
             gpu=sample.index,
             title="Hardware errors on this GPU",
             evidence=tuple(lines),
@@ -58,9 +77,10 @@ RULES = (
     Rule(
         RuleId.GPU_ERRORS,
         "hardware",
-        "GPU lost, volatile uncorrectable ECC count, remapped rows pending",
-        "a GPU is lost or uncorrectable ECC errors rise (critical), or a row remap is pending "
-        "(warning); at once, no waiting",
+        "GPU lost, volatile uncorrectable ECC count, remapped rows pending, Xid events",
+        "a GPU is lost, uncorrectable ECC errors rise or a hardware Xid was reported in the "
+        "last 10 min (critical); a row remap is pending or an application Xid (13, 31, 43) "
+        "was reported (warning); at once, no waiting",
         "drain the node, check dmesg for Xid, reset or RMA",
         gpu_errors,
         needs_history="",

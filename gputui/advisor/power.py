@@ -74,7 +74,9 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
         if ctx.under_load(sample.index) is False:
             continue
-        share = ctx.fraction(sample.index, ce.APPLICATIONS_CLOCKS)
+        # The applications-clocks reason bit is not evidence on its own: drivers set it on
+        # busy GPUs running at their (default) application clocks, and NVML deprecates the
+        # applications-clocks API. A setting below the default is what limits the clocks.
         default = device.default_app_sm_clock_mhz
         current = sample.app_sm_clock_mhz
         lowered = (
@@ -82,8 +84,9 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
             and current is not None
             and current < ctx.t.app_clock_lowered * default
         )
-        if not (lowered or (share is not None and share >= ctx.t.clocks_limited_fraction)):
+        if not lowered:
             continue
+        share = ctx.fraction(sample.index, ce.APPLICATIONS_CLOCKS)
         lines = []
         if current is not None and default is not None:
             lines.append(f"application SM clock {current} MHz, default {default} MHz")
@@ -128,12 +131,12 @@ RULES = (
     Rule(
         RuleId.CLOCKS_LIMITED,
         "3 configuration",
-        "clock-event reasons (applications clocks), application vs default clocks",
-        "not idle, the reason set in >= {t.clocks_limited_fraction:share} of the window, or "
-        "application clocks below {t.app_clock_lowered:share} of default",
+        "application vs default SM clock (the applications-clocks reason as context only)",
+        "not idle, application clocks below {t.app_clock_lowered:share} of default",
         "nvidia-smi -rac / -rgc (root)",
         clocks_limited,
-        needs=("clock_reasons|app_sm_clock_mhz",),
-        never_claims="anything on an idle GPU",
+        needs=("app_sm_clock_mhz",),
+        never_claims="anything from the applications-clocks reason bit alone: drivers set it "
+        "on busy GPUs at their default clocks",
     ),
 )

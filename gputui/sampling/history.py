@@ -7,12 +7,13 @@ run uses what the first hour used. All times come from the frames, never a clock
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Final, cast
 
-from gputui.model import Frame, GpuSample, HostSample
+from gputui.model import Frame, GpuSample, HostSample, XidEvent
 from gputui.names import HostMetric, Metric
 
 NAN: Final = float("nan")
@@ -76,6 +77,7 @@ HOST_METRICS: Final[dict[HostMetric, Callable[[HostSample], float | int | None]]
     m: attrgetter(m.value) for m in HostMetric
 }
 
+MAX_XIDS: Final = 8
 NO_REASONS: Final = -1  # clock-event reasons unknown at that tick
 
 
@@ -127,6 +129,9 @@ class History:
         self._gpus: dict[int, _GpuRings] = {}
         self._host = {name: Ring(capacity) for name in HOST_METRICS}
         self.latest: Frame | None = None
+        # Xid events arrive once, on one tick: kept here so they can be shown and judged
+        # for as long as they matter, a few per GPU at most.
+        self._xids: dict[int, deque[XidEvent]] = {}
         self._counts: dict[float, int] = {}  # window length -> ticks in it, until the next add
         self._time_tails: dict[int, list[float]] = {}  # likewise, the window's times
 
@@ -164,6 +169,8 @@ class History:
                 continue
             for name, getter in GPU_METRICS.items():
                 rings.metrics[name].append(_f(getter(sample)))
+            if sample.xid_events:
+                self._xids.setdefault(index, deque(maxlen=MAX_XIDS)).extend(sample.xid_events)
             reasons = sample.clock_reasons
             rings.reasons.append(NO_REASONS if reasons is None else reasons)
         host = frame.host
@@ -226,6 +233,22 @@ class History:
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)
         return _stats(self._time_tail(n), self._host[metric].tail(n))
+
+    def xids(self, gpu: int, seconds: float | None = None) -> tuple[XidEvent, ...]:
+        """The GPU's recent Xid events (the last MAX_XIDS), those of the last ``seconds``."""
+        events = self._xids.get(gpu, ())
+        if seconds is None or self.latest is None:
+            return tuple(events)
+        since = self.latest.time - seconds
+        return tuple(e for e in events if e.time >= since)
+
+    def growth(self, gpu: int, metric: Metric, seconds: float) -> tuple[float, float] | None:
+        """How much a cumulative counter grew over the last ``seconds``, and over how long
+        it was actually seen: None with fewer than two readings."""
+        stats = self.stats(gpu, metric, seconds)
+        if stats is None or stats.count < 2 or stats.span_s <= 0:
+            return None
+        return max(0.0, stats.last - stats.first), stats.span_s
 
     def known_reasons(self, gpu: int, seconds: float) -> list[int]:
         """Clock-event masks of the window, ticks where they were unknown left out."""

@@ -318,6 +318,12 @@ class _Gpu:
             ecc_volatile_uncorrected=0,
             remapped_rows_pending=False,
             energy_j=round(power * t + 1.0e6 * (self.index + 1), 1),
+            # The driver's violation counters: seconds held since the driver loaded (an hour
+            # before the scenario began), growing while the scenario's reason holds.
+            violation_power_s=3600.0 * 0.02 + (t if reasons & ce.SW_POWER_CAP else 0.0),
+            violation_thermal_s=3600.0 * 0.01 + (t if reasons & ce.THERMAL_BITS else 0.0),
+            violation_board_s=0.0,
+            violation_reliability_s=0.0,
         )
         process = ProcessSample(
             pid=self.pid,

@@ -22,6 +22,7 @@ from gputui.pcie import link_bandwidth
 from gputui.sampling.history import History
 from gputui.sanitize import mask_secrets
 from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
+from gputui.xid import describe_xid
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -399,7 +400,7 @@ def detail_lines(
 
     lines.append(pcie_line(s, d, width, p))
     lines.append(reasons_line(s, p))
-    lines.extend(_driver_event_lines(s, d, frame.time if frame is not None else 0.0, p))
+    lines.extend(_driver_event_lines(s, history, frame.time if frame is not None else 0.0, p))
 
     spark_rows = [
         ("util", Metric.UTIL_GPU, 100.0, "%", p.accent),
@@ -432,48 +433,33 @@ def detail_lines(
     return lines
 
 
-# What the common Xid codes mean (NVIDIA's Xid catalogue), in a few words.
-_XID_MEANINGS: dict[int, str] = {
-    13: "graphics engine exception (often the application)",
-    31: "GPU memory page fault (often the application)",
-    43: "GPU stopped processing (application reset)",
-    45: "preemptive cleanup (a process ended)",
-    48: "double-bit ECC error",
-    61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement or row remap recorded",
-    64: "ECC page retirement or row remap failed",
-    74: "NVLink error",
-    79: "GPU fell off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-    120: "GSP error",
-    140: "unrecovered ECC error",
-}
+HELD_WINDOW_S = 60.0
+_HELD = (
+    ("power", Metric.VIOLATION_POWER_S),
+    ("thermal", Metric.VIOLATION_THERMAL_S),
+    ("board", Metric.VIOLATION_BOARD_S),
+    ("reliability", Metric.VIOLATION_RELIABILITY_S),
+)
 
 
-def _driver_event_lines(s: GpuSample, d: DeviceInfo, now: float, p: Palette) -> list[Text]:
-    """Xid errors, the driver's throttle counters and MIG instances, where there are any."""
+def _driver_event_lines(s: GpuSample, history: History, now: float, p: Palette) -> list[Text]:
+    """Xid errors of the last hour, time held down per cause over the last minute (the
+    driver's violation counters), MIG instances, where there are any."""
     lines: list[Text] = []
-    for xid in s.xid_events[-3:]:
+    for xid in history.xids(s.index, 3600.0)[-3:]:
         text = _label("Xid")
         text.append(f"{xid.code}", style=f"bold {p.crit}")
-        text.append(f" {_XID_MEANINGS.get(xid.code, 'see NVIDIA Xid catalogue')}")
+        text.append(f" {describe_xid(xid.code)}")
         text.append(f"  {fmt_age(max(0.0, now - xid.time))} ago", style="dim")
         lines.append(text)
-    counters = (
-        ("power", s.violation_power_s),
-        ("thermal", s.violation_thermal_s),
-        ("board", s.violation_board_s),
-        ("reliability", s.violation_reliability_s),
-    )
-    if any(v is not None for _, v in counters):
+    held = [(name, history.growth(s.index, metric, HELD_WINDOW_S)) for name, metric in _HELD]
+    seen = [(name, g) for name, g in held if g is not None]
+    if seen:
+        span = max(g[1] for _, g in seen)
         text = _label("Held")
-        for name, value in counters:
-            text.append(f"{name} {fmt_num(value, ' s', 1)}  ", style=p.warn if value else "dim")
-        text.append("(driver counters, since load)", style="dim")
+        for name, (grown, _span) in seen:
+            text.append(f"{name} {grown:.0f} s  ", style=p.warn if grown >= 1 else "dim")
+        text.append(f"of the last {fmt_duration(span)} (driver counters)", style="dim")
         lines.append(text)
     for mig in s.mig_instances:
         text = _label("MIG")

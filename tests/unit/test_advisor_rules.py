@@ -325,3 +325,54 @@ def test_board_without_thresholds_or_limits() -> None:
     # against the absolute 80 °C mark can, and the evidence does not invent a limit.
     assert sim.rules() == {"thermal-hot"}
     assert sim.findings[0].evidence[0] == "90 °C"
+
+
+# -- issue 11's readings in the rules ----------------------------------------------------
+def test_the_applications_clocks_reason_alone_is_not_a_finding() -> None:
+    """Drivers set it on busy GPUs at their default application clocks."""
+    sim = Sim()
+    sim.run(30, replace(BUSY, clock_reasons=ce.APPLICATIONS_CLOCKS))
+    assert "clocks-limited" not in sim.rules()
+
+
+def test_a_hardware_xid_is_critical_at_once_and_names_its_meaning() -> None:
+    from gputui.model import XidEvent
+
+    sim = Sim()
+    sim.run(12, BUSY)
+    sim.run(1, replace(BUSY, xid_events=(XidEvent(48, sim.now - 1),)))
+    sim.run(3, BUSY)  # the event arrived once; the rule keeps it in view
+    f = finding(sim, "gpu-errors")
+    assert f.severity == "critical"
+    assert any("Xid 48 (double-bit ECC error)" in e for e in f.evidence)
+
+
+def test_an_application_xid_is_a_warning_that_points_at_the_application() -> None:
+    from gputui.model import XidEvent
+
+    sim = Sim()
+    sim.run(12, BUSY)
+    sim.run(1, replace(BUSY, xid_events=(XidEvent(31, sim.now - 1), XidEvent(45, sim.now))))
+    f = finding(sim, "gpu-errors")
+    assert f.severity == "warning"
+    assert any("application" in e for e in f.evidence)
+    assert not any("Xid 45" in e for e in f.evidence)  # a process ending is no error
+
+
+def test_throttle_evidence_says_how_long_the_driver_counted_it_held() -> None:
+    sim = Sim()
+    sim.run(
+        40,
+        lambda i: replace(
+            BUSY,
+            temp_c=90.0,
+            sm_clock_mhz=1380,
+            clock_reasons=ce.SW_THERMAL | ce.HW_THERMAL,
+            violation_thermal_s=1000.0 + 0.8 * i,
+        ),
+    )
+    f = finding(sim, "thermal-throttle")
+    assert any(
+        "held down by a thermal limit" in e and "driver's violation counter" in e
+        for e in f.evidence
+    )
