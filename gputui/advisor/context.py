@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ class Context:
     # Rules ask the same questions (is GPU 3 busy?): one answer per tick.
     _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
     _reasons: dict[tuple[int, float], list[int]] = field(default_factory=dict)
+    #: answers rules share within one judgement (a GPU's VRAM verdict, say), by key
+    shared: dict[object, object] = field(default_factory=dict)
     #: per GPU, the driver's utilisation samples each frame brought: (frame time, samples
     #: above ``sample_busy_pct``, samples at or below ``starved_idle_util_pct``, all)
     driver_samples: Mapping[int, Sequence[tuple[float, int, int, int]]] = field(
@@ -45,6 +48,32 @@ class Context:
         """The history actually sampled, up to ``seconds`` (the window by default)."""
         times = self.history.times(self.t.window_s if seconds is None else seconds)
         return times[-1] - times[0] if len(times) > 1 else 0.0
+
+    def readings(self, gpu: int, seconds: float | None = None) -> tuple[int, float]:
+        """Distinct readings of a GPU in the window, and the time they span.
+
+        A remote exporter collects every 30 s by default (dcgm-exporter): scraping it every
+        second returns the same reading 30 times. A tick is a new reading when any of the
+        fast-moving values changed; ticks that repeat the previous values are not counted.
+        """
+        span = self.t.window_s if seconds is None else seconds
+        columns = [self.history.window(gpu, m, span) for m in _READING_METRICS]
+        times = self.history.times(span)
+        count, first, last = 0, None, None
+        previous: tuple[float, ...] | None = None
+        for i, when in enumerate(times):
+            row = tuple(c[i] if i < len(c) else math.nan for c in columns)
+            if all(math.isnan(v) for v in row):
+                continue
+            if previous is None or any(
+                a != b and not (math.isnan(a) and math.isnan(b))
+                for a, b in zip(row, previous, strict=True)
+            ):
+                count += 1
+                first = when if first is None else first
+                last = when
+            previous = row
+        return count, (last - first) if first is not None and last is not None else 0.0
 
     def stats(self, gpu: int, metric: Metric, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
@@ -116,6 +145,16 @@ class Context:
 
     def processes(self, gpu: int) -> tuple[ProcessSample, ...]:
         return self.frame.processes_on(gpu)
+
+
+#: values that move between two collections of an exporter (power has decimals)
+_READING_METRICS = (
+    Metric.POWER_W,
+    Metric.TEMP_C,
+    Metric.SM_CLOCK_MHZ,
+    Metric.UTIL_GPU,
+    Metric.MEM_USED,
+)
 
 
 def gb(value: float) -> str:

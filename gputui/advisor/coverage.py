@@ -118,13 +118,23 @@ def _present(name: str, sample: GpuSample, device: DeviceInfo, host: HostSample 
     return getattr(device, name, None) is not None
 
 
+_PARSED: dict[RuleId, tuple[tuple[str, ...], ...]] = {}
+
+
+def _options(rule: Rule) -> tuple[tuple[str, ...], ...]:
+    """``rule.needs`` as alternatives ("a|b": either will do), parsed once per rule."""
+    parsed = _PARSED.get(rule.id)
+    if parsed is None:
+        parsed = _PARSED[rule.id] = tuple(tuple(need.split("|")) for need in rule.needs)
+    return parsed
+
+
 def missing_readings(
     rule: Rule, sample: GpuSample, device: DeviceInfo, host: HostSample | None
 ) -> str | None:
     """What ``rule`` lacks on this GPU to judge it, in words; None if it has it all."""
     missing: list[str] = []
-    for need in rule.needs:
-        options = need.split("|")
+    for options in _options(rule):
         if not any(_present(name, sample, device, host) for name in options):
             words = " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
             if words not in missing:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from gputui.advisor.context import Context, gib
 from gputui.advisor.finding import Candidate
@@ -43,6 +44,14 @@ class _Vram:
 
 
 def _vram(ctx: Context, sample: GpuSample) -> _Vram | None:
+    """One GPU's VRAM verdict, worked out once per judgement: three rules ask for it."""
+    key = ("vram", sample.index)
+    if key not in ctx.shared:
+        ctx.shared[key] = _work_out_vram(ctx, sample)
+    return cast("_Vram | None", ctx.shared[key])
+
+
+def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
     t = ctx.t
     used = ctx.stats(sample.index, Metric.MEM_USED, t.vram_mean_s)
     if used is None or not sample.mem_total:
