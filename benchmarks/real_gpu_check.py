@@ -264,6 +264,26 @@ def run(gpu: int, busy_s: float) -> dict[str, Any]:
         result["bindings"] = getattr(pynvml, "__version__", None) or _bindings_version()
         result["r535_process_layout"] = nvml.r535_process_layout()
         handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+        idle_frame = read_ticks(source, 1.0)
+        idle_sample = idle_frame.gpu(gpu) if idle_frame is not None else None
+        result["topology"] = {
+            "numa_node": device.numa_node,
+            "cpu_affinity": device.cpu_affinity,
+            "common_ancestor": {
+                f"GPU{j}": cell for j, cell in enumerate(device.pcie_topology or ())
+            },
+            "nvlink_version": device.nvlink_version,
+            "nvlink_remote": device.nvlink_remote,
+            "nvlink_states": [n.active for n in idle_sample.nvlinks] if idle_sample else None,
+            "nvlink_errors": idle_sample.nvlink_errors if idle_sample else None,
+            "fabric_state": idle_sample.fabric_state if idle_sample else None,
+            "stopped": sorted(
+                k
+                for k in source._gpus[gpu].stopped
+                if k.startswith(("topology", "nvlink", "numa", "cpu_affinity", "fabric"))
+            ),
+        }
+        print(json.dumps({"topology": result["topology"]}, default=str), file=sys.stderr)
         result["fields"] = field_report(handle)
         result["pcie_throughput_ms"] = throughput_ms(handle)
         idle = read_ticks(source, 4.0)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gputui.sampling.monitor import Monitor
 
 EXIT_NO_SOURCE = 3
+PROMETHEUS_INTERVAL_S = 15.0
 #: `gputui doctor`'s exit statuses (gputui/doctor.py keeps the same text: EXIT_CODES)
 DOCTOR_EXIT_CODES = (
     "0 everything was judged and nothing was found (info lines are context, not problems); "
@@ -78,13 +79,27 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
         "request within min(5 s, max(0.5 s, --interval)), 10 MB, 200,000 series, 256 GPUs a "
         "node, redirects only to the same host and port (docs/security.md)",
     )
+    group.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read every node's dcgm-exporter metrics from a Prometheus server's HTTP API "
+        "(/api/v1/query, /api/v1/query_range: Prometheus, Thanos, VictoriaMetrics, Mimir); "
+        "credentials from GPUTUI_PROMETHEUS_TOKEN(_FILE) or GPUTUI_PROMETHEUS_USER/_PASSWORD, "
+        "never the command line; TLS verified (docs/cluster.md)",
+    )
+    group.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="with --prometheus: label matchers that pick the nodes, e.g. 'job=\"dcgm\"'",
+    )
     group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
     group.add_argument("--seed", type=int, help="seed of the simulation")
     group.add_argument(
         "--interval",
         type=_interval,
         metavar="SECONDS",
-        help=f"sampling interval (default {DEFAULT_INTERVAL_S:g} s)",
+        help=f"sampling interval (default {DEFAULT_INTERVAL_S:g} s; "
+        f"{PROMETHEUS_INTERVAL_S:g} s with --prometheus)",
     )
     return common
 
@@ -95,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal GPU monitor that tells you why your training job is slow.",
         parents=[_source_options(for_command=False)],
     )
-    parser.set_defaults(gpus=4, seed=0, interval=DEFAULT_INTERVAL_S, source=None)
+    parser.set_defaults(gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None)
     common = _source_options(for_command=True)
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
@@ -234,6 +249,12 @@ def _normalise(argv: Sequence[str]) -> list[str]:
 
 
 def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
+    if getattr(args, "prometheus", None) and args.demo is None:
+        from gputui.sources.promapi import PrometheusSource
+
+        return PrometheusSource(
+            args.prometheus, args.match, timeout_s=min(5.0, max(0.5, args.interval)), clock=clock
+        )
     if args.source and args.demo is None:
         from gputui.sources.remote import RemoteSource
 
@@ -249,6 +270,8 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
 
 
 def source_detail(args: argparse.Namespace) -> str | None:
+    if getattr(args, "prometheus", None) and args.demo is None:
+        return f"prometheus: {args.prometheus}" + (f" {args.match}" if args.match else "")
     if args.source and args.demo is None:
         return "sources: " + ", ".join(args.source)
     if args.demo is None:
@@ -280,6 +303,10 @@ def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
     config = monitor.config
     sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
     readings = max(args.samples, int(seconds / config.interval_s) + 1)
+    if hasattr(source, "backfill"):
+        # A Prometheus server: its history is already in, and its rates come computed; a
+        # second reading would only wait for the same answer. The window asked for remains.
+        readings = int(seconds / config.interval_s) + 1
     try:
         if manual is not None:
             readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)
@@ -327,6 +354,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gputui.advisor import judgement_of, point_in_time_findings
+    from gputui.advisor.nodes import node_dict, node_rows
     from gputui.doctor import exit_status, render_report
     from gputui.formats.records import finding_dict
     from gputui.formats.snapshot import snapshot_of
@@ -342,6 +370,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
         document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
         document["exit_status"] = status
+        if len({d.node for d in monitor.devices}) > 1:  # a cluster: each node, worst first
+            rows = node_rows(monitor.devices, monitor.latest, findings)
+            document["nodes"] = [node_dict(row) for row in rows]
         del document["history"]
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
@@ -363,7 +394,12 @@ def _open_live(
         return _fail(str(exc))
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
-    return make_monitor(devices, config, info), source
+    monitor = make_monitor(devices, config, info)
+    backfill = getattr(source, "backfill", None)  # a Prometheus server: its history window
+    if backfill is not None:
+        for frame in backfill():
+            monitor.ingest(frame)
+    return monitor, source
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -566,6 +602,8 @@ def cmd_app(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NO_TERMINAL
+    backfill = getattr(source, "backfill", None)  # a Prometheus server: its history window
+    history = tuple(backfill()) if backfill is not None else ()
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(
@@ -575,12 +613,18 @@ def cmd_app(args: argparse.Namespace) -> int:
         snapshot_dir=args.snapshot_dir,
         detail=source_detail(args),
         keep_secrets=args.keep_secrets,
+        history=history,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    if args.interval is None:
+        # A Prometheus server holds what exporters collected every 15-30 s: reading it every
+        # second costs a query over the whole cluster for the same answer.
+        remote = getattr(args, "prometheus", None) and getattr(args, "demo", None) is None
+        args.interval = PROMETHEUS_INTERVAL_S if remote else DEFAULT_INTERVAL_S
     try:
         if args.command == "snapshot":
             return cmd_snapshot(args)

@@ -88,3 +88,17 @@ class Thresholds:
     under_used_busy_share: float = 0.5
     under_used_s: float = 120.0
     sample_busy_pct: float = 50.0  # a driver utilisation sample above this is "busy"
+    # Topology. NUMA: a process pinned away from its GPU's node costs only while the GPU
+    # waits (utilisation below this) or copies a lot (PCIe RX+TX at least this).
+    numa_waiting_util_pct: float = 80.0
+    numa_copy_bps: float = 5.0e9
+    numa_far_memory_share: float = 0.5  # ... or this share of its memory on another node
+    numa_workers_share: float = 0.5  # ... or more than this share of its workers elsewhere
+    # PCIe switch: the GPUs behind it together reach this share of its uplink, while each
+    # alone stays below pcie_shared_alone of its own link.
+    pcie_shared_uplink: float = 0.8
+    pcie_shared_alone: float = 0.6
+    nvlink_window_s: float = 120.0  # NVLink counters are read every 10 s: a longer window
+    nvlink_errors_per_min: float = 1.0
+    nvlink_errors_critical_per_min: float = 100.0
+    fabric_settle_s: float = 60.0  # fabric registration "in progress" longer than this

@@ -13,6 +13,30 @@ from typing import Final, Literal
 
 MIB: Final = 1024**2
 
+# DCGM's "blank" values (dcgm_structs.h, DCGM_BLANK_VALUES): each value type has its own
+# base, and BLANK, NOT_FOUND, NOT_SUPPORTED, NOT_PERMISSIONED follow it (base + 0..3);
+# DCGM_INT32_IS_BLANK / DCGM_INT64_IS_BLANK / DCGM_FP64_IS_BLANK test "value >= base".
+INT32_BLANK: Final = 0x7FFFFFF0
+INT32_MAX: Final = 0x7FFFFFFF
+INT64_BLANK: Final = 0x7FFFFFFFFFFFFFF0
+FP64_BLANK: Final = 140737488355328.0  # 2 ** 47
+
+BlankKind = Literal["int32", "int64", "double"]
+
+
+def is_blank(value: float, kind: BlankKind) -> bool:
+    """Whether an exposition value is one of DCGM's blanks for a field of that type.
+
+    Exact per type: an int64 field (energy in mJ, PCIe bytes, counters) keeps every value
+    below the int64 blanks, 2**31 and above included; an int32-sized field (clocks,
+    temperatures, fan, utilisation) is blank from 0x7FFFFFF0 to 0x7FFFFFFF only.
+    """
+    if kind == "double":
+        return value >= FP64_BLANK
+    if kind == "int64":
+        return value >= float(INT64_BLANK)  # 2**63 - 16 parses to 2**63 as a double
+    return INT32_BLANK <= value <= INT32_MAX
+
 
 @dataclass(frozen=True, slots=True)
 class DcgmField:
@@ -26,6 +50,23 @@ class DcgmField:
     integer: bool = False
     #: older names of the same field, read but never written
     aliases: tuple[str, ...] = ()
+    #: DCGM's value type, for its blank sentinels
+    blank: BlankKind = "int32"
+    #: dcgm-exporter declares it a counter (its samples parse as NAME_total)
+    counter: bool = False
+
+    @property
+    def dcgm_name(self) -> str:
+        """The DCGM field's own name, as a line of dcgm-exporter's counters CSV names it."""
+        if self.name.startswith("DCGM_FI_"):
+            return self.name
+        return next(a for a in self.aliases if a.startswith("DCGM_FI_"))
+
+    @property
+    def csv_line(self) -> str:
+        """The line that enables it in dcgm-exporter's counters CSV (field, type, help)."""
+        kind = "counter" if self.counter else "gauge"
+        return f"{self.dcgm_name}, {kind}, {self.help}"
 
     def to_model(self, value: float) -> float | int:
         scaled = value * self.scale
@@ -37,6 +78,13 @@ class DcgmField:
 
 FIELDS: Final[tuple[DcgmField, ...]] = (
     DcgmField("DCGM_FI_DEV_GPU_UTIL", "util_gpu", "sample", "GPU utilization (in %)."),
+    DcgmField(
+        "DCGM_FI_DEV_PSTATE",
+        "pstate",
+        "sample",
+        "Performance state (P-State) 0-15. 0=highest.",
+        integer=True,
+    ),
     DcgmField("DCGM_FI_DEV_MEM_COPY_UTIL", "util_mem", "sample", "Memory utilization (in %)."),
     DcgmField(
         "DCGM_FI_DEV_SM_CLOCK",
@@ -55,9 +103,13 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
     DcgmField("DCGM_FI_DEV_GPU_TEMP", "temp_c", "sample", "GPU temperature (in C)."),
     DcgmField("DCGM_FI_DEV_MEMORY_TEMP", "mem_temp_c", "sample", "Memory temperature (in C)."),
     DcgmField("DCGM_FI_DEV_FAN_SPEED", "fan_pct", "sample", "Fan speed (in %)."),
-    DcgmField("DCGM_FI_DEV_POWER_USAGE", "power_w", "sample", "Power draw (in W)."),
+    DcgmField("DCGM_FI_DEV_POWER_USAGE", "power_w", "sample", "Power draw (in W).", blank="double"),
     DcgmField(
-        "DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w", "sample", "Enforced power limit (in W)."
+        "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+        "power_limit_w",
+        "sample",
+        "Enforced power limit (in W).",
+        blank="double",
     ),
     DcgmField(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -65,6 +117,8 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "Total energy consumption since boot (in mJ).",
         scale=1e-3,
+        blank="int64",
+        counter=True,
     ),
     DcgmField(
         "DCGM_FI_DEV_FB_USED",
@@ -83,11 +137,20 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         integer=True,
     ),
     DcgmField(
+        "DCGM_FI_DEV_FB_RESERVED",
+        "mem_reserved",
+        "sample",
+        "Framebuffer memory reserved (in MiB).",
+        scale=MIB,
+        integer=True,
+    ),
+    DcgmField(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
         "clock_reasons",
         "sample",
         "Current clock event reasons (bitmask).",
         integer=True,
+        blank="int64",
         aliases=("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",),  # its name before DCGM 3.3
     ),
     DcgmField(
@@ -96,6 +159,8 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "Total number of PCIe retries.",
         integer=True,
+        blank="int64",
+        counter=True,
     ),
     DcgmField(
         "DCGM_FI_DEV_PCIE_LINK_GEN",
@@ -117,6 +182,8 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "Total number of single-bit volatile ECC errors.",
         integer=True,
+        blank="int64",
+        counter=True,
     ),
     DcgmField(
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
@@ -124,6 +191,8 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "Total number of double-bit volatile ECC errors.",
         integer=True,
+        blank="int64",
+        counter=True,
     ),
     DcgmField(
         "DCGM_FI_PROF_SM_ACTIVE",
@@ -131,6 +200,7 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "The ratio of cycles an SM has at least 1 warp assigned.",
         scale=100.0,
+        blank="double",
     ),
     DcgmField(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
@@ -138,18 +208,21 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "sample",
         "Ratio of cycles the tensor (HMMA) pipe is active.",
         scale=100.0,
+        blank="double",
     ),
     DcgmField(
         "DCGM_FI_PROF_PCIE_TX_BYTES",
         "pcie_tx_bps",
         "sample",
         "The rate of data transmitted over the PCIe bus, in bytes per second.",
+        blank="int64",
     ),
     DcgmField(
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "pcie_rx_bps",
         "sample",
         "The rate of data received over the PCIe bus, in bytes per second.",
+        blank="int64",
     ),
     # The limits the advisor compares against: DCGM has fields for them, which
     # dcgm-exporter's default counters leave out; gputui exports its own names.
@@ -172,6 +245,7 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "power_default_limit_w",
         "device",
         "The card's default power limit.",
+        blank="double",
         aliases=("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF",),
     ),
     DcgmField(
@@ -208,5 +282,74 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
     ),
 )
 
-#: every name a reader accepts (current names and aliases) -> its field
-BY_NAME: Final[dict[str, DcgmField]] = {name: f for f in FIELDS for name in (f.name, *f.aliases)}
+#: fields gputui reads from dcgm-exporter but never writes (no single model field holds them)
+READ_ONLY: Final[tuple[DcgmField, ...]] = (
+    # the last Xid's code as the value; newer exporters add err_code/err_msg labels
+    DcgmField(
+        "DCGM_FI_DEV_XID_ERRORS",
+        "xid",
+        "sample",
+        "Value of the last XID error encountered.",
+        integer=True,
+        blank="int64",
+    ),
+    # what MIG instances report instead of GPU_UTIL (a ratio, 0-1)
+    DcgmField(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gr_active",
+        "sample",
+        "Ratio of time the graphics engine is active.",
+        scale=100.0,
+        blank="double",
+    ),
+)
+
+
+def _names(f: DcgmField) -> tuple[str, ...]:
+    # prometheus-client's parser names a counter's samples NAME_total
+    own = (f.name, *f.aliases)
+    return own + tuple(f"{n}_total" for n in own) if f.counter else own
+
+
+#: every name a reader accepts (current names, aliases, counters' _total) -> its field
+BY_NAME: Final[dict[str, DcgmField]] = {
+    name: f for f in (*FIELDS, *READ_ONLY) for name in _names(f)
+}
+BY_ATTR: Final[dict[str, DcgmField]] = {f.attr: f for f in (*FIELDS, *READ_ONLY)}
+
+#: dcgm-exporter 1.x (2019-2020) named its metrics in a lowercase dcgm_* namespace
+#: (dcgm_gpu_temp, dcgm_fb_used...); 2.0 moved to the DCGM field names read here.
+LEGACY_PREFIX: Final = "dcgm_"
+LEGACY_MESSAGE: Final = (
+    "this is dcgm-exporter 1.x (lowercase dcgm_* metric names): gputui reads "
+    "dcgm-exporter 2.0 or later (DCGM_FI_* names); upgrade the exporter"
+)
+
+#: the readings each rule needs, by model attribute: without them, the rule is blind
+#: (keys are names.RuleId values: this core module imports nothing above it)
+RULE_NEEDS: Final[dict[str, tuple[str, ...]]] = {
+    "thermal-throttle": ("clock_reasons", "max_sm_clock_mhz"),
+    "thermal-hot": ("temp_slowdown_c",),
+    "hw-slowdown": ("clock_reasons",),
+    "power-cap": ("clock_reasons", "power_limit_w"),
+    "power-limit-lowered": ("power_limit_w", "power_default_limit_w"),
+    "clocks-limited": ("max_sm_clock_mhz",),
+    "pcie-link-degraded": ("pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width"),
+    "pcie-saturated": ("pcie_rx_bps", "pcie_tx_bps", "pcie_gen", "pcie_width"),
+    "pcie-errors": ("pcie_replay_count",),
+    "gpu-errors": ("xid", "ecc_volatile_uncorrected"),
+}
+
+
+def missing_counters(present: set[str]) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """Given the model attributes a node's page carried: the rules that are blind (and
+    what they lack), and the counters-CSV lines that would enable them, once each."""
+    blind: dict[str, tuple[str, ...]] = {}
+    lines: dict[str, None] = {}
+    for rule, needs in RULE_NEEDS.items():
+        lacking = tuple(a for a in needs if a not in present)
+        if lacking:
+            blind[rule] = lacking
+            for attr in lacking:
+                lines[BY_ATTR[attr].csv_line] = None
+    return blind, tuple(lines)

@@ -9,11 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
+from gputui.advisor.nodes import node_dict, node_rows
 from gputui.clock_events import describe_reasons
 from gputui.model import Finding
 from gputui.names import NoteKind, Severity
 from gputui.sampling.monitor import Monitor
-from gputui.units import NA, fmt_duration, fmt_num, short_name, vram_text
+from gputui.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
 
 SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -43,6 +44,27 @@ def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None)
     if judgement is not None and not judgement.complete:
         return EXIT_NOT_JUDGED
     return EXIT_OK
+
+
+def _print_nodes(monitor: Monitor, console: Console) -> None:
+    """With GPUs on several nodes: each node on one line, worst first."""
+    if len({d.node for d in monitor.devices}) < 2:
+        return
+    rows = node_rows(monitor.devices, monitor.latest, point_in_time_findings(monitor))
+    console.print()
+    console.print(Text(f"{len(rows)} nodes, worst first", style="bold"))
+    for row in rows:
+        summary = node_dict(row)
+        worst = summary["worst"]
+        line = Text(f"  {row.node}", style="bold")  # outside text: never markup
+        line.append(f"  {len(row.gpus)} GPU(s)  ")
+        style = SEVERITY_STYLE[Severity(worst)] if worst else "green"
+        line.append(
+            f"{row.findings} finding(s), worst {worst}" if worst else "nothing found", style=style
+        )
+        if summary["not_reporting"]:
+            line.append(f"  {summary['not_reporting']} GPU(s) not reporting", style="yellow")
+        console.print(line)
 
 
 def render_report(monitor: Monitor, console: Console | None = None) -> None:
@@ -88,14 +110,15 @@ def render_report(monitor: Monitor, console: Console | None = None) -> None:
             str(device.index),
             Text(short_name(device.name)),
             fmt_num(s.util_gpu, " %"),
-            f"{fmt_num(s.sm_clock_mhz)}/{fmt_num(device.max_sm_clock_mhz)}",
+            fmt_of(s.sm_clock_mhz, device.max_sm_clock_mhz),
             fmt_num(s.temp_c, " °C"),
             f"{fmt_num(s.power_w, ' W')}",
             vram_text(s.mem_used, s.mem_total),
-            f"Gen{fmt_num(s.pcie_gen)} x{fmt_num(s.pcie_width)}",
+            fmt_link(s.pcie_gen, s.pcie_width),
             ", ".join(describe_reasons(s.clock_reasons, short=True)) or "none",
         )
     console.print(table)
+    _print_nodes(monitor, console)
     for note in frame.notes if frame is not None else ():
         warn = note.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY, NoteKind.GPU_LOST)
         console.print(Text(f"! {note.text}", style="yellow" if warn else "dim"))

@@ -10,7 +10,7 @@ from gputui.advisor import make_monitor
 from gputui.clocks import ManualClock
 from gputui.config import Config
 from gputui.formats.recording import Recording
-from gputui.model import DeviceInfo, SourceInfo
+from gputui.model import DeviceInfo, Frame, SourceInfo
 from gputui.names import SourceKind
 from gputui.sampling.replay import ReplayController
 from gputui.sampling.sampler import Sampler
@@ -110,9 +110,14 @@ def run_app(
     snapshot_dir: Path = Path("."),
     detail: str | None = None,
     keep_secrets: bool = False,
+    history: Sequence[Frame] = (),
 ) -> int:
+    """The live app; ``history`` (a Prometheus server's window) is judged before the first
+    frame, so the advisor speaks from the first second."""
     app = make_app(source, devices, config, snapshot_dir=snapshot_dir, detail=detail)
     app.keep_secrets = keep_secrets
+    for frame in history:
+        app.monitor.ingest(frame)
     try:
         return run_owned(app)
     finally:

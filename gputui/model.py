@@ -92,6 +92,21 @@ class DeviceInfo:
     #: the node it lives on, and its index there, when read from a remote source
     node: str | None = None
     node_index: int | None = None
+    #: the Kubernetes workload on it, from the exporter's pod/namespace/container labels
+    pod: str | None = None
+    namespace: str | None = None
+    container: str | None = None
+    #: topology, read once at open: the NUMA node the GPU is attached to, the CPUs near it
+    #: (Linux list format, "0-27,56-83")
+    numa_node: int | None = None
+    cpu_affinity: str | None = None
+    #: the PCIe path to every GPU by index, as `nvidia-smi topo -m` abbreviates it: "X"
+    #: itself, "BRD" same board, "PIX", "PXB", "PHB", "NODE", "SYS", "" unknown
+    pcie_topology: tuple[str, ...] | None = None
+    #: per NVLink of this GPU: the PCI bus id of the device at the other end ("" unknown or
+    #: down at open); () no NVLink; None: NVLink could not be read
+    nvlink_remote: tuple[str, ...] | None = None
+    nvlink_version: int | None = None
 
     def __post_init__(self) -> None:
         _clean_text(self)
@@ -119,9 +134,28 @@ class MigInstance:
     sm_activity: float | None = None
     #: PIDs of the processes running in this instance
     pids: tuple[int, ...] = ()
+    #: % of time the instance's graphics engine was busy (DCGM's GR_ENGINE_ACTIVE): a MIG
+    #: instance's utilisation, as a remote exporter reports it
+    gr_active: float | None = None
+    #: % of cycles the instance's tensor pipes were busy (DCGM's PIPE_TENSOR_ACTIVE)
+    tensor_activity: float | None = None
 
     def __post_init__(self) -> None:
         _clean_text(self)
+
+
+@dataclass(frozen=True, slots=True)
+class NvLinkSample:
+    """One NVLink of a GPU at one tick: up or down, traffic, error counters."""
+
+    link: int
+    active: bool | None = None
+    rx_bps: float | None = None
+    tx_bps: float | None = None
+    #: cumulative data-link error counters since the driver loaded
+    crc_errors: int | None = None
+    replay_errors: int | None = None
+    recovery_errors: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +183,8 @@ class GpuSample:
     mem_used: int | None = None
     mem_free: int | None = None
     mem_total: int | None = None
+    #: memory the driver reserves (DCGM's FB_RESERVED), counted in mem_total, not in used
+    mem_reserved: int | None = None
     pcie_gen: int | None = None
     pcie_width: int | None = None
     pcie_rx_bps: float | None = None
@@ -174,6 +210,13 @@ class GpuSample:
     pcie_counter_based: bool | None = None
     #: MIG instances (MIG mode only), in the driver's order
     mig_instances: tuple[MigInstance, ...] = ()
+    #: NVLinks of this GPU (read every few seconds), in link order; () without NVLink
+    nvlinks: tuple[NvLinkSample, ...] = ()
+    #: CRC, replay and recovery errors of all its NVLinks together (cumulative)
+    nvlink_errors: int | None = None
+    #: NVSwitch fabric registration: "none" (not on a fabric), "not-started",
+    #: "in-progress", "completed", "failed" (completed with an error)
+    fabric_state: str | None = None
 
     @property
     def reason_names(self) -> tuple[str, ...]:
@@ -215,6 +258,13 @@ class ProcessSample:
     cuda_libraries: tuple[str, ...] = ()
     #: where ``cuda_runtime`` was read ("libcudart.so.12.4.127", "torch/version.py")
     cuda_runtime_evidence: str | None = None
+    #: the CPUs it may run on (Cpus_allowed_list) and the NUMA nodes they belong to
+    cpus_allowed: str | None = None
+    cpu_nodes: tuple[int, ...] = ()
+    #: per data-loader worker (child), the NUMA node its CPUs belong to; -1 for several
+    workers_nodes: tuple[int, ...] = ()
+    #: bytes of its memory on each NUMA node (index = node), from /proc/PID/numa_maps
+    numa_memory: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _clean_text(self)

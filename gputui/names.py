@@ -77,8 +77,14 @@ class RuleId(_Name):
     CUDA_DRIVER_MISMATCH = "cuda-driver-mismatch"
     PERSISTENCE_OFF = "persistence-off"
     GPU_ERRORS = "gpu-errors"
+    NOT_REPORTING = "not-reporting"
     VRAM_RESERVED = "vram-reserved"
     UNDER_USED = "under-used"
+    NUMA_MISMATCH = "numa-mismatch"
+    PCIE_SHARED_PATH = "pcie-shared-path"
+    NVLINK_DOWN = "nvlink-down"
+    NVLINK_ERRORS = "nvlink-errors"
+    FABRIC_NOT_READY = "fabric-not-ready"
 
 
 #: rules that need process or host readings, which a remote exporter does not carry
@@ -91,6 +97,7 @@ RULES_NEEDING_HOST: tuple[RuleId, ...] = (
     RuleId.CUDA_DRIVER_MISMATCH,
     RuleId.STRAGGLER,
     RuleId.UNDER_USED,
+    RuleId.NUMA_MISMATCH,
 )
 
 
@@ -121,6 +128,8 @@ class Metric(_Name):
     VIOLATION_THERMAL_S = "violation_thermal_s"
     VIOLATION_BOARD_S = "violation_board_s"
     VIOLATION_RELIABILITY_S = "violation_reliability_s"
+    #: NVLink CRC, replay and recovery errors, all links together (cumulative)
+    NVLINK_ERRORS = "nvlink_errors"
 
 
 class HostMetric(_Name):

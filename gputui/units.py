@@ -77,3 +77,21 @@ def vram_text(used: int | None, total: int | None) -> str:
         return NA
     assert used is not None and total is not None
     return f"{used / 1024**3:.1f}/{total / 1024**3:.1f} GiB"
+
+
+def fmt_link(gen: int | None, width: int | None) -> str:
+    """'Gen5 x16'; the known half alone ('Gen5', 'x16'); n/a when neither is known.
+    Never 'Genn/a xn/a'."""
+    parts = ([f"Gen{gen}"] if known(gen) else []) + ([f"x{width}"] if known(width) else [])
+    return " ".join(parts) or NA
+
+
+def fmt_of(value: float | int | None, limit: float | int | None, unit: str = "") -> str:
+    """'1380/1980 MHz'; the value alone when the limit is unknown; n/a without a value.
+    Never '1980/n/a'."""
+    suffix = f" {unit}" if unit else ""
+    if not known(value):
+        return NA
+    if not known(limit):
+        return f"{fmt_num(value)}{suffix}"
+    return f"{fmt_num(value)}/{fmt_num(limit)}{suffix}"

@@ -30,6 +30,10 @@ H100 = DeviceInfo(
     persistence_mode=True,
     driver_version="550.54.15",
     cuda_driver_version="12.4",
+    numa_node=0,
+    cpu_affinity="0-31",
+    pcie_topology=("X",),
+    nvlink_remote=(),
 )
 
 BUSY = GpuSample(
@@ -74,6 +78,8 @@ TRAINER = ProcessSample(
     command="python train.py --lr 3e-4",
     cpu_percent=140.0,
     children=8,
+    cpus_allowed="0-63",
+    cpu_nodes=(0, 1),
 )
 
 HOST = HostSample(

@@ -54,6 +54,20 @@ class FakeMig:
 
 
 @dataclass
+class FakeNvLink:
+    """One NVLink: up or down, where it goes, its cumulative counters."""
+
+    remote_bus: str = "00000000:05:00.0"  # an NVSwitch
+    active: bool = True
+    version: int = 4
+    tx_kib: int = 1_000_000
+    rx_kib: int = 2_000_000
+    crc: int = 0
+    replay: int = 0
+    recovery: int = 0
+
+
+@dataclass
 class FakeGpu:
     """One fake H100 SXM; override fields per test."""
 
@@ -139,6 +153,47 @@ class FakeGpu:
     # NVML_PERF_POLICY_* -> cumulative ns held down (nvmlDeviceGetViolationStatus)
     violations_ns: dict[int, int] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
+    # topology: NUMA node (None: nvmlDeviceGetNumaNodeId not supported), the CPUs near it,
+    # the PCIe switch it sits behind (None: straight on the root port)
+    numa_node: int | None = None
+    cpu_affinity: tuple[int, ...] = ()
+    pcie_switch: int | None = None
+    nvlinks: list[FakeNvLink] = field(default_factory=list)
+    # NVML_GPU_FABRIC_STATE_* (None: the fabric call answers NOT_SUPPORTED), its status
+    fabric_state: int | None = None
+    fabric_status: int = OK
+
+
+#: an HGX H100 board's GPU bus ids, and its four NVSwitches'
+HGX_BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+NVSWITCH_BUS_IDS = ("05", "06", "07", "08")
+CPUS_PER_SOCKET = 56
+
+
+def hgx(count: int = 8, links: int = 18, **overrides: Any) -> list[FakeGpu]:
+    """Two sockets, GPUs in pairs behind PCIe switches (GPU 0-1 on switch 0...), the first
+    half on NUMA node 0, every GPU with ``links`` NVLinks to the NVSwitches, fabric ready."""
+    out = []
+    for i in range(count):
+        node = 0 if i < count // 2 or count == 1 else 1
+        first = node * CPUS_PER_SOCKET
+        out.append(
+            FakeGpu(
+                uuid=f"GPU-5f0c2a1e-1111-2222-3333-4444555566{i:02d}",
+                bus_id=f"00000000:{HGX_BUS_IDS[i % 8]}:00.0",
+                numa_node=node,
+                cpu_affinity=tuple(range(first, first + CPUS_PER_SOCKET)),
+                pcie_switch=i // 2,
+                nvlinks=[
+                    FakeNvLink(remote_bus=f"00000000:{NVSWITCH_BUS_IDS[k % 4]}:00.0")
+                    for k in range(links)
+                ],
+                fabric_state=3,
+                processes=[FakeProcess(4242 + i, 39000 * MIB)],
+                **overrides,
+            )
+        )
+    return out
 
 
 class DriverProcessInfoV1(ctypes.Structure):
@@ -182,6 +237,7 @@ def _out(ref: Any) -> Any:
     return ref._obj
 
 
+_NVLINK_FIELDS = frozenset({138, 139, 161, 162, 163, 165})
 _MIG_BASE = 0x10000  # MIG device handles: parent * base + slot + 1, above the GPUs'
 
 
@@ -548,6 +604,8 @@ class FakeNvmlLib:
         if gpu is None:
             return ret
         values = _out(ref)
+        if all(values[i].fieldId in _NVLINK_FIELDS for i in range(count.value)):
+            return self._nvlink_fields(gpu, values, count.value)
         table = {
             94: gpu.replay,
             3: gpu.ecc_sbe,
@@ -573,6 +631,120 @@ class FakeNvmlLib:
             entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             entry.value.ullVal = table[fid] % (1 << 64)
         return OK
+
+    def _nvlink_fields(self, gpu: FakeGpu, values: Any, count: int) -> int:
+        for i in range(count):
+            entry = values[i]
+            fid, link = int(entry.fieldId), int(entry.scopeId)
+            if fid in gpu.field_errors or link >= len(gpu.nvlinks):
+                entry.nvmlReturn = gpu.field_errors.get(fid, NOT_SUPPORTED)
+                continue
+            nv = gpu.nvlinks[link]
+            value = {
+                165: int(nv.active),
+                163: nv.crc,
+                161: nv.replay,
+                162: nv.recovery,
+                138: nv.tx_kib,
+                139: nv.rx_kib,
+            }[fid]
+            entry.nvmlReturn = OK
+            entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            entry.value.ullVal = value
+        return OK
+
+    # -- topology ----------------------------------------------------------------
+    def fn_nvmlDeviceGetNumaNodeId(self, name: str, h: Any, ref: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if gpu.numa_node is None:
+            return NOT_SUPPORTED
+        _out(ref).value = gpu.numa_node
+        return OK
+
+    def _affinity(self, name: str, h: Any, size: Any, ref: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if not gpu.cpu_affinity:
+            return NOT_SUPPORTED
+        words = _out(ref)
+        for cpu in gpu.cpu_affinity:
+            if cpu // 64 < int(getattr(size, "value", size)):
+                words[cpu // 64] |= 1 << (cpu % 64)
+        return OK
+
+    def fn_nvmlDeviceGetCpuAffinityWithinScope(
+        self, name: str, h: Any, size: Any, ref: Any, scope: Any
+    ) -> int:
+        return self._affinity(name, h, size, ref)
+
+    def fn_nvmlDeviceGetCpuAffinity(self, name: str, h: Any, size: Any, ref: Any) -> int:
+        return self._affinity(name, h, size, ref)
+
+    def fn_nvmlDeviceGetTopologyCommonAncestor(self, name: str, a: Any, b: Any, ref: Any) -> int:
+        one, ret = self._gpu(name, a)
+        other, ret2 = self._gpu(name, b)
+        if one is None or other is None:
+            return ret if one is None else ret2
+        if one.pcie_switch is not None and one.pcie_switch == other.pcie_switch:
+            level = 10  # NVML_TOPOLOGY_SINGLE: one PCIe switch
+        elif one.numa_node is not None and one.numa_node == other.numa_node:
+            level = 40  # NVML_TOPOLOGY_NODE
+        else:
+            level = 50  # NVML_TOPOLOGY_SYSTEM
+        _out(ref).value = level
+        return OK
+
+    def _link(self, name: str, h: Any, link: Any) -> tuple[FakeNvLink | None, int]:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return None, ret
+        if not gpu.nvlinks:
+            return None, NOT_SUPPORTED
+        number = int(getattr(link, "value", link))
+        if number >= len(gpu.nvlinks):
+            return None, INVALID_ARGUMENT
+        return gpu.nvlinks[number], OK
+
+    def fn_nvmlDeviceGetNvLinkState(self, name: str, h: Any, link: Any, ref: Any) -> int:
+        nv, ret = self._link(name, h, link)
+        if nv is None:
+            return ret
+        _out(ref).value = int(nv.active)
+        return OK
+
+    def fn_nvmlDeviceGetNvLinkVersion(self, name: str, h: Any, link: Any, ref: Any) -> int:
+        nv, ret = self._link(name, h, link)
+        if nv is None:
+            return ret
+        _out(ref).value = nv.version
+        return OK
+
+    def fn_nvmlDeviceGetNvLinkRemotePciInfo_v2(self, name: str, h: Any, link: Any, ref: Any) -> int:
+        nv, ret = self._link(name, h, link)
+        if nv is None:
+            return ret
+        _out(ref).busId = nv.remote_bus.encode()
+        return OK
+
+    def _fabric(self, name: str, h: Any, ref: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if gpu.fabric_state is None:
+            return NOT_SUPPORTED
+        info = _out(ref)
+        info.state = gpu.fabric_state
+        info.status = gpu.fabric_status
+        return OK
+
+    def fn_nvmlDeviceGetGpuFabricInfoV(self, name: str, h: Any, ref: Any) -> int:
+        return self._fabric(name, h, ref)
+
+    def fn_nvmlDeviceGetGpuFabricInfo(self, name: str, h: Any, ref: Any) -> int:
+        return self._fabric(name, h, ref)
 
     def _processes(self, name: str, h: Any, count_ref: Any, array: Any, graphics: bool) -> int:
         gpu, ret = self._gpu(name, h)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gputui.advisor import cuda, health, memory, pcie, pipeline, power, thermal
+from gputui.advisor import cuda, health, memory, pcie, pipeline, power, thermal, topology
 from gputui.advisor.coverage import Judgement, describe, judge_coverage
 from gputui.advisor.engine import Advisor
 from gputui.advisor.rule import Rule
@@ -20,6 +20,7 @@ RULES: tuple[Rule, ...] = (
     *pipeline.RULES,
     *cuda.RULES,
     *health.RULES,
+    *topology.RULES,
 )
 
 

@@ -45,6 +45,8 @@ WORDS: Mapping[str, str] = {
     "host.mem_available": "host memory",
     "host.iowait_pct": "host iowait",
     "host.cpu_percent": "host CPU",
+    "pcie_topology": "PCIe topology",
+    "nvlink_remote": "NVLink layout",
 }
 
 

@@ -77,7 +77,16 @@ def reasons_share(ctx: Context, sample: GpuSample, bits: int, share: float) -> s
     names = describe_reasons(bits & occurred) or describe_reasons(
         bits & (sample.clock_reasons or 0)
     )
+    what = ", ".join(names) or "none"
+    device = ctx.devices.get(sample.index)
+    if device is not None and device.node is not None:
+        # a remote exporter's readings repeat between its collections: count readings
+        count, span = ctx.readings(sample.index)
+        return (
+            f"clock events: {what}, in {round(share * count)} of {count} "
+            f"reading{'s' if count != 1 else ''} over {fmt_duration(span)}"
+        )
     return (
-        f"clock events: {', '.join(names) or 'none'}, set in {100 * share:.0f} % "
+        f"clock events: {what}, set in {100 * share:.0f} % "
         f"of the last {fmt_duration(ctx.sampled_s())}"
     )

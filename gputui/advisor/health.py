@@ -73,6 +73,34 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+def not_reporting(ctx: Context) -> Iterator[Candidate]:
+    """A GPU the source lists but did not read this tick, while others were read: on a
+    remote source, its node's exporter or its scrape stopped."""
+    read = {s.index for s in ctx.frame.gpus}
+    if not read:
+        return  # nothing at all this tick: the source's own failure, said in its notes
+    for index, device in ctx.devices.items():
+        if index in read:
+            continue
+        last = ctx.history.last_seen(index)
+        since = (
+            f"for {fmt_duration(ctx.frame.time - last)}" if last is not None else "since the start"
+        )
+        where = f" on node {device.node}" if device.node else ""
+        yield Candidate(
+            rule=RuleId.NOT_REPORTING,
+            severity=Severity.WARNING,
+            gpu=index,
+            title=f"No readings from this GPU{where}",
+            evidence=(f"no reading from GPU {index}{where} {since}, while others report",),
+            remedies=(
+                "Check the node's dcgm-exporter (its pod or service) and that Prometheus "
+                "still scrapes it (up{job=...} == 1 for its target)",
+                "On the node itself: nvidia-smi; a GPU that fell off the bus shows as lost",
+            ),
+        )
+
+
 RULES = (
     Rule(
         RuleId.GPU_ERRORS,
@@ -85,5 +113,14 @@ RULES = (
         gpu_errors,
         needs_history="",
         never_claims="that a board without ECC reporting (most GeForce cards) is error-free",
+    ),
+    Rule(
+        RuleId.NOT_REPORTING,
+        "hardware / remote",
+        "which GPUs the source read this tick, the last time each was read",
+        "a GPU the source lists gave no reading while others did, for {t.start_after_s:g} s",
+        "check the node's exporter and the Prometheus target",
+        not_reporting,
+        never_claims="that the GPU itself failed: only that its readings stopped arriving",
     ),
 )

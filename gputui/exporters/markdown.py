@@ -9,7 +9,7 @@ from gputui.advisor.coverage import Judgement, describe
 from gputui.clock_events import describe_reasons
 from gputui.formats.snapshot import dumps, parse_snapshot
 from gputui.pcie import link_bandwidth
-from gputui.units import NA, fmt_bytes, fmt_num, fmt_rate, known
+from gputui.units import NA, fmt_bytes, fmt_link, fmt_num, fmt_rate, known
 
 
 def _of(value: float | int | None, limit: float | int | None, unit: str) -> str:
@@ -104,12 +104,9 @@ def markdown_report(document: Mapping[str, Any]) -> str:
             lines.append(_row([str(device.index), device.name, "lost" if s else NA] + [NA] * 7))
             continue
         capacity = link_bandwidth(s.pcie_gen, s.pcie_width)
-        link = (
-            f"Gen{s.pcie_gen} x{s.pcie_width} "
-            f"(max Gen{device.pcie_max_gen or '?'} x{device.pcie_max_width or '?'})"
-            if known(s.pcie_gen)
-            else NA
-        )
+        link = fmt_link(s.pcie_gen, s.pcie_width)
+        if link != NA and (known(device.pcie_max_gen) or known(device.pcie_max_width)):
+            link += f" (max {fmt_link(device.pcie_max_gen, device.pcie_max_width)})"
         lines.append(
             _row(
                 [

@@ -18,6 +18,7 @@ from gputui.model import (
     HostSample,
     MigInstance,
     Note,
+    NvLinkSample,
     ProcessSample,
     SourceInfo,
     XidEvent,
@@ -215,6 +216,7 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
         clean["mig_instances"] = [
             from_record(MigInstance, m) for m in entry.get("mig_instances") or ()
         ]
+        clean["nvlinks"] = [from_record(NvLinkSample, n) for n in entry.get("nvlinks") or ()]
         gpus.append(from_record(GpuSample, clean))
     host = data.get("host")
     time = data.get("time")

@@ -132,6 +132,7 @@ class History:
         # Xid events arrive once, on one tick: kept here so they can be shown and judged
         # for as long as they matter, a few per GPU at most.
         self._xids: dict[int, deque[XidEvent]] = {}
+        self._last_seen: dict[int, float] = {}  # GPU -> frame time of its last reading
         self._counts: dict[float, int] = {}  # window length -> ticks in it, until the next add
         self._time_tails: dict[int, list[float]] = {}  # likewise, the window's times
 
@@ -169,6 +170,7 @@ class History:
                 continue
             for name, getter in GPU_METRICS.items():
                 rings.metrics[name].append(_f(getter(sample)))
+            self._last_seen[index] = frame.time
             if sample.xid_events:
                 self._xids.setdefault(index, deque(maxlen=MAX_XIDS)).extend(sample.xid_events)
             reasons = sample.clock_reasons
@@ -233,6 +235,10 @@ class History:
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)
         return _stats(self._time_tail(n), self._host[metric].tail(n))
+
+    def last_seen(self, gpu: int) -> float | None:
+        """Frame time of the GPU's last reading (lost or absent ticks do not count)."""
+        return self._last_seen.get(gpu)
 
     def xids(self, gpu: int, seconds: float | None = None) -> tuple[XidEvent, ...]:
         """The GPU's recent Xid events (the last MAX_XIDS), those of the last ``seconds``."""

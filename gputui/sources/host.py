@@ -168,6 +168,68 @@ def process_facts(pid: int) -> CudaFacts:
     return CudaFacts(runtime, evidence, tuple(libraries), tuple(sorted(env)))
 
 
+# -- NUMA: where a process may run and where its memory sits ------------------------------
+NUMA_PERIOD_S = 10.0  # a process's CPU affinity and memory placement, re-read this often
+_NUMA_NODE = re.compile(r"\bN(\d+)=(\d+)")
+_PAGE_KB = re.compile(r"\bkernelpagesize_kB=(\d+)")
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """Linux list format to CPU numbers: "0-2,5" -> {0, 1, 2, 5}; bad parts are skipped."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            end = int(last) if last else int(first)
+            if end - int(first) <= 65536:
+                cpus.update(range(int(first), end + 1))
+    return cpus
+
+
+def node_cpus(root: Path = Path("/sys")) -> dict[int, set[int]]:
+    """NUMA node -> its CPUs, from /sys/devices/system/node/nodeN/cpulist."""
+    out: dict[int, set[int]] = {}
+    with contextlib.suppress(OSError):
+        for folder in (root / "devices" / "system" / "node").glob("node[0-9]*"):
+            with contextlib.suppress(OSError, ValueError):
+                out[int(folder.name[4:])] = parse_cpu_list((folder / "cpulist").read_text())
+    return out
+
+
+def allowed_cpus(pid: int, proc: Path = Path("/proc")) -> str | None:
+    """Cpus_allowed_list of /proc/PID/status (readable for every process)."""
+    try:
+        with open(proc / str(pid) / "status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Cpus_allowed_list:"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        return None
+    return None
+
+
+def numa_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, ...]:
+    """Bytes of the process's memory on each NUMA node (index = node), from numa_maps
+    (its owner or root only); () where not readable."""
+    per_node: dict[int, int] = {}
+    try:
+        with open(proc / str(pid) / "numa_maps", encoding="ascii", errors="replace") as maps:
+            for line in maps:
+                page = _PAGE_KB.search(line)
+                size = int(page.group(1)) * 1024 if page else 4096
+                for node, pages in _NUMA_NODE.findall(line):
+                    per_node[int(node)] = per_node.get(int(node), 0) + int(pages) * size
+    except OSError:
+        return ()
+    if not per_node:
+        return ()
+    return tuple(per_node.get(n, 0) for n in range(max(per_node) + 1))
+
+
+def nodes_of(cpus: set[int], nodes: dict[int, set[int]]) -> tuple[int, ...]:
+    return tuple(sorted(n for n, members in nodes.items() if cpus & members))
+
+
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     """What the GPU side knows of a process: pid, GPU, memory, compute or graphics."""
@@ -214,6 +276,8 @@ class HostReader:
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._hostname = socket.gethostname()
+        self._nodes = node_cpus()
+        self._numa: dict[int, tuple[float, dict[str, object]]] = {}
         # Prime psutil's deltas so the first real reading is meaningful.
         psutil.cpu_percent(percpu=True)
         psutil.cpu_times_percent()
@@ -280,6 +344,7 @@ class HostReader:
             if pid not in seen:
                 del self._procs[pid]
                 self._cuda.pop(pid, None)
+                self._numa.pop(pid, None)
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[Note, ...] = ()
         if hidden:
@@ -330,6 +395,7 @@ class HostReader:
                     workers_cpu_percent=self._workers_cpu(workers),
                     cuda_libraries=facts.libraries,
                     cuda_runtime_evidence=facts.evidence,
+                    **self._placement(pid, workers),  # type: ignore[arg-type]
                 )
         except psutil.NoSuchProcess:
             # Exited between NVML's listing and our lookup: keep NVML's facts only.
@@ -337,6 +403,28 @@ class HostReader:
             return base
         except psutil.AccessDenied:
             return base
+
+    def _placement(self, pid: int, workers: list[psutil.Process] | None) -> dict[str, object]:
+        """Where the process and its workers may run and where its memory sits, every
+        ``NUMA_PERIOD_S`` (numa_maps of a large process is long)."""
+        now = self._clock()
+        kept = self._numa.get(pid)
+        if kept is not None and now - kept[0] < NUMA_PERIOD_S:
+            return kept[1]
+        cpus = allowed_cpus(pid)
+        placement: dict[str, object] = {"cpus_allowed": cpus}
+        if cpus is not None and self._nodes:
+            placement["cpu_nodes"] = nodes_of(parse_cpu_list(cpus), self._nodes)
+            worker_nodes = []
+            for child in (workers or [])[:64]:
+                text = allowed_cpus(child.pid)
+                if text is not None:
+                    found = nodes_of(parse_cpu_list(text), self._nodes)
+                    worker_nodes.append(found[0] if len(found) == 1 else -1)
+            placement["workers_nodes"] = tuple(worker_nodes)
+        placement["numa_memory"] = numa_memory(pid)
+        self._numa[pid] = (now, placement)
+        return placement
 
     def _workers_cpu(self, workers: list[psutil.Process] | None) -> float | None:
         """CPU % of a process's children together (its data-loader workers); psutil's

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import enum
 import functools
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,7 +34,16 @@ from typing import Any, TypeVar
 
 import pynvml
 
-from gputui.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, ProcessSample, XidEvent
+from gputui.model import (
+    DeviceInfo,
+    Frame,
+    GpuSample,
+    MigInstance,
+    Note,
+    NvLinkSample,
+    ProcessSample,
+    XidEvent,
+)
 from gputui.names import NoteKind, SourceKind
 from gputui.pcie import link_bandwidth
 from gputui.sources.base import SourceUnavailable
@@ -124,6 +135,8 @@ MIG_PERIOD_S = 5.0  # each MIG instance's memory
 THROUGHPUT_PERIOD_S = 5.0  # one 20 ms PCIe throughput window per direction, off the tick
 THROUGHPUT_STALE_S = 3 * THROUGHPUT_PERIOD_S  # an older window is not shown
 MAX_EVENTS_PER_READ = 64
+NVLINK_PERIOD_S = 10.0  # every link's state, throughput and error counters: one batch
+FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start later)
 
 _ARCHITECTURES = {
     pynvml.NVML_DEVICE_ARCH_KEPLER: "Kepler",
@@ -164,6 +177,26 @@ _CANDIDATE_FIELDS = (
     FI_ENERGY,
     FI_POWER_LIMIT,
 )
+
+# NVLink fields, asked per link (scopeId = the link) in one batch every NVLINK_PERIOD_S
+FI_NVLINK_TX_KIB = 138  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, cumulative KiB
+FI_NVLINK_RX_KIB = 139  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+FI_NVLINK_REPLAY = 161  # NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY
+FI_NVLINK_RECOVERY = 162  # NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY
+FI_NVLINK_CRC = 163  # NVML_FI_DEV_NVLINK_ERROR_DL_CRC
+FI_NVLINK_STATE = 165  # NVML_FI_DEV_NVLINK_GET_STATE, 1 active
+_NVLINK_FIELDS = (
+    FI_NVLINK_STATE,
+    FI_NVLINK_CRC,
+    FI_NVLINK_REPLAY,
+    FI_NVLINK_RECOVERY,
+    FI_NVLINK_TX_KIB,
+    FI_NVLINK_RX_KIB,
+)
+# nvmlDeviceGetTopologyCommonAncestor's levels as `nvidia-smi topo -m` abbreviates them
+TOPOLOGY_LEVELS = {0: "BRD", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+_AFFINITY_SCOPE_NODE = 0  # NVML_AFFINITY_SCOPE_NODE
+_FABRIC_STATES = {0: "none", 1: "not-started", 2: "in-progress", 3: "completed"}
 
 _GPM_SM_UTIL = 2  # NVML_GPM_METRIC_SM_UTIL
 _GPM_ANY_TENSOR_UTIL = 5  # NVML_GPM_METRIC_ANY_TENSOR_UTIL
@@ -350,6 +383,9 @@ class _Gpu:
     migs: list[_Mig] = field(default_factory=list)
     events: bool = False
     max_link: tuple[int | None, int | None] = (None, None)
+    # NVLink: how many links it has (0 none), the last throughput counters per link
+    nvlinks: int = 0
+    nvlink_last: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
 
 
 class NvmlSource:
@@ -364,7 +400,9 @@ class NvmlSource:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         pcie_throughput_fallback: bool = True,
+        sysfs: Path = Path("/sys"),
     ) -> None:
+        self._sysfs = sysfs
         self._host = host
         self._clock = clock
         self._monotonic = monotonic
@@ -507,6 +545,7 @@ class NvmlSource:
             except _GpuLost:
                 gpu.lost = True
                 devices.append(DeviceInfo(index=index, name="lost GPU"))
+        devices = self._topology(devices)
         self._open_events()
         return tuple(devices)
 
@@ -644,6 +683,113 @@ class NvmlSource:
             gpu.migs = self._mig_layout(gpu)
             gpu.read_at["mig_layout"] = self._now
 
+    # -- topology, at open --------------------------------------------------------
+    def _topology(self, devices: list[DeviceInfo]) -> list[DeviceInfo]:
+        """NUMA node, CPU affinity, the PCIe path to every other GPU and the NVLinks of
+        each GPU: static, read once (no root, nothing changed)."""
+        count = len(self._gpus)
+        levels: dict[tuple[int, int], str] = {}
+        common = pynvml.nvmlDeviceGetTopologyCommonAncestor
+        for a in self._gpus:
+            for b in self._gpus[a.index + 1 :]:
+                if a.lost or b.lost:
+                    continue
+                try:
+                    level = self._ask(a, f"topology{b.index}", common, a.handle, b.handle)
+                except _GpuLost:
+                    a.lost = True
+                    break
+                if level is not None:
+                    levels[(a.index, b.index)] = levels[(b.index, a.index)] = TOPOLOGY_LEVELS.get(
+                        int(level), ""
+                    )
+        out = []
+        for gpu, device in zip(self._gpus, devices, strict=True):
+            if gpu.lost or gpu.handle is None:
+                out.append(device)
+                continue
+            try:
+                nvlink_remote, nvlink_version = self._nvlink_layout(gpu)
+                out.append(
+                    dataclasses.replace(
+                        device,
+                        numa_node=self._numa_node(gpu, device.pci_bus_id),
+                        cpu_affinity=self._cpu_affinity(gpu),
+                        pcie_topology=(
+                            tuple(
+                                "X" if j == gpu.index else levels.get((gpu.index, j), "")
+                                for j in range(count)
+                            )
+                            if levels or count == 1
+                            else None
+                        ),
+                        nvlink_remote=nvlink_remote,
+                        nvlink_version=nvlink_version,
+                    )
+                )
+            except _GpuLost:
+                gpu.lost = True
+                out.append(device)
+        return out
+
+    def _numa_node(self, gpu: _Gpu, bus_id: str | None) -> int | None:
+        node = self._ask(gpu, "numa_node", _function("nvmlDeviceGetNumaNodeId"), gpu.handle)
+        if node is None and bus_id:
+            # the kernel's view: /sys/bus/pci/devices/0000:18:00.0/numa_node
+            name = bus_id.lower()[-12:]
+            try:
+                text = (self._sysfs / "bus" / "pci" / "devices" / name / "numa_node").read_text()
+                node = int(text.strip())
+            except (OSError, ValueError):
+                return None
+        return int(node) if node is not None and 0 <= int(node) < 4096 else None
+
+    def _cpu_affinity(self, gpu: _Gpu) -> str | None:
+        words = max(16, ((os.cpu_count() or 0) + 63) // 64)  # room for 1024 CPUs at least
+        mask = self._ask_first(
+            gpu,
+            "cpu_affinity",
+            [
+                (
+                    _function("nvmlDeviceGetCpuAffinityWithinScope"),
+                    (gpu.handle, words, _AFFINITY_SCOPE_NODE),
+                ),
+                (_function("nvmlDeviceGetCpuAffinity"), (gpu.handle, words)),
+            ],
+        )
+        if mask is None:
+            return None
+        cpus = [w * 64 + b for w in range(words) for b in range(64) if int(mask[w]) >> b & 1]
+        return cpu_list(cpus) or None
+
+    def _nvlink_layout(self, gpu: _Gpu) -> tuple[tuple[str, ...] | None, int | None]:
+        """The GPU's NVLinks: which exist, where each goes, their version."""
+        remote: list[str] = []
+        version: int | None = None
+        limit = _constant("NVML_NVLINK_MAX_LINKS", 18)
+        for link in range(limit):
+            key = f"nvlink{link}"
+            state = self._ask(
+                gpu, key + ".state", pynvml.nvmlDeviceGetNvLinkState, gpu.handle, link
+            )
+            if state is None:
+                if key + ".state" in gpu.stopped or link > 0:
+                    break  # no such link (or none at all): the links end here
+                return None, None  # not readable now: unknown
+            where = ""
+            if state:
+                info = self._ask(
+                    gpu, key + ".remote", pynvml.nvmlDeviceGetNvLinkRemotePciInfo, gpu.handle, link
+                )
+                where = _text(info.busId) if info is not None else ""
+                found = self._ask(
+                    gpu, key + ".version", pynvml.nvmlDeviceGetNvLinkVersion, gpu.handle, link
+                )
+                version = version or (_clean(found) if found else None)
+            remote.append(where)
+        gpu.nvlinks = len(remote)
+        return tuple(remote), version
+
     def _open_events(self) -> None:
         """One event set for every GPU, registered for critical Xid errors."""
         create = _function("nvmlEventSetCreate")
@@ -776,6 +922,16 @@ class NvmlSource:
         )
         migs = self._mig_instances(gpu, procs)
         rx, tx, counter_based = self._pcie_rates(gpu, fields, link)
+        nvlinks: tuple[NvLinkSample, ...] = ()
+        if gpu.nvlinks:
+            nvlinks = self._every(gpu, "nvlink", NVLINK_PERIOD_S, lambda: self._nvlink(gpu)) or ()
+        fabric = self._every(gpu, "fabric", FABRIC_PERIOD_S, lambda: self._fabric(gpu))
+        nvlink_errors = [
+            n
+            for sample in nvlinks
+            for n in (sample.crc_errors, sample.replay_errors, sample.recovery_errors)
+            if n is not None
+        ]
 
         used = int(memory.used) if memory is not None else None
         total = int(memory.total) if memory is not None else None
@@ -831,6 +987,9 @@ class NvmlSource:
             violation_thermal_s=violations.get("violation_thermal_s"),
             violation_board_s=violations.get("violation_board_s"),
             violation_reliability_s=violations.get("violation_reliability_s"),
+            nvlinks=nvlinks,
+            nvlink_errors=sum(nvlink_errors) if nvlink_errors else None,
+            fabric_state=fabric,
         )
 
     # -- slower readings ---------------------------------------------------------
@@ -850,6 +1009,61 @@ class NvmlSource:
         if FI_REPLAY not in gpu.fields:
             out["replay"] = _clean(ask("replay", pynvml.nvmlDeviceGetPcieReplayCounter, h))
         return out
+
+    def _nvlink(self, gpu: _Gpu) -> tuple[NvLinkSample, ...]:
+        """Every link's state, error counters and throughput counters: one field batch."""
+        ids = [(fid, link) for link in range(gpu.nvlinks) for fid in _NVLINK_FIELDS]
+        values = self._ask(
+            gpu, "nvlink_fields", _function("nvmlDeviceGetFieldValues"), gpu.handle, ids
+        )
+        if values is None:
+            return ()
+        got: dict[tuple[int, int], int] = {}
+        for value in values:
+            ret = int(value.nvmlReturn)
+            if ret != pynvml.NVML_SUCCESS:
+                if meaning(ret) is Verdict.LOST:
+                    raise _GpuLost
+                continue
+            raw = _field_unsigned(value)
+            if raw is not None:
+                got[(int(value.fieldId), int(value.scopeId))] = raw
+        out = []
+        for link in range(gpu.nvlinks):
+            state = got.get((FI_NVLINK_STATE, link))
+            tx, rx = got.get((FI_NVLINK_TX_KIB, link)), got.get((FI_NVLINK_RX_KIB, link))
+            rates: tuple[float | None, float | None] = (None, None)
+            previous = gpu.nvlink_last.get(link)
+            gpu.nvlink_last[link] = (self._now, rx, tx)
+            if previous is not None and self._now > previous[0]:
+                elapsed = self._now - previous[0]
+                rates = (
+                    _kib_rate(previous[1], rx, elapsed),
+                    _kib_rate(previous[2], tx, elapsed),
+                )
+            out.append(
+                NvLinkSample(
+                    link=link,
+                    active=bool(state == 1) if state is not None else None,
+                    rx_bps=rates[0],
+                    tx_bps=rates[1],
+                    crc_errors=got.get((FI_NVLINK_CRC, link)),
+                    replay_errors=got.get((FI_NVLINK_REPLAY, link)),
+                    recovery_errors=got.get((FI_NVLINK_RECOVERY, link)),
+                )
+            )
+        return tuple(out)
+
+    def _fabric(self, gpu: _Gpu) -> str | None:
+        """The NVSwitch fabric state: the versioned call, else the first one."""
+        return self._ask_first(  # type: ignore[no-any-return]
+            gpu,
+            "fabric",
+            [
+                (_fabric_reader("nvmlDeviceGetGpuFabricInfoV", _FabricInfoV2), (gpu.handle,)),
+                (_fabric_reader("nvmlDeviceGetGpuFabricInfo", _FabricInfoV1), (gpu.handle,)),
+            ],
+        )
 
     def _link(self, gpu: _Gpu) -> tuple[int | None, int | None]:
         h = gpu.handle
@@ -1279,6 +1493,69 @@ class NvmlSource:
             self._failed(gpu, key, ret)
             return None
         return None
+
+
+def cpu_list(cpus: Sequence[int]) -> str:
+    """CPU numbers in Linux list format: [0, 1, 2, 5] -> "0-2,5"."""
+    parts: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _kib_rate(before: int | None, after: int | None, elapsed: float) -> float | None:
+    if before is None or after is None or after < before:
+        return None  # a counter reset (driver reload) is not traffic
+    return (after - before) * 1024 / elapsed
+
+
+class _FabricInfoV1(ctypes.Structure):
+    """nvmlGpuFabricInfo_t as nvml.h lays it out (the oldest bindings declare it wrong)."""
+
+    _fields_ = [
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+    ]
+
+
+class _FabricInfoV2(ctypes.Structure):
+    """nvmlGpuFabricInfo_v2_t, what nvmlDeviceGetGpuFabricInfoV fills (36 bytes)."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+        ("healthMask", ctypes.c_uint),
+    ]
+
+
+def _fabric_reader(symbol: str, struct: type[ctypes.Structure]) -> Callable[[Any], str]:
+    """A call of ``symbol`` with gputui's own struct: the state in words."""
+
+    def read(handle: Any) -> str:
+        fn = pynvml._nvmlGetFunctionPointer(symbol)  # raises FUNCTION_NOT_FOUND: next one
+        info: Any = struct()
+        if hasattr(info, "version"):
+            info.version = ctypes.sizeof(struct) | (2 << 24)
+        ret = fn(handle, ctypes.byref(info))
+        if ret != pynvml.NVML_SUCCESS:
+            raise pynvml.NVMLError(ret)
+        state = _FABRIC_STATES.get(int(info.state), "none")
+        if state == "completed" and int(info.status) != pynvml.NVML_SUCCESS:
+            return "failed"
+        return state
+
+    return read
 
 
 def _throughput_window(handle: Any) -> tuple[float | None, float | None, int | None]:

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field, replace
@@ -24,43 +24,66 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.dcgm import BY_NAME
-from gputui.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.dcgm import (
+    BY_NAME,
+    LEGACY_MESSAGE,
+    LEGACY_PREFIX,
+    DcgmField,
+    is_blank,
+    missing_counters,
+)
+from gputui.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
 from gputui.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
+from gputui.xid import describe_xid
 
 # What one answer may cost, whatever the other side sends (docs/security.md):
 MAX_BYTES = 10 * 1024 * 1024  # the body, never decompressed (we ask for identity)
 MAX_SERIES = 200_000  # samples in one exposition
 MAX_GPUS_PER_NODE = 256  # an NVL72 rack is 72; more is a broken or hostile page
 MAX_LABEL_CHARS = 1024  # a label value longer than this is cut
+MAX_MIG_PER_GPU = 64  # an A100/H100 has at most 7 GPU instances
 _GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
-# DCGM's "blank" values (not supported / no data) start here, for every value type.
-_DCGM_BLANK_INT32 = 0x7FFFFFF0
-_DCGM_BLANK_FP64 = 140737488355328.0
+#: Kubernetes labels, as dcgm-exporter's pod mapping names them (and its older names)
+K8S_LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pod", ("pod", "pod_name")),
+    ("namespace", ("namespace", "pod_namespace")),
+    ("container", ("container", "container_name")),
+)
 
 
 class ScrapeError(Exception):
     pass
 
 
-def _valid(value: float) -> bool:
+def _valid(value: float, dcgm: DcgmField) -> bool:
     if math.isnan(value) or math.isinf(value) or value < 0:
         return False
-    if value >= _DCGM_BLANK_FP64:
-        return False
-    return not (value.is_integer() and _DCGM_BLANK_INT32 <= value <= 0xFFFFFFFF)
+    return not is_blank(value, dcgm.blank)
+
+
+@dataclass
+class NodeMig:
+    """One MIG instance's series (labels GPU_I_ID, GPU_I_PROFILE) of one GPU."""
+
+    gpu_instance_id: int
+    labels: dict[str, str]
+    values: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class NodeGpu:
-    """One GPU of one scrape: its labels and its numbers."""
+    """One GPU of one scrape: its labels and its numbers (by DCGM field name)."""
 
     gpu: int
     labels: dict[str, str]
     values: dict[str, float] = field(default_factory=dict)
     #: series for a field this GPU already had: ignored (the first is kept), and said
     duplicates: int = 0
+    #: its MIG instances' series, by GPU instance id (never merged into the GPU's)
+    mig: dict[int, NodeMig] = field(default_factory=dict)
+    #: model attributes the page carried a series for, blank or not (what it can judge)
+    present: set[str] = field(default_factory=set)
 
 
 def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
@@ -69,44 +92,99 @@ def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
     Bounded whatever the page says: at most MAX_SERIES samples, MAX_GPUS_PER_NODE GPUs,
     label values cut to MAX_LABEL_CHARS; anything beyond is refused, not stored.
     """
-    hostname: str | None = None
-    gpus: dict[int, NodeGpu] = {}
-    seen = 0
+    node = NodeSeries()
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                seen += 1
-                if seen > MAX_SERIES:
-                    raise ScrapeError(f"more than {MAX_SERIES:,} series: refused")
-                name = sample.name
-                if name not in BY_NAME:
-                    continue
-                labels = sample.labels
-                gpu_label = labels.get("gpu")
-                if gpu_label is None or not _GPU_NUMBER.fullmatch(gpu_label):
-                    continue
-                number = int(gpu_label)
-                entry = gpus.get(number)
-                if entry is None:
-                    if len(gpus) >= MAX_GPUS_PER_NODE:
-                        raise ScrapeError(
-                            f"more than {MAX_GPUS_PER_NODE} GPUs on one node: refused"
-                        )
-                    kept = {k[:64]: v[:MAX_LABEL_CHARS] for k, v in labels.items()}
-                    entry = gpus[number] = NodeGpu(number, kept)
-                    hostname = hostname or kept.get("Hostname") or kept.get("hostname")
-                value = float(sample.value)
-                if name in entry.values:
-                    entry.duplicates += 1
-                elif _valid(value):
-                    entry.values[name] = value
+                node.add(sample.name, sample.labels, float(sample.value))
     except ScrapeError:
         raise
     except Exception as exc:  # the parser raises ValueError and friends on garbage
         raise ScrapeError(f"not a Prometheus exposition ({type(exc).__name__})") from exc
-    if not gpus:
-        raise ScrapeError("no GPU metrics in the answer")
-    return hostname, gpus
+    return node.finish()
+
+
+class NodeSeries:
+    """One node's GPUs built series by series, within the bounds, whatever the input:
+    a scraped page, or a Prometheus server's answer for that node."""
+
+    def __init__(self) -> None:
+        self.hostname: str | None = None
+        self.gpus: dict[int, NodeGpu] = {}
+        self.seen = 0
+        self.legacy = False
+
+    def add(self, name: str, labels: dict[str, str], value: float) -> None:
+        self.seen += 1
+        if self.seen > MAX_SERIES:
+            raise ScrapeError(f"more than {MAX_SERIES:,} series: refused")
+        dcgm = BY_NAME.get(name)
+        if dcgm is None:
+            if name.startswith(LEGACY_PREFIX):
+                self.legacy = True
+            return
+        gpu_label = labels.get("gpu")
+        if gpu_label is None or not _GPU_NUMBER.fullmatch(gpu_label):
+            return
+        number = int(gpu_label)
+        entry = self.gpus.get(number)
+        if entry is None:
+            if len(self.gpus) >= MAX_GPUS_PER_NODE:
+                raise ScrapeError(f"more than {MAX_GPUS_PER_NODE} GPUs on one node: refused")
+            entry = self.gpus[number] = NodeGpu(number, _kept(labels))
+            self.hostname = (
+                self.hostname or entry.labels.get("Hostname") or entry.labels.get("hostname")
+            )
+        values = entry.values
+        instance = labels.get("GPU_I_ID")
+        if instance is not None and _GPU_NUMBER.fullmatch(instance):
+            mig = entry.mig.get(int(instance))
+            if mig is None:
+                if len(entry.mig) >= MAX_MIG_PER_GPU:
+                    raise ScrapeError(
+                        f"more than {MAX_MIG_PER_GPU} MIG instances on GPU {number}: refused"
+                    )
+                mig = entry.mig[int(instance)] = NodeMig(int(instance), _kept(labels))
+            if dcgm.name in _INSTANCE_FIELDS:
+                values = mig.values
+            elif dcgm.name in values:  # a GPU-wide field repeated per instance
+                return
+            else:
+                entry.present.add(dcgm.attr)
+        else:
+            entry.present.add(dcgm.attr)
+            if dcgm.attr == "xid":
+                for key in ("err_code", "err_msg"):
+                    if key in labels:
+                        entry.labels[key] = labels[key][:MAX_LABEL_CHARS]
+        if dcgm.name in values:
+            entry.duplicates += 1
+        elif _valid(value, dcgm):
+            values[dcgm.name] = value
+
+    def finish(self) -> tuple[str | None, dict[int, NodeGpu]]:
+        if not self.gpus:
+            raise ScrapeError(LEGACY_MESSAGE if self.legacy else "no GPU metrics in the answer")
+        return self.hostname, self.gpus
+
+
+#: fields DCGM reads per MIG instance; every other field is the whole GPU's
+_INSTANCE_FIELDS = frozenset(
+    (
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_RESERVED",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+    )
+)
+
+
+def _kept(labels: dict[str, str]) -> dict[str, str]:
+    return {k[:64]: v[:MAX_LABEL_CHARS] for k, v in labels.items()}
 
 
 def _cut(holder: list[socket.socket]) -> None:
@@ -117,7 +195,7 @@ def _cut(holder: list[socket.socket]) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def fetch(url: str, timeout: float) -> str:
+def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
     """The page at ``url``, or ScrapeError. ``timeout`` bounds the whole request (connect,
     headers, body: a server that drips a byte a second is cut there), the body is at most
     MAX_BYTES, and a redirect is followed only within the same scheme, host and port."""
@@ -145,7 +223,9 @@ def fetch(url: str, timeout: float) -> str:
                 raise OSError("deadline passed while connecting")
             path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
             connection.request(
-                "GET", path, headers={"Accept": "text/plain", "Accept-Encoding": "identity"}
+                "GET",
+                path,
+                headers={"Accept": "text/plain", "Accept-Encoding": "identity", **(headers or {})},
             )
             response = connection.getresponse()
             if response.status in (301, 302, 303, 307, 308):
@@ -200,6 +280,10 @@ class _Node:
     first_index: int = 0
     gpus: tuple[int, ...] = ()  # the node's own GPU numbers, in our index order
     pending: Future[str] | None = None
+    #: the rules its page leaves blind, said once a tick (computed when it opened)
+    blind_note: Note | None = None
+    #: the last Xid code seen per GPU number: a new code is a new event
+    xid: dict[int, int] = field(default_factory=dict)
 
 
 class RemoteSource:
@@ -245,6 +329,7 @@ class RemoteSource:
             node.gpus = tuple(sorted(gpus))
             for number in node.gpus:
                 devices.append(_device(len(devices), node.name, gpus[number]))
+            node.blind_note = blind_note(node.name, gpus.values())
         if not devices:
             reasons = "; ".join(f"{n.url}: {results.get(n.url)}" for n in self._nodes)
             raise SourceUnavailable(f"no GPUs could be read from the sources ({reasons}).")
@@ -307,10 +392,13 @@ class RemoteSource:
                         "(the first of each kept)",
                     )
                 )
+            if node.blind_note is not None:
+                notes.append(node.blind_note)
             for offset, number in enumerate(node.gpus):
                 entry = gpus.get(number)
                 if entry is not None:
-                    samples.append(_sample(node.first_index + offset, entry))
+                    sample = _sample(node.first_index + offset, entry)
+                    samples.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
         notes.append(
             Note(
                 NoteKind.RULES_BLIND,
@@ -330,6 +418,22 @@ def _metrics_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def blind_note(node: str, gpus: Iterable[NodeGpu]) -> Note | None:
+    """The rules a node's page leaves blind, and the counters-CSV lines that enable them."""
+    present: set[str] = set()
+    for entry in gpus:
+        present |= entry.present
+    blind, lines = missing_counters(present)
+    if not blind:
+        return None
+    rules = ", ".join(f"{rule} (needs {', '.join(needs)})" for rule, needs in blind.items())
+    return Note(
+        NoteKind.RULES_BLIND,
+        f"node {node}: the exporter's counters leave these rules blind: {rules}. "
+        "Add to its counters CSV (dcgm-exporter -f FILE): " + " | ".join(lines),
+    )
+
+
 def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
     labels = entry.labels
     facts: dict[str, Any] = {}
@@ -337,6 +441,10 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         dcgm = BY_NAME[name]
         if dcgm.on == "device":
             facts[dcgm.attr] = dcgm.to_model(value)
+    for attr, keys in K8S_LABELS:
+        found = next((labels[k] for k in keys if labels.get(k)), None)
+        if found:
+            facts[attr] = found
     info = DeviceInfo(
         index=index,
         name=labels.get("modelName") or f"GPU {entry.gpu}",
@@ -345,17 +453,79 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         driver_version=labels.get("DCGM_FI_DRIVER_VERSION"),
         node=node,
         node_index=entry.gpu,
+        mig_mode=True if entry.mig else None,
     )
     return replace(info, **facts)
 
 
-def _sample(index: int, entry: NodeGpu) -> GpuSample:
+_NOT_SAMPLE_FIELDS = frozenset(("xid", "gr_active"))
+
+
+def _memory(fields: dict[str, Any]) -> None:
+    """used + free + reserved is the total (DCGM: FB_TOTAL = used + free + reserved)."""
+    used, free = fields.get("mem_used"), fields.get("mem_free")
+    if used is not None and free is not None:
+        fields["mem_total"] = used + free + (fields.get("mem_reserved") or 0)
+
+
+def _model_fields(values: dict[str, float]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
-    for name, value in entry.values.items():
+    for name, value in values.items():
         dcgm = BY_NAME[name]
         if dcgm.on == "sample":
             fields[dcgm.attr] = dcgm.to_model(value)
-    used, free = fields.get("mem_used"), fields.get("mem_free")
-    if used is not None and free is not None:
-        fields["mem_total"] = used + free
+    return fields
+
+
+def _mig(mig: NodeMig) -> MigInstance:
+    fields = _model_fields(mig.values)
+    _memory(fields)
+    return MigInstance(
+        gpu_instance_id=mig.gpu_instance_id,
+        profile=mig.labels.get("GPU_I_PROFILE") or None,
+        mem_used=fields.get("mem_used"),
+        mem_total=fields.get("mem_total"),
+        sm_activity=fields.get("sm_activity"),
+        gr_active=fields.get("gr_active"),
+        tensor_activity=fields.get("tensor_activity"),
+    )
+
+
+def _sample(index: int, entry: NodeGpu) -> GpuSample:
+    fields = {k: v for k, v in _model_fields(entry.values).items() if k not in _NOT_SAMPLE_FIELDS}
+    if fields.get("mem_temp_c") == 0:  # GDDR boards have no sensor; DCGM says 0 there
+        del fields["mem_temp_c"]
+    _memory(fields)
+    if entry.mig:
+        instances = tuple(_mig(entry.mig[i]) for i in sorted(entry.mig))
+        fields["mig_instances"] = instances
+        used = [m.mem_used for m in instances]
+        if "mem_used" not in fields and used and all(u is not None for u in used):
+            fields["mem_used"] = sum(u for u in used if u is not None)
     return GpuSample(index=index, **fields)
+
+
+def _with_xid(
+    sample: GpuSample,
+    entry: NodeGpu,
+    node: str,
+    seen: dict[int, int],
+    now: float,
+    notes: list[Note],
+) -> GpuSample:
+    """DCGM's XID_ERRORS holds the last Xid's code: a code not seen before is an event."""
+    code = entry.values.get("DCGM_FI_DEV_XID_ERRORS")
+    if code is None or code == 0:
+        return sample
+    number = int(code)
+    message = entry.labels.get("err_msg")
+    notes.append(
+        Note(
+            NoteKind.GENERAL,
+            f"node {node} GPU {entry.gpu}: last Xid {number} ({message or describe_xid(number)})",
+        )
+    )
+    if seen.get(entry.gpu) == number:
+        return sample
+    seen[entry.gpu] = number
+    return replace(sample, xid_events=(XidEvent(number, now),))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from gputui import clock_events as ce
-from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, ProcessSample
+from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, NvLinkSample, ProcessSample
 from gputui.names import SourceKind
 from gputui.pcie import link_bandwidth
 
@@ -129,6 +129,8 @@ H100_PCIE = CardSpec(
 DRIVER_VERSION = "550.54.15"
 CUDA_DRIVER_VERSION = "12.4"
 HOST_CPUS = 64
+NVLINKS = 18  # an H100 SXM's links, each to one of the board's NVSwitches
+NVSWITCHES = ("00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0")
 
 
 def resolve_scenarios(choice: str | None, gpus: int) -> tuple[str, ...]:
@@ -212,6 +214,40 @@ class _Gpu:
         self.noise = _Noise(seed, index)
         self.pid = 2100 + 97 * index
         self.gpus = gpus
+        # two sockets: the first half of the GPUs on node 0, in pairs behind PCIe switches
+        self.node = 0 if index < gpus / 2 or gpus == 1 else 1
+        half = HOST_CPUS // 2
+        self.cpus = f"{self.node * half}-{self.node * half + half - 1}"
+        self.links = NVLINKS if self.spec is H100_SXM else 0
+        self._nvlinks = tuple(
+            NvLinkSample(
+                link=k,
+                active=True,
+                rx_bps=1.9e9 + 0.1e9 * (k % 3),
+                tx_bps=1.8e9 + 0.1e9 * (k % 2),
+                crc_errors=0,
+                replay_errors=0,
+                recovery_errors=0,
+            )
+            for k in range(self.links)
+        )
+
+    def topology(self, t: float) -> dict[str, object]:
+        """The NVLink readings of a tick: every link up and clean, the fabric ready."""
+        if not self.links:
+            return {}
+        return {"nvlinks": self._nvlinks, "nvlink_errors": 0, "fabric_state": "completed"}
+
+    def near(self, rss: int, workers: int) -> dict[str, object]:
+        """A process bound to its GPU's node, as a well-launched job is."""
+        memory = [0, 0]
+        memory[self.node] = rss
+        return {
+            "cpus_allowed": self.cpus,
+            "cpu_nodes": (self.node,),
+            "workers_nodes": (self.node,) * workers,
+            "numa_memory": tuple(memory),
+        }
 
     def launcher_env(self) -> tuple[str, ...]:
         """The torchrun environment of a rank of the node's one data-parallel job."""
@@ -236,6 +272,20 @@ class _Gpu:
             max_sm_clock_mhz=s.max_sm_clock,
             max_mem_clock_mhz=s.max_mem_clock,
             max_graphics_clock_mhz=s.max_sm_clock,
+            numa_node=self.node,
+            cpu_affinity=self.cpus,
+            pcie_topology=tuple(
+                "X"
+                if j == self.index
+                else "PIX"
+                if j // 2 == self.index // 2
+                else "NODE"
+                if (0 if j < self.gpus / 2 or self.gpus == 1 else 1) == self.node
+                else "SYS"
+                for j in range(self.gpus)
+            ),
+            nvlink_remote=tuple(NVSWITCHES[k % len(NVSWITCHES)] for k in range(self.links)),
+            nvlink_version=4 if self.links else None,
             default_app_sm_clock_mhz=s.default_app_sm_clock,
             default_app_mem_clock_mhz=s.max_mem_clock,
             temp_slowdown_c=s.temp_slowdown,
@@ -324,7 +374,9 @@ class _Gpu:
             violation_thermal_s=3600.0 * 0.01 + (t if reasons & ce.THERMAL_BITS else 0.0),
             violation_board_s=0.0,
             violation_reliability_s=0.0,
+            **self.topology(t),  # type: ignore[arg-type]
         )
+        rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
         process = ProcessSample(
             pid=self.pid,
             gpu_index=self.index,
@@ -335,7 +387,7 @@ class _Gpu:
             command=command
             or f"python train.py --model llama-3-8b --batch-size 16 --local-rank {self.index}",
             cpu_percent=round(cpu, 1),
-            rss=int((11.5 + 0.4 * n(_RSS, t)) * GIB),
+            rss=rss,
             threads=threads,
             children=workers,
             cuda_runtime=runtime,
@@ -343,6 +395,7 @@ class _Gpu:
             ppid=2000,
             cuda_libraries=libraries,
             cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
+            **self.near(rss, workers),  # type: ignore[arg-type]
         )
         cores = tuple(n.around(_WORKER_CORES + k, t, 62.0, 14.0) for k in range(workers))
         if workers:
@@ -382,6 +435,7 @@ class _Gpu:
             ecc_volatile_uncorrected=0,
             remapped_rows_pending=False,
             energy_j=round(s.idle_power * t + 1.0e6 * (self.index + 1), 1),
+            **self.topology(t),  # type: ignore[arg-type]
         )
         return _Reading(sample, None, ())
 
@@ -484,6 +538,53 @@ class _Gpu:
             env=(),  # its own single-process job: no rank of the node's training job
         )
         return _Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(_MAIN_CORE, t)),))
+
+    # -- topology ------------------------------------------------------------------
+    def numa(self, t: float) -> _Reading:
+        """A rank launched without binding on a two-socket node: the launcher pinned it and
+        its loader workers to the other socket, and its memory followed; the GPU waits."""
+        n, s = self.noise, self.spec
+        busy = n(_STEP_BUSY, t) < 0.7
+        reading = self._training(
+            t,
+            util=n.around(_UTIL, t, 92.0, 4.0) if busy else n(_STEP_IDLE_UTIL, t) * 20.0,
+            clock_factor=n.around(_CLOCK, t, 0.985, 0.01),
+            temp=_approach(48.0, 64.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
+            power=n.around(_POWER, t, 0.6 * s.power_default, 30.0),
+            mem_frac=0.7,
+            rx=5.5e9,
+        )
+        assert reading.process is not None
+        far = 1 - self.node
+        half = HOST_CPUS // 2
+        memory = [0, 0]
+        rss = reading.process.rss or 0
+        memory[far], memory[self.node] = int(rss * 0.9), rss - int(rss * 0.9)
+        process = replace(
+            reading.process,
+            cpus_allowed=f"{far * half}-{far * half + half - 1}",
+            cpu_nodes=(far,),
+            workers_nodes=(far,) * (reading.process.children or 0),
+            numa_memory=tuple(memory),
+        )
+        return _Reading(reading.sample, process, reading.host_cores)
+
+    def nvlink_down(self, t: float) -> _Reading:
+        """Two NVLinks of the GPU went down (Xid 74) and a third one retransmits."""
+        reading = self.healthy(t)
+        links = list(self._nvlinks)
+        for k in (3, 11):
+            if k < len(links):
+                links[k] = replace(links[k], active=False, rx_bps=0.0, tx_bps=0.0)
+        errors = 40 + int(t * 2)  # two CRC errors a second on link 5
+        if len(links) > 5:
+            links[5] = replace(links[5], crc_errors=errors, replay_errors=errors // 10)
+        sample = replace(
+            reading.sample,
+            nvlinks=tuple(links),
+            nvlink_errors=errors + errors // 10 if len(links) > 5 else 0,
+        )
+        return _Reading(sample, reading.process, reading.host_cores)
 
     # -- calm verdicts: healthy jobs that look alarming to a naive rule ---------------
     def pytorch_plateau(self, t: float) -> _Reading:
@@ -592,6 +693,9 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     Scenario("warm-4090", RTX_4090, _Gpu.warm_4090),
     Scenario("hw-blip", H100_SXM, _Gpu.hw_blip),
     Scenario("minor-compat", H100_SXM, _Gpu.minor_compat),
+    # Topology, outside the default mix: a rank on the far socket, NVLinks down.
+    Scenario("numa", H100_SXM, _Gpu.numa),
+    Scenario("nvlink-down", H100_SXM, _Gpu.nvlink_down),
 )
 _BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
 SCENARIOS: Final[tuple[str, ...]] = tuple(_BY_NAME)

@@ -41,8 +41,9 @@ from gputui.sampling.sampler import Sampler
 from gputui.ui import compat, render
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
-from gputui.ui.screens import FindingScreen, HelpScreen, RulesScreen
+from gputui.ui.screens import ClusterScreen, FindingScreen, HelpScreen, RulesScreen
 from gputui.ui.svg import local_fonts_only
+from gputui.ui.topology import TopologyScreen
 from gputui.units import fmt_age
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -104,6 +105,8 @@ class GpuTuiApp(App[int]):
         Binding("t", "sort", "sort processes", show=False),
         Binding("s", "snapshot", "snapshot"),
         Binding("r", "rules", "advisor rules", show=False),
+        Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
+        Binding("c", "cluster", "cluster: every node", show=False),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q,ctrl+c", "quit", "quit"),
         # replay only (check_action hides them otherwise)
@@ -397,7 +400,10 @@ class GpuTuiApp(App[int]):
         if not self._drawable:
             return
         self._draw_header()
-        if isinstance(self.screen, HelpScreen | RulesScreen | FindingScreen):
+        if isinstance(self.screen, ClusterScreen):
+            self.screen.refresh_rows()  # the cluster follows the frames while shown
+            return
+        if isinstance(self.screen, HelpScreen | RulesScreen | FindingScreen | TopologyScreen):
             return  # hidden panels do no work; they catch up when the screen closes
         p = self.palette_colours
         monitor = self.monitor
@@ -580,6 +586,22 @@ class GpuTuiApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.BINDINGS), self._after_modal)
+
+    def action_cluster(self) -> None:
+        """Every node as a row, worst first (remote sources); Enter opens its GPUs."""
+        p = self.palette_colours
+        colours = {"ok": p.ok, "warn": p.warn, "crit": p.crit, "dim": "dim"}
+        self.push_screen(ClusterScreen(self.monitor, colours), self._after_cluster)
+
+    def _after_cluster(self, gpu: int | None) -> None:
+        if gpu is not None:
+            self.selected = gpu
+            self.overview = False
+            self._layout()
+        self.redraw()
+
+    def action_topology(self) -> None:
+        self.push_screen(TopologyScreen(self.monitor), self._after_modal)
 
     def action_rules(self) -> None:
         self.push_screen(RulesScreen(self.monitor.advisor.thresholds), self._after_modal)

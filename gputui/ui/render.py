@@ -21,7 +21,18 @@ from gputui.names import Metric, Severity
 from gputui.pcie import link_bandwidth
 from gputui.sampling.history import History
 from gputui.sanitize import mask_secrets
-from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_num, fmt_rate, short_name
+from gputui.units import (
+    NA,
+    fmt_age,
+    fmt_bytes,
+    fmt_duration,
+    fmt_link,
+    fmt_num,
+    fmt_of,
+    fmt_rate,
+    known,
+    short_name,
+)
 from gputui.xid import describe_xid
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -509,8 +520,9 @@ def pcie_line(s: GpuSample, d: DeviceInfo, width: int, p: Palette) -> Text:
     )
     idle = (s.util_gpu or 0) < 5
     style = p.warn if degraded and not idle else ""
-    text.append(f"Gen{s.pcie_gen} x{fmt_num(s.pcie_width)}", style=style)
-    text.append(f" of Gen{fmt_num(d.pcie_max_gen)} x{fmt_num(d.pcie_max_width)}", style="dim")
+    text.append(fmt_link(s.pcie_gen, s.pcie_width), style=style)
+    if known(d.pcie_max_gen) or known(d.pcie_max_width):
+        text.append(f" of {fmt_link(d.pcie_max_gen, d.pcie_max_width)}", style="dim")
     if capacity:
         text.append(f" ({fmt_rate(capacity)})", style="dim")
     if degraded and idle:
@@ -743,17 +755,12 @@ def card(
             body.append((priority, line))
         line = Text()
         line.append(f"{fmt_num(s.temp_c)}°C", style=temp_style(s, d, p))
-        line.append(
-            f" {fmt_num(s.power_w)}/{fmt_num(s.power_limit_w)}W {fmt_num(s.sm_clock_mhz)}MHz"
-        )
+        line.append(f" {fmt_of(s.power_w, s.power_limit_w, 'W')} {fmt_num(s.sm_clock_mhz, ' MHz')}")
         body.append((2, line))
         body.append(
             (
                 4,
-                Text(
-                    f"PCIe Gen{fmt_num(s.pcie_gen)} x{fmt_num(s.pcie_width)} "
-                    f"RX {fmt_rate(s.pcie_rx_bps)}"
-                ),
+                Text(f"PCIe {fmt_link(s.pcie_gen, s.pcie_width)} RX {fmt_rate(s.pcie_rx_bps)}"),
             )
         )
         events = ", ".join(describe_reasons(s.clock_reasons, short=True)) or "no clock events"

@@ -1,4 +1,5 @@
-"""Screens over the monitor: help, a finding in full, the advisor's rule catalogue."""
+"""Screens over the monitor: help, a finding in full, the advisor's rule catalogue, the
+cluster."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputui.advisor import RULES
+from gputui.advisor.nodes import NodeRow, node_rows
 from gputui.config import Thresholds
 from gputui.model import Finding
+from gputui.sampling.monitor import Monitor
+from gputui.ui.cluster import cluster_lines
 
 
 class _Modal(ModalScreen[None]):
@@ -101,3 +105,56 @@ class RulesScreen(_Modal):
             table.add_row(rule.id.value, rule.when_it_fires(self._thresholds), rule.suggests)
         with VerticalScroll(id="dialog"):
             yield Static(table)
+
+
+class ClusterScreen(ModalScreen[int | None]):
+    """Every node as one row, worst first; Enter opens that node's first GPU."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down,j", "move(1)", "next node"),
+        Binding("up,k", "move(-1)", "previous node"),
+        Binding("enter", "open", "open its GPUs"),
+        Binding("escape,q,c", "close", "close"),
+    ]
+
+    def __init__(self, monitor: Monitor, colours: dict[str, str]) -> None:
+        super().__init__()
+        self._monitor = monitor
+        self._colours = colours
+        self._selected = 0
+        self._rows: list[NodeRow] = []
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield Static(id="cluster")
+
+    def on_mount(self) -> None:
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        """Rebuild from the monitor's latest state (called on every frame while shown)."""
+        monitor = self._monitor
+        self._rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
+        self._selected = min(self._selected, max(0, len(self._rows) - 1))
+        width = max(40, self.size.width - 8)
+        title = Text.assemble(
+            ("Cluster", "bold"),
+            f"  {len(self._rows)} node(s), {len(monitor.devices)} GPU(s), worst first"
+            "  (↑↓ choose, Enter its GPUs, Esc back)\n",
+        )
+        body = Text("\n").join(
+            [title, *cluster_lines(self._rows, self._selected, width, self._colours)]
+        )
+        self.query_one("#cluster", Static).update(body)
+
+    def action_move(self, step: int) -> None:
+        if self._rows:
+            self._selected = (self._selected + step) % len(self._rows)
+            self.refresh_rows()
+
+    def action_open(self) -> None:
+        if self._rows:
+            self.dismiss(self._rows[self._selected].gpus[0])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -84,7 +84,12 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
     }
     # issue 12: the calm verdicts and the honest "cause not visible from here"
     calm = {"vram-reserved", "pcie-host-limited", "under-used"}
-    assert {r.id for r in RULES} == brief | calm
+    # issue 17: topology
+    topology = {"numa-mismatch", "pcie-shared-path", "nvlink-down", "nvlink-errors"}
+    topology |= {"fabric-not-ready"}
+    # a remote GPU whose readings stopped arriving (issue 13)
+    remote = {"not-reporting"}
+    assert {r.id for r in RULES} == brief | calm | topology | remote
 
 
 @pytest.mark.parametrize(

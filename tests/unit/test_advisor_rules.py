@@ -376,3 +376,34 @@ def test_throttle_evidence_says_how_long_the_driver_counted_it_held() -> None:
         "held down by a thermal limit" in e and "driver's violation counter" in e
         for e in f.evidence
     )
+
+
+def test_a_gpu_that_stops_reporting_while_others_do_is_a_warning() -> None:
+    from gputui.advisor import make_advisor
+    from gputui.model import DeviceInfo, Frame
+    from gputui.sampling.history import History
+
+    devices = [replace(H100, index=i, node=f"node-{i}") for i in range(2)]
+    advisor = make_advisor(devices)
+    history = History(100)
+    for t in range(20):
+        gpus = (replace(BUSY, index=0), replace(BUSY, index=1))
+        history.add(Frame(time=float(t), gpus=gpus if t < 10 else gpus[:1]))
+        advisor.update(history)
+    (f,) = [f for f in advisor.findings if f.rule == "not-reporting"]
+    assert f.gpu == 1 and f.severity == "warning"
+    assert "on node node-1 for 9 s, while others report" in f.evidence[0]
+    assert isinstance(devices[0], DeviceInfo)
+
+
+def test_nothing_read_at_all_is_the_sources_failure_not_a_finding() -> None:
+    from gputui.advisor import make_advisor
+    from gputui.model import Frame
+    from gputui.sampling.history import History
+
+    advisor = make_advisor([H100])
+    history = History(100)
+    for t in range(20):
+        history.add(Frame(time=float(t), gpus=(BUSY,) if t < 5 else ()))
+        advisor.update(history)
+    assert "not-reporting" not in {f.rule for f in advisor.findings}

@@ -108,6 +108,8 @@ def test_mix_shows_several_scenarios_and_scales_to_16() -> None:
         "warm-4090",
         "hw-blip",
         "minor-compat",
+        "numa",  # topology (issue 17): by name only, so the screenshots stay
+        "nvlink-down",
     }
     frames = run("mix", 3, gpus=16)
     assert len(frames[-1].gpus) == 16
