@@ -152,3 +152,35 @@ def test_bad_servers_give_a_clear_message_in_bounded_time(tmp_path: Path) -> Non
     finally:
         for _, server in (error, huge, unlabelled):
             server.shutdown()
+
+
+async def test_the_cluster_view_over_a_real_prometheus_server(
+    prometheus: str, tmp_path: Path
+) -> None:
+    """The app over the Prometheus source, its history backfilled, the `c` view of every
+    node, and Enter back to a node's GPUs."""
+    from textual.widgets import Static
+
+    from gputui.config import Config
+    from gputui.launch import make_app
+    from gputui.ui.screens import ClusterScreen
+
+    source = PrometheusSource(prometheus, 'job="dcgm"', step_s=1.0, history_s=30.0)
+    devices = source.open()
+    app = make_app(source, devices, Config(interval_s=15.0), snapshot_dir=tmp_path, live=False)
+    for frame in source.backfill():
+        app.monitor.ingest(frame)
+    app.monitor.ingest(source.read())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ClusterScreen)
+        shown = str(app.screen.query_one("#cluster", Static).render())
+        assert "2 node(s), 4 GPU(s)" in shown
+        rows = [line for line in shown.splitlines() if "gpu-a" in line or "gpu-b" in line]
+        assert len(rows) == 2 and all("not reporting" not in row for row in rows)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ClusterScreen)
+        assert devices[app.selected].node == rows[0].split()[1]  # the first node's GPU
+    source.close()
