@@ -117,7 +117,8 @@ class GpuTuiApp(App[int]):
         Binding("right_curly_bracket", "seek(600)", "replay: +10 min", key_display="}", show=False),
         Binding("less_than_sign", "speed(0.5)", "replay: slower", key_display="<"),
         Binding("greater_than_sign", "speed(2)", "replay: faster", key_display=">"),
-        *(Binding(str(d), f"jump({(d - 1) % 10})", show=False) for d in range(10)),
+        # GPUs are numbered from 0, as NVML and nvidia-smi number them: key 3 is GPU 3
+        *(Binding(str(d), f"jump({d})", show=False) for d in range(10)),
     ]
 
     def __init__(

@@ -55,7 +55,7 @@ class HelpScreen(_Modal):
                 else keys
             )
             table.add_row(keys, binding.description)
-        table.add_row("1 … 9, 0", "jump to GPU 0 … 9")
+        table.add_row("0 … 9", "jump to GPU 0 … 9")
         body = Text.assemble(
             ("gputui keys\n\n", "bold"),
         )

@@ -40,11 +40,11 @@ async def test_gpu_switching_keys(demo_app: DemoApp) -> None:
         assert app.selected == 0
         await pilot.press("left")
         assert app.selected == 7  # wraps
-        await pilot.press("3")
-        assert app.selected == 2
-        await pilot.press("0")  # the tenth GPU does not exist: nothing happens
-        assert app.selected == 2
-        await pilot.press("1")
+        await pilot.press("3")  # GPU 3: keys name GPUs as NVML numbers them, from 0
+        assert app.selected == 3
+        await pilot.press("9")  # there is no GPU 9 here: nothing happens
+        assert app.selected == 3
+        await pilot.press("0")
         await pilot.pause()
         assert app.selected == 0
         assert text_of(app, "gpus").splitlines()[0].startswith("▶0")
@@ -234,7 +234,7 @@ async def test_sixteen_gpus_at_80x24_keep_the_selection_visible(demo_app: DemoAp
         await pilot.press("o")
         await pilot.pause()
         assert "╭ 15 " in text_of(app, "overview")  # the cards scroll to the selected GPU
-        await pilot.press("1")
+        await pilot.press("0")
         await pilot.pause()
         assert "╭ 0 " in text_of(app, "overview")
 

@@ -26,7 +26,7 @@ def test_overview(demo_app: DemoApp, snap_compare: SnapCompare, size: tuple[int,
 
 
 def test_thermal_gpu_selected(demo_app: DemoApp, snap_compare: SnapCompare) -> None:
-    assert snap_compare(demo_app(None, 8), press=["2"], terminal_size=(160, 50))
+    assert snap_compare(demo_app(None, 8), press=["1"], terminal_size=(160, 50))
 
 
 def test_help(demo_app: DemoApp, snap_compare: SnapCompare) -> None:
