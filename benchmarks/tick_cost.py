@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gputui.advisor import make_advisor
+from gputui.advisor import RULES, make_advisor
 from gputui.clocks import ManualClock
 from gputui.config import Thresholds
 from gputui.sampling.history import History
@@ -132,7 +132,10 @@ def main() -> int:
     feed = iter(frames)
     rows.append(("history.add", *timed(lambda: scratch.add(next(feed)), args.ticks)))
     rows.append(
-        ("advisor, one judgement (19 rules)", *timed(lambda: advisor.update(history), args.ticks))
+        (
+            f"advisor, one judgement ({len(RULES)} rules)",
+            *timed(lambda: advisor.update(history), args.ticks),
+        )
     )
     palette = render.Palette()
     findings = advisor.findings
