@@ -540,11 +540,13 @@ class NvmlSource:
             gpu = _Gpu(index=index, handle=handle)
             self._gpus.append(gpu)
             try:
-                devices.append(self._device_info(gpu, driver, cuda))
+                info = self._device_info(gpu, driver, cuda)
                 self._resolve(gpu, r535)
-            except _GpuLost:
+            except _GpuLost:  # one DeviceInfo per GPU, lost ones too
                 gpu.lost = True
                 devices.append(DeviceInfo(index=index, name="lost GPU"))
+            else:
+                devices.append(info)
         devices = self._topology(devices)
         self._open_events()
         return tuple(devices)
@@ -566,6 +568,11 @@ class NvmlSource:
         self._open = False
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlShutdown()
+
+    def _drop_migs(self, gpu: _Gpu) -> None:
+        for mig in gpu.migs:
+            self._free_gpm(mig.gpm_samples)
+        gpu.migs = []
 
     @staticmethod
     def _free_gpm(samples: list[Any]) -> None:
@@ -659,7 +666,11 @@ class NvmlSource:
         """What this GPU answers, found once: field ids, process functions, GPM samples."""
         answered = self._field_values(gpu, _CANDIDATE_FIELDS, probe=True)
         gpu.fields = tuple(f for f in _CANDIDATE_FIELDS if f in answered)
-        gpu.counters = FI_PCIE_TX_BYTES in answered and FI_PCIE_RX_BYTES in answered
+        # Counters only where both really answered: a retry-type error at open (-1) is no
+        # counter, and the sampled throughput windows must stay in use.
+        gpu.counters = answered.get(FI_PCIE_TX_BYTES, -1) >= 0 and (
+            answered.get(FI_PCIE_RX_BYTES, -1) >= 0
+        )
         for kind, what in _PROCESS_KINDS:
             candidates = []
             for suffix, size in (
@@ -1271,6 +1282,8 @@ class NvmlSource:
                 code = _error_code(exc)
                 if code != _TIMEOUT:  # anything but "nothing waiting"
                     if meaning(code) is Verdict.STOP:
+                        with contextlib.suppress(pynvml.NVMLError):
+                            pynvml.nvmlEventSetFree(self._event_set)
                         self._event_set = None
                     else:
                         self._system.retry_at["events"] = self._now + RETRY_AFTER_S
@@ -1373,8 +1386,9 @@ class NvmlSource:
             mode = self._ask(gpu, "mig_mode", pynvml.nvmlDeviceGetMigMode, gpu.handle)
             if mode is not None and not mode[0]:
                 gpu.mig = False
-                gpu.migs = []
+                self._drop_migs(gpu)
                 return ()
+            self._drop_migs(gpu)  # the layout is read anew: free the old instances' samples
             gpu.migs = self._mig_layout(gpu)
         by_instance: dict[int, list[int]] = {}
         for _, proc in procs:
@@ -1627,7 +1641,7 @@ def _field_number(value: Any) -> int | None:
     if member is None:
         return None
     raw: float | int = getattr(value.value, member)
-    if raw != raw or raw < 0:  # NaN or negative: not a reading
+    if raw != raw or raw < 0 or raw == float("inf"):  # NaN, negative, infinite: no reading
         return None
     return _clean(int(raw))
 

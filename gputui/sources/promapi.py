@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import time
 import urllib.parse
@@ -51,7 +52,7 @@ Fetcher = Callable[[str, float, dict[str, str]], str]
 def auth_headers(env: dict[str, str] | None = None) -> dict[str, str]:
     """Credentials from the environment or a file, never the command line (``ps`` shows it)."""
     env = dict(os.environ) if env is None else env
-    token = env.get(TOKEN_ENV)
+    token = (env.get(TOKEN_ENV) or "").strip()  # a secret from a file or k8s: a newline
     if not token and env.get(TOKEN_FILE_ENV):
         try:
             token = Path(env[TOKEN_FILE_ENV]).read_text().strip()
@@ -67,9 +68,9 @@ def auth_headers(env: dict[str, str] | None = None) -> dict[str, str]:
     return {}
 
 
-def selector(match: str | None) -> str:
+def selector(match: str | None, names: str | None = None) -> str:
     """``{__name__=~"DCGM_FI_...|..."}`` with the user's label matchers added."""
-    names = "|".join(sorted(BY_NAME))
+    names = names or "|".join(sorted(BY_NAME))
     extra = (match or "").strip().removeprefix("{").removesuffix("}").strip()
     return "{" + f'__name__=~"{names}"' + (f",{extra}" if extra else "") + "}"
 
@@ -90,7 +91,7 @@ class _Node:
 def _decode(text: str, kind: str) -> list[dict[str, Any]]:
     try:
         document = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ScrapeError("the answer is not JSON: not a Prometheus API") from exc
     if not isinstance(document, dict):
         raise ScrapeError("the answer is not a Prometheus API object")
@@ -113,9 +114,10 @@ def _point(pair: Any) -> tuple[float, float] | None:
     if not isinstance(pair, list) or len(pair) != 2:
         return None
     try:
-        return float(pair[0]), float(pair[1])
-    except (TypeError, ValueError):
+        when, value = float(pair[0]), float(pair[1])
+    except (TypeError, ValueError, OverflowError):
         return None
+    return (when, value) if math.isfinite(when) else None
 
 
 def _labels(series: dict[str, Any]) -> dict[str, str] | None:
@@ -144,6 +146,7 @@ class PrometheusSource:
         base = url if "://" in url else f"http://{url}"
         self._base = base.rstrip("/")
         self._selector = selector(match)
+        self._clock_selector = selector(match, "DCGM_FI_DEV_GPU_TEMP")
         self._timeout = timeout_s
         self._clock = clock
         self._fetch = fetcher
@@ -164,10 +167,27 @@ class PrometheusSource:
             raise ScrapeError(f"{self._base}: {exc}") from exc
         return _decode(text, kind)
 
+    def _sampled_at(self) -> dict[str, float]:
+        """Each node's newest sample time, as Prometheus stored it: an instant query's own
+        timestamps are the time it was evaluated, not the time the exporter was read, so
+        they say nothing of a node whose series froze (remote-write, Thanos...)."""
+        # One field every exporter carries: timestamp() drops the metric name, and the
+        # series of several names would collide into one label set (an error 422).
+        query = f"max by (Hostname, hostname, instance) (timestamp({self._clock_selector}))"
+        out: dict[str, float] = {}
+        for series in self._get("/api/v1/query", {"query": query}, "vector"):
+            labels = _labels(series)
+            point = _point(series.get("value"))
+            name = node_of(labels) if labels else None
+            if name is not None and point is not None and math.isfinite(point[1]):
+                out[name[:256]] = max(out.get(name[:256], 0.0), point[1])
+        return out
+
     def _instant(self) -> tuple[dict[str, NodeSeries], dict[str, float], int]:
         result = self._get("/api/v1/query", {"query": self._selector}, "vector")
         nodes: dict[str, NodeSeries] = {}
         newest: dict[str, float] = {}
+        refused: set[str] = set()  # a node past the caps: dropped alone, the others stay
         unlabelled = 0
         for series in result:
             labels = _labels(series)
@@ -177,8 +197,15 @@ class PrometheusSource:
                 unlabelled += 1
                 continue
             name = name[:256]
+            if name in refused:
+                continue
             node = nodes.setdefault(name, NodeSeries())
-            node.add(labels.get("__name__", ""), labels, point[1])
+            try:
+                node.add(labels.get("__name__", ""), labels, point[1])
+            except ScrapeError:
+                refused.add(name)
+                del nodes[name]
+                continue
             newest[name] = max(newest.get(name, 0.0), point[0])
         return nodes, newest, unlabelled
 
@@ -237,19 +264,20 @@ class PrometheusSource:
         now = self._clock()
         notes: list[Note] = []
         try:
-            nodes, newest, unlabelled = self._instant()
+            nodes, evaluated, unlabelled = self._instant()
+            sampled = self._sampled_at()
         except ScrapeError as exc:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
         for name, node in self._nodes.items():
+            # Staleness by the server's own clock: its evaluation time against the node's
+            # newest stored sample, so a skewed local clock hides no node and flags none.
+            age = (evaluated.get(name, 0.0) - sampled[name]) if name in sampled else None
             if name not in nodes:
                 notes.append(Note(NoteKind.NODE_DOWN, f"node {name} stopped reporting"))
-            elif now - newest[name] > self._stale:
+            elif age is not None and age > self._stale:
                 notes.append(
-                    Note(
-                        NoteKind.NODE_DOWN,
-                        f"node {name} stopped reporting {now - newest[name]:.0f} s ago",
-                    )
+                    Note(NoteKind.NODE_DOWN, f"node {name} stopped reporting {age:.0f} s ago")
                 )
                 del nodes[name]
             elif node.blind is not None:
@@ -303,9 +331,11 @@ class PrometheusSource:
                 if points > MAX_SERIES * 4:
                     return ()
                 nodes = by_time.setdefault(point[0], {})
-                nodes.setdefault(name[:256], NodeSeries()).add(
-                    labels.get("__name__", ""), labels, point[1]
-                )
+                node = nodes.setdefault(name[:256], NodeSeries())
+                try:
+                    node.add(labels.get("__name__", ""), labels, point[1])
+                except ScrapeError:  # a node past the caps: its history is left out
+                    continue
         return tuple(
             self._frame(when, by_time[when], [], xid=False)
             for when in sorted(by_time)

@@ -59,6 +59,8 @@ class ScrapeError(Exception):
 def _valid(value: float, dcgm: DcgmField) -> bool:
     if math.isnan(value) or math.isinf(value) or value < 0:
         return False
+    if not math.isfinite(value * dcgm.scale):  # 1e308 MiB is no memory size: not a reading
+        return False
     return not is_blank(value, dcgm.blank)
 
 
@@ -202,6 +204,10 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
     deadline = time.monotonic() + timeout
     for _hop in range(3):
         parts = urllib.parse.urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ScrapeError(f"not a port number in {url}") from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ScrapeError(f"not an http(s) URL: {url}")
         left = deadline - time.monotonic()
@@ -210,7 +216,7 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
         kind = (
             http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
         )
-        connection = kind(parts.hostname, parts.port, timeout=left)
+        connection = kind(parts.hostname, port, timeout=left)
         held: list[socket.socket] = []
         watchdog = threading.Timer(left, _cut, (held,))
         watchdog.daemon = True
@@ -261,7 +267,10 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if time.monotonic() >= deadline - 0.01:
                 raise ScrapeError(f"no complete answer within {timeout:g} s") from exc
-            reason = getattr(exc, "reason", None) or exc
+            # Never the text of a ValueError: http.client quotes the offending header in it,
+            # and a header can hold a credential.
+            reason = type(exc).__name__ if isinstance(exc, ValueError) else exc
+            reason = getattr(exc, "reason", None) or reason
             raise ScrapeError(f"unreachable ({reason})") from exc
         finally:
             watchdog.cancel()

@@ -99,7 +99,8 @@ def test_source_reads_the_cluster_with_history(prometheus: str) -> None:
     ]
     frame = source.read()
     assert len(frame.gpus) == 4 and frame.gpus[0].energy_j == pytest.approx(4_400_000.0)
-    assert source.queries == 2  # open and read: one query each for the whole cluster
+    # open: one query; a read: the data and each node's newest sample time. Never per node.
+    assert source.queries == 3
     history = source.backfill()
     deadline = time.monotonic() + 15
     while len(history) < 2 and time.monotonic() < deadline:  # the server's first seconds
