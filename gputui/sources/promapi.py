@@ -15,6 +15,7 @@ import base64
 import json
 import math
 import os
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -127,6 +128,34 @@ def _labels(series: dict[str, Any]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in metric.items()}
 
 
+def _bounded(fetcher: Fetcher, url: str, timeout: float, headers: dict[str, str]) -> str:
+    """``fetcher`` on a daemon thread, waited for at most ``timeout`` and a grace second:
+    the fetch bounds connect, headers and body itself, but not the host name's lookup,
+    which a slow resolver can hold for as long as it likes."""
+    done: list[str | BaseException] = []
+    worker = threading.Thread(
+        target=lambda: done.append(_call(fetcher, url, timeout, headers)),
+        name="gputui-prometheus",
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout + 1.0)
+    if not done:
+        raise ScrapeError(f"no answer within {timeout:g} s (the host name's lookup?)")
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]
+
+
+def _call(
+    fetcher: Fetcher, url: str, timeout: float, headers: dict[str, str]
+) -> str | BaseException:
+    try:
+        return fetcher(url, timeout, headers)
+    except Exception as exc:  # raised again on the caller's thread
+        return exc
+
+
 class PrometheusSource:
     label = "PROMETHEUS"
     kind = SourceKind.REMOTE
@@ -162,7 +191,7 @@ class PrometheusSource:
         url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
         self.queries += 1
         try:
-            text = self._fetch(url, self._timeout, self._headers)
+            text = _bounded(self._fetch, url, self._timeout, self._headers)
         except ScrapeError as exc:
             raise ScrapeError(f"{self._base}: {exc}") from exc
         return _decode(text, kind)

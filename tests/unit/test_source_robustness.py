@@ -90,3 +90,21 @@ def test_one_node_past_the_caps_is_dropped_alone() -> None:
     source = PrometheusSource("http://prom", fetcher=fetcher)
     devices = source.open()
     assert {d.node for d in devices} == {"fine"} and len(devices) == 2
+
+
+def test_a_server_that_never_answers_even_its_name_costs_the_deadline_only() -> None:
+    import threading
+    import time
+
+    hang = threading.Event()
+
+    def stuck(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
+        hang.wait(30)  # as a resolver that never answers: fetch's own deadline cannot help
+        return ""
+
+    source = PrometheusSource("http://prom", timeout_s=0.5, fetcher=stuck)
+    started = time.monotonic()
+    frame = source.read()
+    assert time.monotonic() - started < 2.0
+    assert "no answer within 0.5 s" in frame.notes[0].text
+    hang.set()
