@@ -53,6 +53,8 @@ class Thresholds:
     hw_slowdown_fraction: float = 0.1
     hw_slowdown_min_s: float = 5.0
     limit_lowered_w: float = 1.0  # enforced below default by more than this
+    held_window_s: float = 60.0  # time throttled (the driver's violation counters) over this
+    xid_window_s: float = 600.0  # an Xid is news for this long
     # VRAM: frameworks reserve most of the card (PyTorch's cache, TF/JAX preallocation,
     # vLLM's 90 %): high and flat is normal. Pressure is growth toward the total, or the
     # ceiling reached while the GPU's work falls.

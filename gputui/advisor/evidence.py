@@ -45,7 +45,6 @@ def clock_and_reasons(
     return lines
 
 
-HELD_WINDOW_S = 60.0
 # The driver's violation counters, by the reasons they account for.
 _COUNTERS = (
     (ce.SW_POWER_CAP | ce.HW_POWER_BRAKE, Metric.VIOLATION_POWER_S, "the power limit"),
@@ -60,7 +59,7 @@ def held_down(ctx: Context, sample: GpuSample, bits: int) -> list[str]:
     for counted, metric, cause in _COUNTERS:
         if not bits & counted:
             continue
-        growth = ctx.history.growth(sample.index, metric, HELD_WINDOW_S)
+        growth = ctx.history.growth(sample.index, metric, ctx.t.held_window_s)
         if growth is not None and growth[0] >= 1.0:
             lines.append(
                 f"held down by {cause} {growth[0]:.0f} s of the last "

@@ -18,9 +18,6 @@ _DRAIN = (
 )
 
 
-XID_WINDOW_S = 600.0  # an Xid is news for ten minutes
-
-
 def gpu_errors(ctx: Context) -> Iterator[Candidate]:
     for sample in ctx.frame.gpus:
         if sample.lost:
@@ -45,7 +42,7 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
             lines.append("a memory row remap is pending: it takes effect at the next GPU reset")
         xids = [
             x
-            for x in ctx.history.xids(sample.index, XID_WINDOW_S)
+            for x in ctx.history.xids(sample.index, ctx.t.xid_window_s)
             if xid_origin(x.code) != "benign"
         ]
         hardware_xid = any(xid_origin(x.code) == "hardware" for x in xids)
@@ -107,8 +104,8 @@ RULES = (
         "hardware",
         "GPU lost, volatile uncorrectable ECC count, remapped rows pending, Xid events",
         "a GPU is lost, uncorrectable ECC errors rise or a hardware Xid was reported in the "
-        "last 10 min (critical); a row remap is pending or an application Xid (13, 31, 43) "
-        "was reported (warning); at once, no waiting",
+        "last {t.xid_window_s:g} s (critical); a row remap is pending or an application Xid "
+        "(13, 31, 43) was reported (warning); at once, no waiting",
         "drain the node, check dmesg for Xid, reset or RMA",
         gpu_errors,
         needs_history="",

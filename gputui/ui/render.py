@@ -444,7 +444,6 @@ def detail_lines(
     return lines
 
 
-HELD_WINDOW_S = 60.0
 _HELD = (
     ("power", Metric.VIOLATION_POWER_S),
     ("thermal", Metric.VIOLATION_THERMAL_S),
@@ -463,7 +462,9 @@ def _driver_event_lines(s: GpuSample, history: History, now: float, p: Palette) 
         text.append(f" {describe_xid(xid.code)}")
         text.append(f"  {fmt_age(max(0.0, now - xid.time))} ago", style="dim")
         lines.append(text)
-    held = [(name, history.growth(s.index, metric, HELD_WINDOW_S)) for name, metric in _HELD]
+    held = [
+        (name, history.growth(s.index, metric, p.limits.held_window_s)) for name, metric in _HELD
+    ]
     seen = [(name, g) for name, g in held if g is not None]
     if seen:
         span = max(g[1] for _, g in seen)
