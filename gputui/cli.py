@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gputui import __version__
 from gputui.clocks import ManualClock
 from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
-from gputui.model import DeviceInfo
+from gputui.model import DeviceInfo, Frame
 from gputui.sanitize import clean
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
@@ -354,7 +354,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gputui.advisor import judgement_of, point_in_time_findings
-    from gputui.advisor.nodes import node_dict, node_rows
+    from gputui.advisor.nodes import is_cluster, node_dict, node_rows
     from gputui.doctor import exit_status, render_report
     from gputui.formats.records import finding_dict
     from gputui.formats.snapshot import snapshot_of
@@ -370,7 +370,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
         document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
         document["exit_status"] = status
-        if len({d.node for d in monitor.devices}) > 1:  # a cluster: each node, worst first
+        if is_cluster(monitor.devices):  # each node, worst first
             rows = node_rows(monitor.devices, monitor.latest, findings)
             document["nodes"] = [node_dict(row) for row in rows]
         del document["history"]
@@ -395,11 +395,15 @@ def _open_live(
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
     monitor = make_monitor(devices, config, info)
-    backfill = getattr(source, "backfill", None)  # a Prometheus server: its history window
-    if backfill is not None:
-        for frame in backfill():
-            monitor.ingest(frame)
+    for frame in _history(source):
+        monitor.ingest(frame)
     return monitor, source
+
+
+def _history(source: Source) -> tuple[Frame, ...]:
+    """The history a source already holds (a Prometheus server's window), oldest first."""
+    backfill = getattr(source, "backfill", None)
+    return tuple(backfill()) if backfill is not None else ()
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -602,8 +606,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NO_TERMINAL
-    backfill = getattr(source, "backfill", None)  # a Prometheus server: its history window
-    history = tuple(backfill()) if backfill is not None else ()
+    history = _history(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(

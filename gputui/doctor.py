@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
-from gputui.advisor.nodes import node_dict, node_rows
+from gputui.advisor.nodes import is_cluster, node_dict, node_rows
 from gputui.clock_events import describe_reasons
 from gputui.model import Finding
 from gputui.names import NoteKind, Severity
@@ -48,7 +48,7 @@ def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None)
 
 def _print_nodes(monitor: Monitor, console: Console) -> None:
     """With GPUs on several nodes: each node on one line, worst first."""
-    if len({d.node for d in monitor.devices}) < 2:
+    if not is_cluster(monitor.devices):
         return
     rows = node_rows(monitor.devices, monitor.latest, point_in_time_findings(monitor))
     console.print()

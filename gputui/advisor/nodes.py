@@ -71,6 +71,11 @@ def node_rows(
     return sorted(rows, key=lambda r: r.rank)
 
 
+def is_cluster(devices: Sequence[DeviceInfo]) -> bool:
+    """GPUs on more than one node: worth a summary per node."""
+    return len({d.node for d in devices}) > 1
+
+
 def node_dict(row: NodeRow) -> dict[str, Any]:
     """A node's summary for doctor --json."""
     worst = max((s for s in row.worst if s is not None), key=lambda s: s.rank, default=None)
