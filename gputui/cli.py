@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 EXIT_NO_SOURCE = 3
 PROMETHEUS_INTERVAL_S = 15.0
-#: `gputui doctor`'s exit statuses (gputui/doctor.py keeps the same text: EXIT_CODES)
+#: `gputui doctor`'s exit statuses, as its --help prints them (the numbers: gputui/doctor.py)
 DOCTOR_EXIT_CODES = (
     "0 everything was judged and nothing was found (info lines are context, not problems); "
     "1 warnings; 2 critical findings; 3 no GPUs could be read; "

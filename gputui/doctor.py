@@ -22,16 +22,7 @@ SEVERITY_STYLE = {
     Severity.INFO: "cyan",
 }
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL = 0, 1, 2
-EXIT_NO_GPU = 3  # no GPU could be read (the command line returns it)
-EXIT_NOT_JUDGED = 4
-
-#: the exit-status contract, as `gputui doctor --help` prints it
-EXIT_CODES = (
-    "0 everything was judged and nothing was found (info lines are context, not problems); "
-    "1 warnings; 2 critical findings; 3 no GPUs could be read; "
-    "4 nothing found so far, but not everything was judged (too little history sampled, "
-    "or a rule lacked a reading: the report lists what)"
-)
+EXIT_NOT_JUDGED = 4  # 3, no GPU could be read, is the command line's (cli.EXIT_NO_SOURCE)
 
 
 def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None) -> int:

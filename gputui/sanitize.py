@@ -56,10 +56,6 @@ def clean(text: str, limit: int = MAX_TEXT) -> str:
     return _NEEDS_WORK.sub(_visible, text)
 
 
-def clean_optional(text: str | None, limit: int = MAX_TEXT) -> str | None:
-    return None if text is None else clean(text, limit)
-
-
 # -- secrets ------------------------------------------------------------------------
 MASK: Final = "***"
 _SECRET_WORDS: Final = frozenset(

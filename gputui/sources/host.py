@@ -128,12 +128,6 @@ def _version_in(file: Path, pattern: re.Pattern[str] | None, major: str) -> str 
     return found if found is not None and found.split(".")[0] == major else None
 
 
-def cuda_facts(pid: int) -> tuple[str | None, tuple[str, ...]]:
-    """The CUDA runtime a process mapped and its CUDA variables; nothing if not permitted."""
-    facts = process_facts(pid)
-    return facts.runtime, facts.env
-
-
 def process_facts(pid: int) -> CudaFacts:
     """The runtime (and where its version was read), CUDA libraries and the few variables
     gputui reads of a process; empty where not permitted."""
@@ -494,11 +488,4 @@ def _safe_int(getter: Callable[[], int]) -> int | None:
     try:
         return int(getter())
     except (psutil.Error, ValueError):
-        return None
-
-
-def _children(proc: psutil.Process) -> int | None:
-    try:
-        return len(proc.children())
-    except psutil.Error:
         return None

@@ -101,10 +101,17 @@ def test_doctor_exits_0_on_the_calm_verdicts(scenario: str) -> None:
 
 
 def test_doctor_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
-    from gputui.cli import DOCTOR_EXIT_CODES
-    from gputui.doctor import EXIT_CODES
+    from gputui.cli import DOCTOR_EXIT_CODES, EXIT_NO_SOURCE
+    from gputui.doctor import EXIT_CRITICAL, EXIT_NOT_JUDGED, EXIT_OK, EXIT_WARNING
 
-    assert DOCTOR_EXIT_CODES == EXIT_CODES
+    for number, words in (
+        (EXIT_OK, "everything was judged"),
+        (EXIT_WARNING, "warnings"),
+        (EXIT_CRITICAL, "critical"),
+        (EXIT_NO_SOURCE, "no GPUs"),
+        (EXIT_NOT_JUDGED, "nothing found so far"),
+    ):
+        assert f"{number} {words}" in DOCTOR_EXIT_CODES  # the text says the numbers used
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])
     text = " ".join(capsys.readouterr().out.split())
