@@ -7,6 +7,7 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,25 @@ def _clean_text(obj: object) -> None:
 
 
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _reading(value: object, ceiling: float = math.inf) -> float | None:
+    """A number that can only be finite, >= 0 and at most ``ceiling`` (a time, a share):
+    as a float, or None for anything else (NaN, infinity, negative, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and 0.0 <= number <= ceiling else None
+
+
+def _clean_readings(obj: object, **ceilings: float) -> None:
+    """Each named number field of ``obj`` checked by ``_reading``, set to None if it fails."""
+    for name, ceiling in ceilings.items():
+        value = getattr(obj, name)
+        if value is not None:
+            checked = _reading(value, ceiling)
+            if checked != value or type(checked) is not type(value):
+                object.__setattr__(obj, name, checked)
 
 
 def _text_fields(cls: type) -> tuple[str, ...]:
@@ -265,9 +285,15 @@ class ProcessSample:
     workers_nodes: tuple[int, ...] = ()
     #: bytes of its memory on each NUMA node (index = node), from /proc/PID/numa_maps
     numa_memory: tuple[int, ...] = ()
+    #: when the process started, seconds since the epoch (psutil's create_time)
+    started: float | None = None
+    #: % of the GPU's SMs this process kept busy, the driver's newest per-process sample
+    #: (nvmlDeviceGetProcessUtilization); None where the driver gives no figure
+    sm_util: float | None = None
 
     def __post_init__(self) -> None:
         _clean_text(self)
+        _clean_readings(self, started=math.inf, sm_util=100.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,9 +313,12 @@ class HostSample:
     iowait_pct: float | None = None
     disk_read_bps: float | None = None
     hostname: str | None = None
+    #: seconds since the host booted
+    uptime_s: float | None = None
 
     def __post_init__(self) -> None:
         _clean_text(self)
+        _clean_readings(self, uptime_s=math.inf)
 
 
 @dataclass(frozen=True, slots=True)

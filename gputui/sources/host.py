@@ -232,6 +232,8 @@ class GpuProcess:
     gpu_index: int
     gpu_memory: int | None
     kind: str
+    #: % of the GPU's SMs it kept busy, where the driver says (nvmlDeviceGetProcessUtilization)
+    sm_util: float | None = None
 
 
 def _uses_nvidia_device(pid: int) -> bool | None:
@@ -260,8 +262,11 @@ class HostReader:
         self,
         clock: Callable[[], float] = time.monotonic,
         device_check: Callable[[int], bool | None] = _uses_nvidia_device,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._clock = clock
+        self._wall = wall
+        self._boot = _boot_time()  # once: the uptime is then a subtraction per tick
         self._device_check = device_check
         self._procs: dict[int, psutil.Process] = {}
         self._foreign: dict[tuple[int, float], bool] = {}
@@ -301,6 +306,7 @@ class HostReader:
             iowait_pct=float(iowait) if iowait is not None else None,
             disk_read_bps=self._disk_read_rate(),
             hostname=self._hostname,
+            uptime_s=self._wall() - self._boot if self._boot is not None else None,
         )
 
     def _disk_read_rate(self) -> float | None:
@@ -331,7 +337,11 @@ class HostReader:
         for gp in gpu_processes:
             seen.add(gp.pid)
             base = ProcessSample(
-                pid=gp.pid, gpu_index=gp.gpu_index, gpu_memory=gp.gpu_memory, kind=gp.kind
+                pid=gp.pid,
+                gpu_index=gp.gpu_index,
+                gpu_memory=gp.gpu_memory,
+                kind=gp.kind,
+                sm_util=gp.sm_util,
             )
             samples.append(self._with_details(base))
         for pid in list(self._procs):
@@ -389,6 +399,7 @@ class HostReader:
                     workers_cpu_percent=self._workers_cpu(workers),
                     cuda_libraries=facts.libraries,
                     cuda_runtime_evidence=facts.evidence,
+                    started=_safe_float(proc.create_time),
                     **self._placement(pid, workers),  # type: ignore[arg-type]
                 )
         except psutil.NoSuchProcess:
@@ -481,6 +492,22 @@ def _children_list(proc: psutil.Process) -> list[psutil.Process] | None:
     try:
         return list(proc.children())
     except psutil.Error:
+        return None
+
+
+def _boot_time() -> float | None:
+    """When the host booted (seconds since the epoch), or None where psutil cannot say."""
+    try:
+        boot = float(psutil.boot_time())
+    except (psutil.Error, OSError, RuntimeError, ValueError):
+        return None
+    return boot if boot > 0 else None
+
+
+def _safe_float(getter: Callable[[], float]) -> float | None:
+    try:
+        return float(getter())
+    except (psutil.Error, ValueError, TypeError):
         return None
 
 

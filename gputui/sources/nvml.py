@@ -137,6 +137,9 @@ THROUGHPUT_STALE_S = 3 * THROUGHPUT_PERIOD_S  # an older window is not shown
 MAX_EVENTS_PER_READ = 64
 NVLINK_PERIOD_S = 10.0  # every link's state, throughput and error counters: one batch
 FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start later)
+# each process's SM % (nvmlDeviceGetProcessUtilization), while the GPU has processes: one
+# call per period keeps a tick within its budget (every tick would add one call per GPU)
+PROCESS_UTIL_PERIOD_S = 10.0
 
 _ARCHITECTURES = {
     pynvml.NVML_DEVICE_ARCH_KEPLER: "Kepler",
@@ -204,6 +207,8 @@ _GPM_ANY_TENSOR_UTIL = 5  # NVML_GPM_METRIC_ANY_TENSOR_UTIL
 _THROUGHPUT_UNIT = 1024  # nvmlDeviceGetPcieThroughput reports KiB/s
 _GPU_UTILIZATION_SAMPLES = 1  # NVML_GPU_UTILIZATION_SAMPLES
 _SAMPLE_ROOM = 128  # the driver keeps fewer utilisation samples than this
+_PROCESS_UTIL_ROOM = 64  # per-process samples first asked for; grown when the driver says
+_PROCESS_UTIL_MAX_ROOM = 8192  # never more, whatever count the driver claims
 _XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 _TIMEOUT = pynvml.NVML_ERROR_TIMEOUT
 # (model field, NVML_PERF_POLICY_*): cumulative ns spent held down by each cause
@@ -302,6 +307,19 @@ class _Proc:
     compute_instance: int | None
 
 
+class _ProcessUtilSample(ctypes.Structure):
+    """nvmlProcessUtilizationSample_t: one process's utilisation at one driver sample."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("timeStamp", ctypes.c_ulonglong),  # µs
+        ("smUtil", ctypes.c_uint),
+        ("memUtil", ctypes.c_uint),
+        ("encUtil", ctypes.c_uint),
+        ("decUtil", ctypes.c_uint),
+    ]
+
+
 class _Sample(ctypes.Structure):
     """nvmlSample_t: a timestamp (µs) and a value union."""
 
@@ -379,6 +397,9 @@ class _Gpu:
     gpm_have_previous: bool = False
     # the driver's utilisation samples: the newest timestamp seen
     samples_seen: int | None = None
+    # per-process utilisation: the newest sample's timestamp seen (0: none yet), the room
+    process_util_seen: int = 0
+    process_util_room: int = _PROCESS_UTIL_ROOM
     mig: bool = False
     migs: list[_Mig] = field(default_factory=list)
     events: bool = False
@@ -856,8 +877,13 @@ class NvmlSource:
             self._calls = 0
             try:
                 procs = self._processes(gpu)
-                samples.append(self._sample(gpu, procs, xids.get(gpu.index, ())))
-                processes.extend(GpuProcess(p.pid, gpu.index, p.memory, kind) for kind, p in procs)
+                sample = self._sample(gpu, procs, xids.get(gpu.index, ()))
+                sm_util = self._process_util(gpu, procs)
+                samples.append(sample)
+                processes.extend(
+                    GpuProcess(p.pid, gpu.index, p.memory, kind, sm_util.get(p.pid))
+                    for kind, p in procs
+                )
             except _GpuLost:
                 gpu.lost = True
                 samples.append(GpuSample(index=gpu.index, lost=True))
@@ -867,7 +893,11 @@ class NvmlSource:
         if self._host is None:
             out = tuple(
                 ProcessSample(
-                    pid=p.pid, gpu_index=p.gpu_index, gpu_memory=p.gpu_memory, kind=p.kind
+                    pid=p.pid,
+                    gpu_index=p.gpu_index,
+                    gpu_memory=p.gpu_memory,
+                    kind=p.kind,
+                    sm_util=p.sm_util,
                 )
                 for p in processes
             )
@@ -1148,6 +1178,60 @@ class NvmlSource:
             if value is not None:
                 out.append(value)
         return tuple(out)
+
+    def _process_util(self, gpu: _Gpu, procs: list[tuple[str, _Proc]]) -> dict[int, float]:
+        """PID -> SM % of the GPU's processes, read every ``PROCESS_UTIL_PERIOD_S`` while
+        it has some (the last answer in between); {} where the driver gives no figure."""
+        if not procs:
+            return {}
+        read = functools.partial(self._read_process_util, gpu)
+        return self._every(gpu, "process_util", PROCESS_UTIL_PERIOD_S, read) or {}
+
+    def _read_process_util(self, gpu: _Gpu) -> dict[int, float]:
+        """The driver's per-process samples newer than the newest one seen (all it keeps,
+        the first time), the newest per PID: one call with a buffer sized beforehand (the
+        bindings' wrapper makes two). Not supported, no permission or a driver without the
+        function leave {} under the one policy; NOT_FOUND is "no sample since then"."""
+        key = "process_util"
+        if self._skip(gpu, key):
+            return {}
+        try:
+            fn = pynvml._nvmlGetFunctionPointer("nvmlDeviceGetProcessUtilization")
+        except pynvml.NVMLError:
+            gpu.stopped.add(key)
+            return {}
+        room = gpu.process_util_room
+        for _attempt in range(2):
+            buffer = (_ProcessUtilSample * room)()
+            count = ctypes.c_uint(room)
+            self._calls += 1
+            ret = fn(
+                gpu.handle,
+                buffer,
+                ctypes.byref(count),
+                ctypes.c_ulonglong(gpu.process_util_seen),
+            )
+            if ret != pynvml.NVML_ERROR_INSUFFICIENT_SIZE or room >= _PROCESS_UTIL_MAX_ROOM:
+                break
+            # processes may start between the two calls
+            room = min(_PROCESS_UTIL_MAX_ROOM, max(room * 2, count.value + 16))
+            gpu.process_util_room = room
+        if ret == pynvml.NVML_ERROR_NOT_FOUND:
+            return {}  # no sample since the newest one seen
+        if ret != pynvml.NVML_SUCCESS:
+            self._failed(gpu, key, ret)
+            return {}
+        newest: dict[int, tuple[int, float | None]] = {}
+        seen = gpu.process_util_seen
+        for entry in buffer[: min(count.value, room)]:
+            stamp = int(entry.timeStamp)
+            seen = max(seen, stamp)
+            pid = int(entry.pid)
+            kept = newest.get(pid)
+            if kept is None or stamp >= kept[0]:
+                newest[pid] = (stamp, _percent(int(entry.smUtil)))
+        gpu.process_util_seen = seen
+        return {pid: value for pid, (_, value) in newest.items() if value is not None}
 
     # -- fields and PCIe -----------------------------------------------------------
     def _field_values(self, gpu: _Gpu, ids: Sequence[int], probe: bool = False) -> dict[int, int]:

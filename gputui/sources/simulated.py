@@ -131,6 +131,12 @@ CUDA_DRIVER_VERSION = "12.4"
 HOST_CPUS = 64
 NVLINKS = 18  # an H100 SXM's links, each to one of the board's NVSwitches
 NVSWITCHES = ("00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0")
+# How long before the source opened the host booted, the node's training job started (its
+# ranks a fraction of a second apart) and a GPU's own job started (plus a step per GPU).
+BOOT_AGE_S = 3 * 86400 + 4 * 3600 + 12 * 60
+JOB_AGE_S = 2 * 3600 + 34 * 60
+OWN_JOB_AGE_S = 20 * 60
+OWN_JOB_STEP_S = 733
 
 
 def resolve_scenarios(choice: str | None, gpus: int) -> tuple[str, ...]:
@@ -219,6 +225,7 @@ class _Gpu:
         half = HOST_CPUS // 2
         self.cpus = f"{self.node * half}-{self.node * half + half - 1}"
         self.links = NVLINKS if self.spec is H100_SXM else 0
+        self.opened = 0.0  # when the source opened (whole seconds): processes start before
         self._nvlinks = tuple(
             NvLinkSample(
                 link=k,
@@ -377,6 +384,11 @@ class _Gpu:
             **self.topology(t),  # type: ignore[arg-type]
         )
         rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
+        env = self.launcher_env() if env is None else env
+        if any(v.startswith("RANK=") for v in env):  # a rank of the node's one job
+            started = self.opened - JOB_AGE_S + 0.4 * self.index
+        else:
+            started = self.opened - OWN_JOB_AGE_S - OWN_JOB_STEP_S * self.index
         process = ProcessSample(
             pid=self.pid,
             gpu_index=self.index,
@@ -391,10 +403,12 @@ class _Gpu:
             threads=threads,
             children=workers,
             cuda_runtime=runtime,
-            env=self.launcher_env() if env is None else env,
+            env=env,
             ppid=2000,
             cuda_libraries=libraries,
             cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
+            started=started,
+            sm_util=sample.util_gpu,  # the GPU's one process: all of its utilisation
             **self.near(rss, workers),  # type: ignore[arg-type]
         )
         cores = tuple(n.around(_WORKER_CORES + k, t, 62.0, 14.0) for k in range(workers))
@@ -728,14 +742,21 @@ class SimulatedSource:
         self._host_noise = _Noise(seed, 10_000)
 
     def open(self) -> tuple[DeviceInfo, ...]:
-        self._start = self._clock()
+        self._begin(self._clock())
         return tuple(gpu.info() for gpu in self._gpus)
+
+    def _begin(self, now: float) -> None:
+        self._start = now
+        for gpu in self._gpus:
+            gpu.opened = float(math.floor(now))
 
     def read(self) -> Frame:
         now = self._clock()
-        if self._start is None:
-            self._start = now
-        t = max(0.0, now - self._start)
+        start = self._start
+        if start is None:
+            self._begin(now)
+            start = now
+        t = max(0.0, now - start)
         readings = [gpu.read(t) for gpu in self._gpus]
         return Frame(
             time=now,
@@ -774,4 +795,5 @@ class SimulatedSource:
             iowait_pct=round(n.around(_HOST_IOWAIT, t, 0.6, 0.3), 2),
             disk_read_bps=n.around(_HOST_DISK, t, 180e6, 40e6),
             hostname=self._hostname,
+            uptime_s=BOOT_AGE_S + t,
         )
