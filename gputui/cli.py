@@ -287,16 +287,20 @@ def _fail(message: str) -> int:
     return EXIT_NO_SOURCE
 
 
-def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
+def _collect(
+    args: argparse.Namespace, seconds: float, fail: Callable[[str], int] = _fail
+) -> Monitor | int:
     """Sample for ``seconds`` (at least ``--samples`` readings): the headless commands' core.
 
     A simulated source needs no waiting: its clock is stepped through ``--warmup`` seconds
-    of history first, so the state is the scenario's, not its first second.
+    of history first, so the state is the scenario's, not its first second, and then
+    through ``seconds``, all at once: nothing of it is sampled at the wall clock (the
+    reports say so: ``simulated_warmup``). ``fail`` reports a source that cannot start.
     """
     from gputui.sampling.sampler import Sampler
 
     manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
-    opened = _open_live(args, manual or time.time)
+    opened = _open_live(args, manual or time.time, fail)
     if isinstance(opened, int):
         return opened
     monitor, source = opened
@@ -321,6 +325,12 @@ def _collect(args: argparse.Namespace, seconds: float) -> Monitor | int:
     finally:
         source.close()
     return monitor
+
+
+def simulated_warmup(args: argparse.Namespace) -> float | None:
+    """The demo's simulated warm-up in seconds (None when the readings are live), so that a
+    report calls its history simulated rather than sampled."""
+    return float(args.warmup) if args.demo is not None else None
 
 
 def _write(text: str, output: Path | None) -> int:
@@ -349,24 +359,36 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     fmt = args.format or (
         "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
     )
-    return _write(markdown_report(document) if fmt == "markdown" else dumps(document), args.output)
+    if fmt == "markdown":
+        text = markdown_report(document, simulated_warmup_s=simulated_warmup(args))
+    else:
+        text = dumps(document)
+    return _write(text, args.output)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
     from gputui.advisor import judgement_of, point_in_time_findings
     from gputui.advisor.nodes import is_cluster, node_dict, node_rows
     from gputui.doctor import exit_status, render_report
     from gputui.formats.records import finding_dict
     from gputui.formats.snapshot import snapshot_of
 
-    monitor = _collect(args, args.duration)
+    reasons: list[str] = []
+
+    def fail(message: str) -> int:
+        reasons.append(clean(message))
+        return _fail(message)
+
+    monitor = _collect(args, args.duration, fail)
     if isinstance(monitor, int):
+        if args.json:  # still one JSON document on stdout, saying why it holds no GPU
+            print(json.dumps(_doctor_failure(reasons, monitor), indent=2, allow_nan=False))
         return monitor
     findings = point_in_time_findings(monitor)
     status = exit_status(findings, judgement_of(monitor))
     if args.json:
-        import json
-
         document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
         document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
         document["exit_status"] = status
@@ -376,14 +398,29 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         del document["history"]
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
-        render_report(monitor)
+        render_report(monitor, simulated_warmup_s=simulated_warmup(args))
     return status
 
 
+def _doctor_failure(reasons: Sequence[str], status: int) -> dict[str, object]:
+    """``doctor --json``'s document when no GPU could be read: the same keys a report's
+    findings and devices live under, empty, and the reason."""
+    return {
+        "error": "; ".join(reasons) or "no GPU could be read",
+        "exit_status": status,
+        "devices": [],
+        "latest": None,
+        "findings": [],
+    }
+
+
 def _open_live(
-    args: argparse.Namespace, clock: Callable[[], float] = time.time
+    args: argparse.Namespace,
+    clock: Callable[[], float] = time.time,
+    fail: Callable[[str], int] = _fail,
 ) -> tuple[Monitor, Source] | int:
-    """The source opened and a monitor over it, or the exit status when it cannot start."""
+    """The source opened and a monitor over it, or the exit status when it cannot start
+    (``fail`` says why)."""
     from gputui.advisor import make_monitor
     from gputui.model import SourceInfo
 
@@ -391,7 +428,7 @@ def _open_live(
     try:
         devices = _open(source)
     except SourceUnavailable as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
     monitor = make_monitor(devices, config, info)

@@ -1,18 +1,26 @@
-"""`gputui doctor`: a readable report of the devices and the advisor's findings."""
+"""`gputui doctor`: a readable report of the devices and the advisor's findings.
+
+The report is laid out here, line by line, for the console's width (80 columns in a pipe,
+or $COLUMNS): a wrapped line continues under the text after its bullet or label, no line
+ends with a space, and outside text (GPU names, notes, command lines) is never read as
+Rich markup.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
 from gputui.advisor.nodes import is_cluster, node_dict, node_rows
 from gputui.clock_events import describe_reasons
 from gputui.model import Finding
-from gputui.names import NoteKind, Severity
+from gputui.names import NoteKind, Severity, SourceKind
+from gputui.prose import MIN_WIDTH, hang, simulated_span, spans, starts_no_unit
 from gputui.sampling.monitor import Monitor
 from gputui.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
 
@@ -23,6 +31,14 @@ SEVERITY_STYLE = {
 }
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL = 0, 1, 2
 EXIT_NOT_JUDGED = 4  # 3, no GPU could be read, is the command line's (cli.EXIT_NO_SOURCE)
+#: the table's columns; the ones that may wrap inside their cell, and the gap between them
+COLUMNS = ("GPU", "name", "util", "SM MHz", "temp", "power", "VRAM", "PCIe", "clock events")
+WRAPPING = frozenset({"name", "clock events"})
+GAP = 2
+#: a cell that wraps keeps at least this many columns (or its header's width, if more),
+#: and at most this many lines (a 16,000-character GPU name ends in an ellipsis)
+MIN_CELL = 8
+MAX_CELL_LINES = 3
 
 
 def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None) -> int:
@@ -37,13 +53,167 @@ def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None)
     return EXIT_OK
 
 
-def _print_nodes(monitor: Monitor, console: Console) -> None:
+def wrapped(line: Text, width: int, indent: int = 0) -> list[Text]:
+    """``line`` as lines of at most ``width`` cells, each continuation starting with
+    ``indent`` spaces (under the text after a bullet or label), styles kept."""
+    prefix = " " * hang(width, indent)
+    out: list[Text] = []
+    for n, part in enumerate(line.split("\n", allow_blank=True)):
+        for i, (start, end) in enumerate(
+            spans(part.plain, width, indent, may_start=starts_no_unit)
+        ):
+            piece = part[start:end]
+            out.append(Text.assemble(prefix, piece) if i or n else piece)
+    return out
+
+
+def packed(items: Sequence[Text], width: int, indent: int) -> list[Text]:
+    """Header items two spaces apart, as many to a line as fit: a line breaks between
+    items, not inside one ('driver 550.54.15'), unless one alone is wider than a line."""
+    prefix = " " * hang(width, indent)
+    lines: list[Text] = []
+    line = Text()
+    for item in items:
+        if not line.plain:
+            line = Text.assemble(prefix if lines else "", item)
+        elif cell_len(line.plain) + GAP + cell_len(item.plain) <= width:
+            line = Text.assemble(line, " " * GAP, item)
+        else:
+            lines.append(line)
+            line = Text.assemble(prefix, item)
+        if cell_len(line.plain) > width:  # too wide alone: wrapped, its last line kept open
+            *done, line = wrapped(line, width, indent)
+            lines += done
+    return [*lines, line]
+
+
+def _label_indent(text: str, limit: int = 30) -> int:
+    """Where the text after a short 'label: ' starts (2 when there is no such label)."""
+    colon = text.find(": ")
+    return colon + 2 if colon > 0 and colon + 2 <= limit else 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    text: Text
+    wraps: bool
+
+
+def table_rows(
+    header: Sequence[str], rows: Sequence[Sequence[Text]], width: int
+) -> list[list[Text]]:
+    """A plain table that fits ``width`` when it can, as the lines of each row (the
+    header's first): the wrapping columns (``WRAPPING``) narrow first, their cells
+    continuing on the next line inside the column."""
+    count = len(header)
+    cells = [[_Cell(Text(h, style="bold"), False) for h in header]] + [
+        [_Cell(row[c] if c < len(row) else Text(""), header[c] in WRAPPING) for c in range(count)]
+        for row in rows
+    ]
+    widths = [max(cell_len(r[c].text.plain) for r in cells) for c in range(count)]
+    widths = [min(w, width) if header[c] in WRAPPING else w for c, w in enumerate(widths)]
+    floors = [
+        max(cell_len(header[c]), min(widths[c], MIN_CELL)) if header[c] in WRAPPING else widths[c]
+        for c in range(count)
+    ]
+    excess = sum(widths) + GAP * (count - 1) - width
+    while excess > 0:
+        slack = [(widths[c] - floors[c], c) for c in range(count) if widths[c] > floors[c]]
+        if not slack:
+            break  # narrower than the numbers: the rows run past the width
+        widths[max(slack)[1]] -= 1
+        excess -= 1
+    out: list[list[Text]] = []
+    for row in cells:
+        parts = [
+            _cell_lines(cell.text, widths[c]) if cell.wraps else [cell.text]
+            for c, cell in enumerate(row)
+        ]
+        lines: list[Text] = []
+        for k in range(max(len(p) for p in parts)):
+            line = Text()
+            for c, part in enumerate(parts):
+                piece = part[k] if k < len(part) else Text("")
+                line.append_text(piece)
+                if c < count - 1:
+                    line.append(" " * (widths[c] - cell_len(piece.plain) + GAP))
+            line.rstrip()
+            lines.append(line)
+        out.append(lines)
+    return out
+
+
+def _cell_lines(text: Text, width: int) -> list[Text]:
+    """A wrapping cell's lines, at most ``MAX_CELL_LINES``, the last ending in '…' when
+    there was more."""
+    lines = wrapped(text, width)
+    if len(lines) <= MAX_CELL_LINES:
+        return lines
+    last = lines[MAX_CELL_LINES - 1]
+    last.truncate(max(0, width - 1))
+    last.rstrip()
+    last.append("…")
+    return [*lines[: MAX_CELL_LINES - 1], last]
+
+
+def _fits(header: Sequence[str], rows: Sequence[Sequence[Text]], width: int) -> bool:
+    widths = [
+        max([cell_len(header[c])] + [cell_len(r[c].plain) for r in rows if c < len(r)])
+        for c in range(len(header))
+    ]
+    return sum(widths) + GAP * (len(header) - 1) <= width
+
+
+def _device_table(monitor: Monitor, width: int) -> list[Text]:
+    """The GPU table: with its clock-events column where that fits unwrapped, else with
+    each GPU's clock events on a line of their own under its row (80 columns)."""
+    rows = _device_rows(monitor)
+    if _fits(COLUMNS, rows, width):
+        return [line for group in table_rows(COLUMNS, rows, width) for line in group]
+    *narrow, events = COLUMNS
+    groups = table_rows(narrow, [row[: len(narrow)] for row in rows], width)
+    lines = groups[0]
+    for row, group in zip(rows, groups[1:], strict=True):
+        lines += group
+        said = row[len(narrow)].plain if len(row) > len(narrow) else "none"
+        if said != "none":
+            label = f"{' ' * (len(COLUMNS[0]) + GAP)}{events}: "
+            lines += wrapped(Text(label + said), width, len(label))
+    return lines
+
+
+def _device_rows(monitor: Monitor) -> list[list[Text]]:
+    frame = monitor.latest
+    samples = {s.index: s for s in frame.gpus} if frame is not None else {}
+    rows: list[list[Text]] = []
+    for device in monitor.devices:
+        s = samples.get(device.index)
+        name = Text(short_name(device.name))  # outside text: never markup
+        if s is None or s.lost:
+            rows.append([Text(str(device.index)), name, Text("lost" if s else NA, style="red")])
+            continue
+        rows.append(
+            [
+                Text(str(device.index)),
+                name,
+                Text(fmt_num(s.util_gpu, " %")),
+                Text(fmt_of(s.sm_clock_mhz, device.max_sm_clock_mhz)),
+                Text(fmt_num(s.temp_c, " °C")),
+                Text(fmt_num(s.power_w, " W")),
+                Text(vram_text(s.mem_used, s.mem_total)),
+                Text(fmt_link(s.pcie_gen, s.pcie_width)),
+                Text(", ".join(describe_reasons(s.clock_reasons, short=True)) or "none"),
+            ]
+        )
+    return rows
+
+
+def _node_lines(monitor: Monitor, width: int) -> list[Text]:
     """With GPUs on several nodes: each node on one line, worst first."""
     if not is_cluster(monitor.devices):
-        return
+        return []
     rows = node_rows(monitor.devices, monitor.latest, point_in_time_findings(monitor))
-    console.print()
-    console.print(Text(f"{len(rows)} nodes, worst first", style="bold"))
+    lines = [Text(), Text(f"{len(rows)} nodes, worst first", style="bold")]
     for row in rows:
         summary = node_dict(row)
         worst = summary["worst"]
@@ -55,104 +225,100 @@ def _print_nodes(monitor: Monitor, console: Console) -> None:
         )
         if summary["not_reporting"]:
             line.append(f"  {summary['not_reporting']} GPU(s) not reporting", style="yellow")
-        console.print(line)
+        lines += wrapped(line, width, 4)
+    return lines
 
 
-def render_report(monitor: Monitor, console: Console | None = None) -> None:
-    console = console or Console()
+def sampled_text(monitor: Monitor, simulated_warmup_s: float | None = None) -> str:
+    """How much history the report judged, without overstating it: 'sampled 10 s' live;
+    for the demo (``simulated_warmup_s`` given), simulated time said to be simulated."""
+    times = monitor.history.times()
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    if simulated_warmup_s is not None and monitor.source.kind is SourceKind.SIMULATED:
+        return simulated_span(span, simulated_warmup_s)
+    return f"sampled {fmt_duration(span)}" if len(times) > 1 else "sampled 1 reading"
+
+
+def report_lines(
+    monitor: Monitor, width: int = 80, simulated_warmup_s: float | None = None
+) -> list[Text]:
+    """The report, laid out for ``width`` columns (at least ``prose.MIN_WIDTH``)."""
+    width = max(width, MIN_WIDTH)
     frame = monitor.latest
     first = monitor.devices[0] if monitor.devices else None
-    span = monitor.history.times()
-    header = Text.assemble(
-        ("gputui doctor", "bold"),
-        f"  source {monitor.source.label}",
-        f"  driver {(first.driver_version if first else None) or NA}",
-        f"  CUDA {(first.cuda_driver_version if first else None) or NA}",
-        f"  {len(monitor.devices)} GPU(s)",
-        f"  sampled {fmt_duration(span[-1] - span[0]) if len(span) > 1 else '1 reading'}",
-    )
-    console.print(header)
+    sampled = sampled_text(monitor, simulated_warmup_s)
+    title = "gputui doctor"
+    header = [
+        Text(title, style="bold"),
+        Text(f"source {monitor.source.label}"),  # outside text: never markup
+        Text(f"driver {(first.driver_version if first else None) or NA}"),
+        Text(f"CUDA {(first.cuda_driver_version if first else None) or NA}"),
+        Text(f"{len(monitor.devices)} GPU(s)"),
+        Text(sampled),
+    ]
+    lines = packed(header, width, len(title) + GAP)
     if monitor.source.detail:
-        console.print(Text(monitor.source.detail, style="dim"))
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in (
-        "GPU",
-        "name",
-        "util",
-        "SM MHz",
-        "temp",
-        "power",
-        "VRAM",
-        "PCIe",
-        "clock events",
-    ):
-        table.add_column(column)
-    samples = {s.index: s for s in frame.gpus} if frame is not None else {}
-    for device in monitor.devices:
-        s = samples.get(device.index)
-        if s is None or s.lost:
-            table.add_row(
-                str(device.index),
-                Text(short_name(device.name)),  # outside text: never markup
-                Text("lost" if s else NA, style="red"),
-            )
-            continue
-        table.add_row(
-            str(device.index),
-            Text(short_name(device.name)),
-            fmt_num(s.util_gpu, " %"),
-            fmt_of(s.sm_clock_mhz, device.max_sm_clock_mhz),
-            fmt_num(s.temp_c, " °C"),
-            f"{fmt_num(s.power_w, ' W')}",
-            vram_text(s.mem_used, s.mem_total),
-            fmt_link(s.pcie_gen, s.pcie_width),
-            ", ".join(describe_reasons(s.clock_reasons, short=True)) or "none",
-        )
-    console.print(table)
-    _print_nodes(monitor, console)
+        detail = monitor.source.detail
+        lines += wrapped(Text(detail, style="dim"), width, _label_indent(detail))
+    lines += _device_table(monitor, width)
+    lines += _node_lines(monitor, width)
     for note in frame.notes if frame is not None else ():
         warn = note.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY, NoteKind.GPU_LOST)
-        console.print(Text(f"! {note.text}", style="yellow" if warn else "dim"))
-    console.print()
+        lines += wrapped(Text(f"! {note.text}", style="yellow" if warn else "dim"), width, 2)
+    lines.append(Text())
     findings = point_in_time_findings(monitor)
     judgement = judgement_of(monitor)
-    for line in describe(judgement):
-        console.print(Text(line, style="yellow"))
+    for said in describe(judgement):
+        lines += wrapped(Text(said, style="yellow"), width, _label_indent(said))
     if describe(judgement):
-        console.print()
+        lines.append(Text())
     if not findings:
         if judgement.complete:
-            console.print(
-                Text(
-                    f"No findings over the {fmt_duration(judgement.seen_s)} sampled: "
-                    "nothing slows these GPUs down right now.",
-                    style="green",
-                )
+            over = (
+                f"{fmt_duration(judgement.seen_s)} of simulated history"
+                if simulated_warmup_s is not None and monitor.source.kind is SourceKind.SIMULATED
+                else f"{fmt_duration(judgement.seen_s)} sampled"
+            )
+            verdict = Text(
+                f"No findings over the {over}: nothing slows these GPUs down right now.",
+                style="green",
             )
         elif judgement.gathering:
-            console.print(Text(f"No verdict yet ({judgement.gathering_text()}).", style="yellow"))
+            verdict = Text(f"No verdict yet ({judgement.gathering_text()}).", style="yellow")
         else:
-            console.print(
-                Text(
-                    "Nothing found in what could be judged (see not judged above).", style="yellow"
-                )
+            verdict = Text(
+                "Nothing found in what could be judged (see not judged above).", style="yellow"
             )
-        return
+        return lines + wrapped(verdict, width, 2)
     for finding in findings:
         where = "host" if finding.gpu is None else f"GPU {finding.gpu}"
-        console.print(
-            Text.assemble(
-                (f"{finding.severity.upper():8}", SEVERITY_STYLE[finding.severity]),
-                (f" {finding.rule}", "bold"),
-                f" ({where}) ",
-                finding.title,
-            )
+        severity = f"{finding.severity.upper():8} "
+        title_line = Text.assemble(
+            (severity.rstrip(), SEVERITY_STYLE[finding.severity]),
+            " " * (len(severity) - len(severity.rstrip())),
+            (finding.rule, "bold"),
+            f" ({where}) ",
+            finding.title,
         )
+        lines += wrapped(title_line, width, len(severity))
         for line in finding.evidence:
-            console.print(Text(f"    · {line}"))
+            lines += wrapped(Text(f"    · {line}"), width, 6)
         for remedy in finding.remedies:
-            console.print(Text(f"    → {remedy}", style="dim"))
+            lines += wrapped(Text(f"    → {remedy}", style="dim"), width, 6)
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in SEVERITY_STYLE}
     summary = ", ".join(f"{n} {sev}" for sev, n in counts.items() if n)
-    console.print()
-    console.print(Text(f"{len(findings)} finding(s): {summary}", style="bold"))
+    lines.append(Text())
+    lines += wrapped(Text(f"{len(findings)} finding(s): {summary}", style="bold"), width, 2)
+    return lines
+
+
+def render_report(
+    monitor: Monitor, console: Console | None = None, simulated_warmup_s: float | None = None
+) -> None:
+    """Print the report at the console's width: the terminal's, or 80 columns (or $COLUMNS)
+    in a pipe. ``simulated_warmup_s``: the demo's warm-up, so the report does not call
+    simulated history sampled."""
+    console = console or Console()
+    for line in report_lines(monitor, console.width, simulated_warmup_s):
+        # laid out already: Rich must neither wrap nor crop it again
+        console.print(line, soft_wrap=True)

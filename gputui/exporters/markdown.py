@@ -1,15 +1,27 @@
-"""The snapshot document as a Markdown report (``gputui snapshot -o x.md`` and the ``s`` key)."""
+"""The snapshot document as a Markdown report (``gputui snapshot -o x.md`` and the ``s`` key).
+
+Prose is wrapped at 80 columns, a list item's continuation indented under its text (2
+spaces, 4 in a nested item) and never starting with a list marker; a table row is one line,
+whatever its length; no line ends with a space (two would be a hard line break).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gputui.advisor.coverage import Judgement, describe
 from gputui.clock_events import describe_reasons
 from gputui.formats.snapshot import dumps, parse_snapshot
+from gputui.names import SourceKind
 from gputui.pcie import link_bandwidth
-from gputui.units import NA, fmt_bytes, fmt_link, fmt_num, fmt_rate, known
+from gputui.prose import simulated_span, starts_no_unit, wrap
+from gputui.units import NA, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
+
+#: the width prose is wrapped at: the report reads on an 80-column terminal
+WIDTH = 80
+_ORDERED = re.compile(r"\d{1,9}[.)]")
 
 
 def _of(value: float | int | None, limit: float | int | None, unit: str) -> str:
@@ -31,12 +43,48 @@ def md(text: object) -> str:
     return str(text).translate(_MARKDOWN_SPECIAL)
 
 
+def may_start_line(word: str) -> bool:
+    """Whether a wrapped line may start with ``word``: not a list marker ('-', '+', '*',
+    '1.', '2)'), nor a run of '=' or '-' that would underline the line before as a
+    heading, nor a unit torn from its number."""
+    if word in ("-", "+", "*") or _ORDERED.fullmatch(word):
+        return False
+    if word and (set(word) <= {"="} or set(word) <= {"-"}):
+        return False
+    return starts_no_unit(word)
+
+
+def _wrapped(line: str) -> list[str]:
+    """One Markdown line as lines of at most ``WIDTH`` columns where it can break: a list
+    item continues under its text, a paragraph at the margin; a table row stays whole."""
+    line = line.rstrip()
+    if line.startswith("|") or line.startswith("#") or not line:
+        return [line]
+    stripped = line.lstrip(" ")
+    indent = len(line) - len(stripped) + (2 if stripped.startswith("- ") else 0)
+    # a word is never cut: a cut would put a space into it when the Markdown is read
+    return wrap(line, WIDTH, indent, may_start=may_start_line, cut_long_words=False)
+
+
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(c if c == "---" else md(c) for c in cells) + " |"
 
 
-def markdown_report(document: Mapping[str, Any]) -> str:
-    """A readable report of a snapshot document (the dict ``snapshot_dict`` returns)."""
+def _history_line(times: Sequence[float], simulated_warmup_s: float | None) -> str:
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    if simulated_warmup_s is not None:
+        return f"- History: {len(times)} points, {simulated_span(span, simulated_warmup_s)}"
+    if len(times) > 1:
+        return f"- History: {len(times)} points over {fmt_duration(span)}"
+    return f"- History: {len(times)} points"
+
+
+def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | None = None) -> str:
+    """A readable report of a snapshot document (the dict ``snapshot_dict`` returns).
+
+    ``simulated_warmup_s``: the demo's warm-up, when the history was simulated at once
+    rather than sampled (``gputui snapshot --demo``), so the report does not call it
+    sampled."""
     snap = parse_snapshot(dumps(document))
     frame = snap.latest
     lines = [
@@ -60,7 +108,8 @@ def markdown_report(document: Mapping[str, Any]) -> str:
             f"{fmt_bytes(h.mem_total)}, swap used {fmt_bytes(h.swap_used)}, iowait "
             f"{fmt_num(h.iowait_pct, ' %', 1)}"
         )
-    lines.append(f"- History: {len(snap.history_times)} points")
+    simulated = snap.source.kind is SourceKind.SIMULATED
+    lines.append(_history_line(snap.history_times, simulated_warmup_s if simulated else None))
     lines += ["", "## Findings", ""]
     if snap.findings:
         for finding in snap.findings:
@@ -77,6 +126,8 @@ def markdown_report(document: Mapping[str, Any]) -> str:
     if judgement is not None:
         lines += [f"- {md(line)}" for line in describe(judgement)]
     if not snap.findings:
+        if lines[-1]:
+            lines.append("")  # a paragraph of its own, not the last item's lazy continuation
         if judgement is not None and judgement.gathering:
             lines.append(f"No verdict yet ({judgement.gathering_text()}).")
         elif judgement is not None and judgement.not_judged:
@@ -157,4 +208,4 @@ def markdown_report(document: Mapping[str, Any]) -> str:
         lines.append("No processes on the GPUs.")
     if frame is not None and frame.notes:
         lines += ["", "## Notes", ""] + [f"- {md(note.text)}" for note in frame.notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(out for line in lines for out in _wrapped(line)) + "\n"
