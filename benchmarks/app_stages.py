@@ -45,7 +45,8 @@ def child(out: Path, argv: list[str]) -> int:
     from gputui import cli
     from gputui.sources import simulated
     from gputui.ui import app as ui_app
-    from gputui.ui import render
+    from gputui.ui import lines as ui_lines
+    from gputui.view import screen as view_screen
 
     spent: defaultdict[str, float] = defaultdict(float)
     calls: defaultdict[str, int] = defaultdict(int)
@@ -80,9 +81,9 @@ def child(out: Path, argv: list[str]) -> int:
 
     wrap(ui_app.GpuTuiApp, "on_frame_ready", "frame handler")
     wrap(Monitor, "ingest", "  monitor.ingest (history + advisor)")
-    wrap(ui_app.GpuTuiApp, "redraw", "  redraw (build the panels' lines)")
-    for fn in ("gpu_list", "detail_lines", "process_lines", "advisor_lines"):
-        wrap(render, fn, f"    render.{fn}")
+    wrap(ui_app.GpuTuiApp, "redraw", "  redraw (view model, then paint)")
+    wrap(view_screen.ScreenView, "contents", "    view model: the panels' rows")
+    wrap(ui_lines.LineView, "set_rows", "    paint the changed rows")
     wrap(textual_screen.Screen, "_compositor_refresh", "compositor refresh")
     wrap(Compositor, "render_update", "  render the changed rows")
     wrap(textual_app.App, "_display", "  write the ANSI")

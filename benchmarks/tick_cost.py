@@ -22,12 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gputui.advisor import RULES, make_advisor
+from gputui.advisor import RULES, make_advisor, make_monitor
 from gputui.clocks import ManualClock
-from gputui.config import Thresholds
+from gputui.config import Config, Thresholds
+from gputui.model import SourceInfo
+from gputui.names import SourceKind
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.ui import render
+from gputui.view.screen import Choices, ScreenView
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -137,24 +139,22 @@ def main() -> int:
             *timed(lambda: advisor.update(history), args.ticks),
         )
     )
-    palette = render.Palette()
-    findings = advisor.findings
-
-    def draw() -> None:
-        render.gpu_list(frame, devices, findings, 0, 54, 16, palette)
-        render.detail_lines(frame, devices[0], history, 60, 60, 100, 17, palette)
-        render.process_lines(frame.processes_on(0), (), "gpu_memory", 78, 30, palette)
-        render.advisor_lines(findings, 0, frame.time, False, 78, 30, palette)
-
-    rows.append(("render lines (detail view)", *timed(draw, args.ticks)))
+    monitor = make_monitor(devices, Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED))
+    for _ in range(300):  # five minutes of history behind the panels
+        clock.advance(1.0)
+        monitor.ingest(source.read())
+    view = ScreenView()
     rows.append(
         (
-            "render lines (overview)",
+            "view model (detail view, 160x50)",
+            *timed(lambda: view.contents(monitor, Choices(), 1.0, 160, 50), args.ticks),
+        )
+    )
+    rows.append(
+        (
+            "view model (overview, 160x50)",
             *timed(
-                lambda: render.overview_lines(
-                    frame, devices, findings, history, 0, 158, 46, palette
-                ),
-                args.ticks,
+                lambda: view.contents(monitor, Choices(overview=True), 1.0, 160, 50), args.ticks
             ),
         )
     )

@@ -524,6 +524,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             start_s=start_s,
             snapshot_dir=args.snapshot_dir,
             notices=recording.notices,
+            name=Path(args.file).name,
         )
     )
 

@@ -17,6 +17,7 @@ from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.app import FrameReady, GpuTuiApp, SampleFailed
+from gputui.units import fmt_duration
 
 
 def make_app(
@@ -27,10 +28,12 @@ def make_app(
     snapshot_dir: Path = Path("."),
     detail: str | None = None,
     live: bool = True,
+    ascii: bool | None = None,
 ) -> GpuTuiApp:
-    """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames."""
+    """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames.
+    ``ascii``: draw with ASCII only (None: as the terminal and locale say)."""
     monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
-    app = GpuTuiApp(monitor, snapshot_dir=snapshot_dir)
+    app = GpuTuiApp(monitor, snapshot_dir=snapshot_dir, ascii=ascii)
     if live:
         app.sampler = Sampler(
             source,
@@ -49,6 +52,7 @@ def make_demo_app(
     warmup_s: int = 120,
     start: float = 1_800_000_000.0,
     snapshot_dir: Path = Path("."),
+    ascii: bool | None = None,
 ) -> GpuTuiApp:
     """A frozen demo on a fixed clock: the same screen on every machine (tests, screenshots)."""
     from gputui.sources.simulated import SimulatedSource, resolve_scenarios
@@ -58,7 +62,9 @@ def make_demo_app(
     source = SimulatedSource(scenarios, seed=seed, clock=clock)
     devices = source.open()
     detail = "scenarios: " + ", ".join(f"GPU{i} {s}" for i, s in enumerate(scenarios))
-    app = make_app(source, devices, Config(), snapshot_dir=snapshot_dir, detail=detail, live=False)
+    app = make_app(
+        source, devices, Config(), snapshot_dir=snapshot_dir, detail=detail, live=False, ascii=ascii
+    )
     for _ in range(warmup_s):
         app.monitor.ingest(source.read())
         clock.advance(1.0)
@@ -72,20 +78,31 @@ def make_replay_app(
     start_s: float = 0.0,
     snapshot_dir: Path = Path("."),
     notices: Sequence[str] = (),
+    name: str | None = None,
 ) -> GpuTuiApp:
-    """The app over a recording: the same screens and advisor, with replay keys."""
+    """The app over a recording: the same screens and advisor, with replay keys. ``name``
+    (the file's) shows in the header beside what the recording was taken from."""
     header = recording.header
     source = ReplaySource([t.frame for t in recording.ticks], header.devices, header.interval_s)
     config = Config(interval_s=max(0.05, header.interval_s / speed))
     app = make_app(
         source, header.devices, config, snapshot_dir=snapshot_dir, detail=header.source.detail
     )
-    app.monitor.source = SourceInfo("REPLAY", SourceKind.REPLAY, header.source.label)
+    taken_from = " · ".join(p for p in (header.source.label, header.source.detail) if p)
+    detail = f"{name} ({taken_from})" if name else taken_from
+    app.monitor.source = SourceInfo("REPLAY", SourceKind.REPLAY, detail)
     app.replay = ReplayController(source, app.monitor, speed)
     app.replay.sampler = app.sampler
-    if start_s > 0 and source.start_time is not None:
-        app.start_at = source.start_time + start_s
-    app.pending_notices = list(notices)
+    notices = list(notices)
+    first, last = source.start_time, source.end_time
+    if start_s > 0 and first is not None and last is not None:
+        app.start_at = first + start_s
+        if first + start_s > last:
+            notices.append(
+                f"--start {fmt_duration(start_s)} is past the end of the recording "
+                f"({fmt_duration(last - first)} long): showing its last moment"
+            )
+    app.pending_notices = notices
     return app
 
 

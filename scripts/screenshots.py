@@ -1,4 +1,6 @@
-"""Regenerate screenshots/: the default demo mix and each scenario, at 160x50 and 80x24.
+"""Regenerate screenshots/: the default demo mix at the sizes users run at (160x50, 120x40
+and 80x24 with 8 GPUs, 100x30 with 16), each scenario at 160x50 and 80x24, the overview,
+every GPU process, and the ASCII fallback.
 
 Usage: python scripts/screenshots.py [OUTPUT_DIR]
 
@@ -18,6 +20,8 @@ from gputui.launch import make_demo_app
 from gputui.sources.simulated import MIX, SCENARIOS
 
 SIZES = ((160, 50), (80, 24))
+#: the default mix: (columns, rows, GPUs)
+MIX_SIZES = ((160, 50, 8), (120, 40, 8), (80, 24, 8), (100, 30, 16))
 
 
 def _png(svg_path: Path) -> bool:
@@ -34,24 +38,27 @@ def _png(svg_path: Path) -> bool:
     return True
 
 
-async def shoot(out: Path) -> list[Path]:
-    written = []
-    for scenario in (MIX, *SCENARIOS):
-        for width, height in SIZES:
-            gpus = 8 if scenario == MIX and width >= 120 else 4
-            app = make_demo_app(scenario, gpus)
-            async with app.run_test(size=(width, height)) as pilot:
-                await pilot.pause()
-                await pilot.pause()
-                name = f"{scenario}-{width}x{height}.svg"
-                app.save_screenshot(filename=name, path=str(out))
-            written.append(out / name)
-    app = make_demo_app(MIX, 8)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("o")
+async def _shot(
+    out: Path, name: str, scenario: str | None, gpus: int, size: tuple[int, int], *keys: str
+) -> Path:
+    app = make_demo_app(scenario, gpus, ascii=name.startswith("ascii"))
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        app.save_screenshot(filename="overview-160x50.svg", path=str(out))
-    written.append(out / "overview-160x50.svg")
+        await pilot.press(*keys)
+        await pilot.pause()
+        app.save_screenshot(filename=name, path=str(out))
+    return out / name
+
+
+async def shoot(out: Path) -> list[Path]:
+    written = [await _shot(out, f"mix-{w}x{h}.svg", MIX, gpus, (w, h)) for w, h, gpus in MIX_SIZES]
+    for scenario in SCENARIOS:
+        for width, height in SIZES:
+            name = f"{scenario}-{width}x{height}.svg"
+            written.append(await _shot(out, name, scenario, 4, (width, height)))
+    written.append(await _shot(out, "overview-160x50.svg", MIX, 8, (160, 50), "o"))
+    written.append(await _shot(out, "processes-120x40.svg", MIX, 8, (120, 40), "a"))
+    written.append(await _shot(out, "ascii-80x24.svg", MIX, 8, (80, 24)))
     return written
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,10 @@ from gputui.launch import make_demo_app
 from gputui.ui.app import GpuTuiApp
 from tests.nvml_double import install
 
+# The screen shows the host's clock and recorded moments in local time: one zone for all.
+os.environ["TZ"] = "UTC"
+time.tzset()
+
 #: ``demo_app(scenario=None, gpus=4, **options)``: the demo app on a fixed clock, exactly as
 #: the CLI and the screenshots build it; its snapshots go to the test's own directory.
 DemoApp = Callable[..., GpuTuiApp]
@@ -21,6 +27,7 @@ DemoApp = Callable[..., GpuTuiApp]
 def demo_app(tmp_path: Path) -> DemoApp:
     def make(scenario: str | None = None, gpus: int = 4, **options: Any) -> GpuTuiApp:
         options.setdefault("snapshot_dir", tmp_path)
+        options.setdefault("ascii", False)  # the same glyphs whatever the locale here
         return make_demo_app(scenario, gpus, **options)
 
     return make

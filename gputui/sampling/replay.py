@@ -51,6 +51,14 @@ class ReplayController:
     def at_end(self) -> bool:
         return self._frames.at_end
 
+    @property
+    def start_time(self) -> float | None:
+        return self._frames.start_time
+
+    @property
+    def end_time(self) -> float | None:
+        return self._frames.end_time
+
     def step(self) -> bool:
         """One frame forward into the monitor; False at the end of the recording."""
         frame = self._frames.step()

@@ -28,6 +28,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.ui import compat
+from gputui.ui.paint import Palette, paint
+from gputui.view.cells import Row, RowKey
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -58,12 +60,13 @@ class LineView(Widget):
         """The panel's size changed: its lines must be laid out again."""
 
     class Clicked(Message):
-        """A line was clicked: the app decides what that line stands for."""
+        """A row was clicked: its key (a GPU, a finding, a process) says what it stands for."""
 
-        def __init__(self, view: LineView, line: Text) -> None:
+        def __init__(self, view: LineView, key: RowKey, x: int) -> None:
             super().__init__()
             self.view = view
-            self.line = line
+            self.key = key
+            self.x = x
 
     DEFAULT_CSS = """
     LineView {
@@ -75,6 +78,8 @@ class LineView(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._lines: list[Text] = []
+        self._model: list[Row] = []  # the rows the lines were painted from
+        self._painted_for: tuple[int, Palette] | None = None
         self._rows_size = Size(0, 0)
         self._style: Style | None = None
         self._box: _Box | None = None
@@ -90,7 +95,32 @@ class LineView(Widget):
     def plain(self) -> str:
         return "\n".join(line.plain for line in self._lines)
 
+    @property
+    def rows(self) -> list[Row]:
+        return self._model
+
+    def set_rows(self, rows: Sequence[Row], width: int, palette: Palette) -> None:
+        """Show view-model rows fitted to ``width``: only rows unlike the last ones shown
+        are painted again, and only their lines repainted."""
+        old_rows, old_lines = self._model, self._lines
+        same = self._painted_for == (width, palette)
+        lines = [
+            old_lines[i]
+            if same and i < len(old_rows) and old_rows[i] == r
+            else paint(r, width, palette)
+            for i, r in enumerate(rows)
+        ]
+        self._model = list(rows)
+        self._painted_for = (width, palette)
+        self._show(lines)
+
     def set_lines(self, lines: Sequence[Text]) -> None:
+        """Show lines that no view model stands behind (a click on them means nothing)."""
+        self._model = []
+        self._painted_for = None
+        self._show(lines)
+
+    def _show(self, lines: Sequence[Text]) -> None:
         new = list(lines)
         old = self._lines
         self._lines = new
@@ -106,7 +136,7 @@ class LineView(Widget):
         start = -1
         top = self.styles.gutter.top
         for y, (a, b) in enumerate(zip(old, new, strict=True)):
-            if a != b:
+            if a is not b and a != b:
                 self._rows.pop(y + top, None)
                 if start < 0:
                     start = y
@@ -124,8 +154,8 @@ class LineView(Widget):
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is not None and 0 <= offset.y < len(self._lines):
-            self.post_message(self.Clicked(self, self._lines[offset.y]))
+        if offset is not None and 0 <= offset.y < len(self._model):
+            self.post_message(self.Clicked(self, self._model[offset.y].key, offset.x))
 
     def refresh(
         self,

@@ -20,6 +20,7 @@ from gputui.config import Thresholds
 from gputui.model import Finding
 from gputui.sampling.monitor import Monitor
 from gputui.ui.cluster import cluster_lines
+from gputui.ui.keys import LEGEND, key_rows
 
 
 class _Modal(ModalScreen[None]):
@@ -32,39 +33,41 @@ class _Modal(ModalScreen[None]):
 
 
 class HelpScreen(_Modal):
-    def __init__(self, bindings: Sequence[BindingType]) -> None:
+    """Every key that works now (live, or a recording playing), then what the screen's
+    symbols and columns mean; both come from gputui/ui/keys.py, this only lays them out."""
+
+    def __init__(self, bindings: Sequence[BindingType], replay: bool = False) -> None:
         super().__init__()
-        self._keys = [b for b in bindings if isinstance(b, Binding)]
+        self.replay = replay
+        #: (keys, description), as shown
+        self.rows = key_rows(bindings, replay)
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(style="bold")
-        table.add_column()
-        seen: set[str] = set()
-        for binding in self._keys:
-            if binding.action.startswith("jump("):
-                continue
-            if binding.action in seen:
-                continue
-            seen.add(binding.action)
-            keys = binding.key.replace("question_mark", "?").replace("equals_sign", "=")
-            keys = keys.replace("plus", "+").replace("minus", "-").replace(",", " / ")
-            keys = (
-                binding.key_display
-                if binding.action.startswith(("seek", "speed", "step")) and binding.key_display
-                else keys
-            )
-            table.add_row(keys, binding.description)
-        table.add_row("0 … 9", "jump to GPU 0 … 9")
-        body = Text.assemble(
-            ("gputui keys\n\n", "bold"),
-        )
+        mode = "replaying a recording" if self.replay else "live"
+        title = Text.assemble(("gputui keys", "bold"), (f"  ({mode})\n", "dim"))
+        keys = _two_columns()
+        for key, description in self.rows:
+            keys.add_row(Text(key), Text(description))
+        legend = _two_columns()
+        for section, entries in LEGEND:
+            legend.add_row(Text(f"\n{section}", style="bold underline"), Text(""))
+            for term, meaning in entries:
+                legend.add_row(Text(term), Text(meaning))
         with VerticalScroll(id="dialog"):
-            yield Static(body)
-            yield Static(table)
+            yield Static(title)
+            yield Static(keys, id="help-keys")
+            yield Static(Text("\nWhat the screen shows", style="bold"))
+            yield Static(legend, id="help-legend")
             yield Static(
                 Text("\nThe mouse works too, but nothing needs it. Esc closes.", style="dim")
             )
+
+
+def _two_columns() -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    return table
 
 
 class FindingScreen(_Modal):

@@ -33,7 +33,7 @@ async def test_gpu_switching_keys(demo_app: DemoApp) -> None:
         assert app.selected == 0
         await pilot.press("right")
         assert app.selected == 1
-        assert app.query_one("#detail").border_title == "GPU 1 detail"
+        assert str(app.query_one("#detail").border_title).startswith("GPU 1 ")
         await pilot.press("l", "tab")
         assert app.selected == 3
         await pilot.press("left", "h", "shift+tab")
@@ -47,7 +47,7 @@ async def test_gpu_switching_keys(demo_app: DemoApp) -> None:
         await pilot.press("0")
         await pilot.pause()
         assert app.selected == 0
-        assert text_of(app, "gpus").splitlines()[0].startswith("▶0")
+        assert text_of(app, "gpus").splitlines()[1].startswith("▶0")
 
 
 async def test_overview_toggle_shows_every_gpu_as_a_card(demo_app: DemoApp) -> None:
@@ -71,7 +71,7 @@ async def test_findings_navigation_and_jump_to_gpu(demo_app: DemoApp) -> None:
         findings = app.monitor.findings
         assert findings[0].rule == "thermal-throttle" and findings[0].gpu == 1
         advisor = text_of(app, "advisor")
-        assert "▶✖ GPU1 thermal-throttle" in advisor
+        assert "▶✖ GPU1" in advisor and "Thermal throttling" in advisor
         assert "slowdown at 89 °C" in advisor  # the selected finding's evidence
         await pilot.press("n")
         assert app.finding_index == 1
@@ -100,9 +100,9 @@ async def test_window_and_sort_keys(demo_app: DemoApp) -> None:
     app = demo_app(None, 4)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
-        assert "last 1 min 00 s" in text_of(app, "detail")
+        assert "last 1 min," in text_of(app, "detail")
         await pilot.press("w")
-        assert "last 5 min 00 s" in text_of(app, "detail")
+        assert "last 5 min," in text_of(app, "detail")
         procs = app.query_one("#procs")
         assert "by GPU mem (t)" in str(procs.border_title)
         await pilot.press("t")
@@ -260,7 +260,7 @@ async def test_the_mouse_selects_gpus_and_findings(demo_app: DemoApp) -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         gpus = app.query_one("#gpus", LineView)
-        await pilot.click(gpus, offset=(5, 1 + 3))  # border row, then the fourth GPU row
+        await pilot.click(gpus, offset=(5, 1 + 1 + 3))  # border, column headers, fourth GPU
         assert app.selected == 3
         advisor = app.query_one("#advisor", LineView)
         await pilot.click(advisor, offset=(10, 1 + 1))  # the second finding

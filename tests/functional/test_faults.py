@@ -107,7 +107,7 @@ async def test_app_draws_unknown_and_out_of_range_readings() -> None:
         app.post_message(FrameReady(frame))
         await pilot.pause()
         assert "n/a" in app.query_one("#gpus", LineView).plain
-        assert "lost" in app.query_one("#gpus", LineView).plain
+        assert "LOST" in app.query_one("#gpus", LineView).plain
         await pilot.press("o")
         await pilot.pause()
         assert "LOST" in app.query_one("#overview", LineView).plain

@@ -146,7 +146,7 @@ async def test_app_shows_two_nodes_grouped(servers: dict[str, str]) -> None:
         gpus = app.query_one("#gpus", LineView).plain
         assert "── gpu-node-a" in gpus and "── gpu-node-b" in gpus
         assert "2 nodes" in app.query_one("#header", LineView).plain
-        assert "node(s) down" in app.query_one("#header", LineView).plain
+        assert "1 node down" in app.query_one("#header", LineView).plain
         assert "cannot run" in app.query_one("#advisor", LineView).plain
     if app.sampler is not None:
         app.sampler.stop()

@@ -557,8 +557,11 @@ def test_snapshot_json_on_each_branch(
 
 
 def test_gpu_panel_shows_driver_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputui.config import Thresholds
     from gputui.sampling.history import History
-    from gputui.ui import render
+    from gputui.view.cells import plain_lines
+    from gputui.view.detail import View, detail
+    from gputui.view.timeline import Timeline
 
     gpus = [
         mig_gpu(gpm=False),
@@ -572,10 +575,9 @@ def test_gpu_panel_shows_driver_readings(monkeypatch: pytest.MonkeyPatch) -> Non
     history.add(frame)
 
     def panel(index: int) -> str:
-        lines = render.detail_lines(
-            frame, rig.devices[index], history, 60, 60, 150, 40, render.Palette()
-        )
-        return "\n".join(line.plain for line in lines)
+        view = View(60, 1.0, 150, 40)
+        panel = detail(frame, rig.devices[index], history, Timeline(), view, Thresholds())
+        return "\n".join(plain_lines(panel, 150))
 
     mig = panel(0)
     assert "utilisation not visible in MIG mode" in mig

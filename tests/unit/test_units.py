@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from gputui.advisor.coverage import Judgement
+from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Frame, GpuSample
 from gputui.sampling.history import History
-from gputui.ui import render
 from gputui.units import NA, fmt_link, fmt_of
+from gputui.view.cells import plain_lines
+from gputui.view.detail import View, detail
+from gputui.view.overview import overview
+from gputui.view.timeline import Timeline
 
 
 def test_a_link_says_what_is_known_and_only_that() -> None:
@@ -27,10 +32,14 @@ def test_a_remote_gpu_without_link_or_limits_shows_no_glued_unknowns() -> None:
     frame = Frame(time=1.0, gpus=(sample,))
     history = History(10)
     history.add(frame)
-    p = render.Palette()
+    t = Thresholds()
+    judgement = Judgement(seen_s=0.0, needed_s=10.0)
     texts = [
-        *(t.plain for t in render.detail_lines(frame, device, history, 60, 60, 120, 30, p)),
-        *(t.plain for t in render.overview_lines(frame, (device,), (), history, 0, 120, 30, p)),
+        *plain_lines(detail(frame, device, history, Timeline(), View(60, 1.0, 120, 30), t), 120),
+        *plain_lines(
+            overview(frame, (device,), (), history, Timeline(), judgement, 0, 120, 30, t, 60, 1.0),
+            120,
+        ),
     ]
     joined = "\n".join(texts)
     assert "n/a x" not in joined and "Genn/a" not in joined and "/n/a" not in joined

@@ -1,0 +1,117 @@
+"""The command palette (Ctrl+P): gputui's actions by name, next to Textual's own commands.
+
+Each command runs the very action its key runs (gputui/ui/keys.py), through
+``app.run_action``: the palette adds names, never behaviour of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Final, NamedTuple
+
+from textual.actions import parse
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
+from textual.types import IgnoreReturnCallbackType
+
+from gputui.model import DeviceInfo
+from gputui.ui.keys import BINDINGS, binding_keys
+
+
+class PaletteCommand(NamedTuple):
+    """A command as the palette lists it: its name, the action it runs, a line of help."""
+
+    name: str
+    action: str
+    help: str
+
+
+#: (name, action) in the palette's order; "Go to GPU N" rows go after the first
+_BEFORE_GPUS: Final = (("Snapshot: save JSON, Markdown and SVG", "snapshot"),)
+_AFTER_GPUS: Final = (
+    ("Next finding", "finding(1)"),
+    ("Previous finding", "finding(-1)"),
+    ("Open the selected finding", "open_finding"),
+    ("History window: next", "window"),
+    ("Sort processes: next", "sort"),
+    ("Advisor rules", "rules"),
+    ("Topology", "topology"),
+    ("Cluster view", "cluster"),
+    ("Overview", "overview"),
+    ("Pause / resume", "pause"),
+    ("All processes", "all_processes"),
+    ("Help", "help"),
+)
+
+
+def _bound_to(action: str) -> Binding | None:
+    return next((b for b in BINDINGS if b.action == action), None)
+
+
+def _key_help(action: str) -> str:
+    """'key s: snapshot', from the binding of ``action`` (escaped: the palette reads markup)."""
+    binding = _bound_to(action)
+    if binding is None:
+        return ""
+    keys = " / ".join(binding_keys(binding))
+    return escape(f"key {keys}: {binding.description}" if binding.description else f"key {keys}")
+
+
+def palette_commands(devices: Sequence[DeviceInfo]) -> list[PaletteCommand]:
+    """Every command of the palette, for a monitor of ``devices``.
+
+    "Go to GPU N" runs ``jump(N)``, N the GPU's index (as key N does for GPUs 0 to 9): the
+    app selects the device of that index in the monitor's list, and ignores one it lacks."""
+    commands = [PaletteCommand(name, action, _key_help(action)) for name, action in _BEFORE_GPUS]
+    for device in devices:
+        action = f"jump({device.index})"
+        where = f" on {device.node}" if device.node else ""  # remote: GPUs of every node
+        help_text = escape(f"{device.name}{where}")  # outside text: never markup
+        if _bound_to(action) is not None:
+            help_text += f" · {_key_help(action)}"
+        commands.append(PaletteCommand(f"Go to GPU {device.index}", action, help_text))
+    commands += [PaletteCommand(name, action, _key_help(action)) for name, action in _AFTER_GPUS]
+    return commands
+
+
+class GpuTuiCommands(Provider):
+    """gputui's actions in the command palette (the app adds it to ``App.COMMANDS``)."""
+
+    def _commands(self) -> list[PaletteCommand]:
+        monitor = getattr(self.app, "monitor", None)
+        devices: Sequence[DeviceInfo] = monitor.devices if monitor is not None else ()
+        app = self.app
+        offered = []
+        for command in palette_commands(devices):
+            _, name, parameters = parse(command.action)
+            # Not offered: what the app refuses now (check_action False: hidden, None:
+            # disabled), and an action the app does not have (it would do nothing).
+            if hasattr(app, f"action_{name}") and app.check_action(name, parameters):
+                offered.append(command)
+        return offered
+
+    def _run(self, action: str) -> IgnoreReturnCallbackType:
+        return partial(self.app.run_action, action)
+
+    async def search(self, query: str) -> Hits:
+        """The commands that fuzzy-match ``query``, best first (the palette sorts)."""
+        matcher = self.matcher(query)
+        for command in self._commands():
+            score = matcher.match(command.name)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(command.name),
+                    self._run(command.action),
+                    text=command.name,
+                    help=command.help,
+                )
+
+    async def discover(self) -> Hits:
+        """Every command, in the palette's order, before anything is typed."""
+        for command in self._commands():
+            yield DiscoveryHit(
+                command.name, self._run(command.action), text=command.name, help=command.help
+            )

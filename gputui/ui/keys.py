@@ -1,0 +1,282 @@
+"""Every key of the main screen, in one place: the app binds them, the footer, the help
+screen, the command palette and the README's key table are generated from them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, NamedTuple
+
+from textual.binding import Binding, BindingType
+from textual.keys import key_to_character
+
+#: actions that exist only while a recording plays (the app hides them otherwise)
+REPLAY_ACTIONS: Final = ("step", "seek", "speed")
+#: actions that exist only live (a recording keeps its own interval)
+LIVE_ACTIONS: Final = ("interval",)
+
+BINDINGS: Final[list[Binding]] = [
+    # First in the footer, so a narrow terminal never pushes them out of it.
+    Binding("question_mark", "help", "help", key_display="?"),
+    Binding("q,ctrl+c", "quit", "quit"),
+    # priority: nothing here takes focus, so Tab moves between GPUs, not widgets
+    Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←", priority=True),
+    Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→", priority=True),
+    Binding("o", "overview", "overview"),
+    Binding("n", "finding(1)", "next finding"),
+    Binding("N", "finding(-1)", "prev finding", show=False),
+    Binding("g", "goto_finding", "go to its GPU"),
+    Binding("enter", "open_finding", "finding details", show=False),
+    Binding("a", "all_processes", "all processes", show=False),
+    Binding("p", "pause", "pause"),
+    Binding("plus,equals_sign", "interval(1)", "refresh slower", key_display="+"),
+    Binding("minus", "interval(-1)", "refresh faster", key_display="-"),
+    Binding("w", "window", "history window"),
+    Binding("t", "sort", "sort processes", show=False),
+    Binding("s", "snapshot", "snapshot"),
+    Binding("r", "rules", "advisor rules", show=False),
+    Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
+    Binding("c", "cluster", "cluster: every node", show=False),
+    # replay only
+    Binding("full_stop", "step", "replay: step", key_display="."),
+    Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),
+    Binding("right_square_bracket", "seek(60)", "replay: +1 min", key_display="]"),
+    Binding("left_curly_bracket", "seek(-600)", "replay: -10 min", key_display="{", show=False),
+    Binding("right_curly_bracket", "seek(600)", "replay: +10 min", key_display="}", show=False),
+    Binding("less_than_sign", "speed(0.5)", "replay: slower", key_display="<"),
+    Binding("greater_than_sign", "speed(2)", "replay: faster", key_display=">"),
+    # GPUs are numbered from 0, as NVML and nvidia-smi number them: key 3 is GPU 3
+    *(Binding(str(d), f"jump({d})", show=False) for d in range(10)),
+]
+
+
+def action_name(binding: Binding) -> str:
+    """'seek(-60)' -> 'seek'."""
+    return binding.action.split("(", 1)[0]
+
+
+# -- the key table: help screen, README ------------------------------------------------
+
+#: how the help screen and the README describe an action: by its name (one row for all its
+#: bindings: 'gpu' is both ← and →) or by the whole action string (a row of its own).
+#: Backticks mark code for the README; the help screen drops them. An action not named
+#: here is described by its bindings' own descriptions.
+DESCRIPTIONS: Final[dict[str, str]] = {
+    "help": "this help: every key, and what the screen's symbols and columns mean",
+    "quit": "quit",
+    "gpu": "previous / next GPU",
+    "jump": "jump to GPU 0 … 9",
+    "overview": "overview: every GPU as a card (8-GPU nodes) / back to detail",
+    "finding": "next / previous finding; its evidence and remedies show below the list",
+    "goto_finding": "go to the GPU of the selected finding",
+    "open_finding": "the selected finding in full",
+    "all_processes": "all processes: every GPU's processes in one table, with their GPU",
+    "pause": "pause / resume",
+    "interval(1)": "refresh less often (live only)",
+    "interval(-1)": "refresh more often (live only)",
+    "window": "history window: 1, 5, 15, 60 min",
+    "sort": "sort processes (GPU memory, CPU, RSS, PID)",
+    "snapshot": "snapshot: JSON + Markdown + SVG of the screen, in the current directory"
+    " or `--snapshot-dir`",
+    "rules": "the advisor's rules",
+    "topology": "topology: the `nvidia-smi topo -m` matrix with its abbreviations explained,"
+    " the PCIe path between GPUs, every NVLink (up/down, traffic, errors, fabric state),"
+    " the NUMA node of each GPU and where each GPU process and its loader workers may run"
+    " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
+    "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
+    "step": "replay: one frame forward (pauses first)",
+    "seek": "replay: back / forward 1 min ([ ]) or 10 min ({ })",
+    "speed": "replay: half / double speed",
+}
+
+_KEY_NAMES: Final[dict[str, str]] = {
+    "left": "←",
+    "right": "→",
+    "up": "↑",
+    "down": "↓",
+    "plus": "+",
+    "minus": "-",
+    "escape": "Esc",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+}
+
+
+class HelpRow(NamedTuple):
+    """One row of the key table: its keys as read, what they do, the actions behind them."""
+
+    keys: str
+    description: str
+    actions: tuple[str, ...]
+
+
+def key_label(key: str) -> str:
+    """A key as a person reads it: 'question_mark' -> '?', 'shift+tab' -> 'Shift+Tab',
+    'ctrl+c' -> 'Ctrl+C', 'left' -> '←', 'N' -> 'N'."""
+    *modifiers, name = key.split("+")
+    if name in _KEY_NAMES:
+        label = _KEY_NAMES[name]
+    else:
+        # Textual names symbols as Unicode does: 'full_stop', 'less_than_sign'
+        label = key_to_character(name) or ""
+        if len(label) != 1 or not label.isprintable() or label.isspace():
+            label = name.replace("_", " ").title()  # 'enter' -> 'Enter', 'space' -> 'Space'
+        elif modifiers:
+            label = label.upper()  # 'Ctrl+C', as keyboards print it
+    return "+".join([*(m.title() for m in modifiers), label])
+
+
+def binding_keys(binding: Binding) -> list[str]:
+    """Every key of a binding, readable: 'q,ctrl+c' -> ['q', 'Ctrl+C']."""
+    return [key_label(k.strip()) for k in binding.key.split(",") if k.strip()]
+
+
+def in_mode(action: str, replay: bool) -> bool:
+    """Whether an action works in this mode (live, or a recording playing)."""
+    name = action.split("(", 1)[0]
+    return name not in (LIVE_ACTIONS if replay else REPLAY_ACTIONS)
+
+
+def _grouped_keys(group: list[Binding]) -> str | None:
+    """The keys of one action's bindings in one cell, or None when they do not pair up.
+
+    Bindings with the same number of keys pair up by position: '← → / h l / Shift+Tab Tab';
+    single keys go in pairs ('[ ] / { }'), a run of digits folds into '0 … 9'."""
+    keys = [binding_keys(b) for b in group]
+    if len(group) == 1:
+        return " / ".join(keys[0])
+    if any(len(k) != len(keys[0]) for k in keys):
+        return None
+    if len(keys[0]) == 1:
+        single = [k[0] for k in keys]
+        if len(single) > 2 and all(k.isdigit() for k in single):
+            first = int(single[0])
+            if [int(k) for k in single] == list(range(first, first + len(single))):
+                return f"{single[0]} … {single[-1]}"
+        return " / ".join(" ".join(single[i : i + 2]) for i in range(0, len(single), 2))
+    return " / ".join(" ".join(column) for column in zip(*keys, strict=True))
+
+
+def _description(key: str, group: list[Binding]) -> str:
+    if key in DESCRIPTIONS:
+        return DESCRIPTIONS[key]
+    described = [b.description for b in group if b.description]
+    return " / ".join(dict.fromkeys(described)) or key
+
+
+def help_rows(bindings: Sequence[BindingType], replay: bool) -> list[HelpRow]:
+    """Every action that works in this mode, once, with all its keys, in binding order.
+
+    The bindings of one action name share a row ('gpu(-1)' and 'gpu(1)'); where their keys
+    do not pair up ('+ / =' against '-'), each binding keeps a row of its own."""
+    groups: dict[str, list[Binding]] = {}
+    for binding in bindings:
+        if isinstance(binding, Binding) and in_mode(binding.action, replay):
+            groups.setdefault(action_name(binding), []).append(binding)
+    rows: list[HelpRow] = []
+    for name, group in groups.items():
+        keys = _grouped_keys(group)
+        if keys is not None:
+            actions = tuple(dict.fromkeys(b.action for b in group))
+            key = name if len(actions) > 1 or name in DESCRIPTIONS else actions[0]
+            rows.append(HelpRow(keys, _description(key, group), actions))
+            continue
+        for binding in group:
+            description = _description(binding.action, [binding])
+            if binding.action not in DESCRIPTIONS and name in DESCRIPTIONS:
+                description = DESCRIPTIONS[name]
+            rows.append(HelpRow(" / ".join(binding_keys(binding)), description, (binding.action,)))
+    return rows
+
+
+def key_rows(bindings: Sequence[BindingType], replay: bool) -> list[tuple[str, str]]:
+    """(keys, description) for the help screen: plain text, no markup of any kind."""
+    return [(r.keys, r.description.replace("`", "")) for r in help_rows(bindings, replay)]
+
+
+#: what the screen's symbols and column names mean, section by section: (term, meaning)
+LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
+    (
+        "Symbols",
+        (
+            ("✖ ▲ ●", "a critical, warning, info finding of the advisor (also on its GPU's row)"),
+            ("▶", "the selected GPU, finding or node"),
+            ("+N GPUs ↓", "rows hidden for lack of room: a taller terminal shows them"),
+            ("+N findings, 1 critical", "hidden rows, and how many of them are critical"),
+            ("<1 min, 12 min", "ages: how long a finding has held (coarse, once a minute)"),
+            (
+                "sparklines",
+                "history on a fixed time scale: one column = one time bucket (w: the window)",
+            ),
+        ),
+    ),
+    (
+        "GPU list",
+        (
+            ("#", "the GPU's index, as NVML and nvidia-smi number it (keys 0 … 9)"),
+            ("NAME", "the GPU's model"),
+            ("UTIL", "GPU utilisation: the share of time a kernel ran"),
+            ("VRAM", "GPU memory in use"),
+            ("TEMP", "GPU temperature"),
+            ("POWER", "power draw"),
+        ),
+    ),
+    (
+        "Processes",
+        (
+            ("PID", "process id"),
+            ("USER", "its owner"),
+            ("GPU MEM", "GPU memory it holds"),
+            ("SM%", "its share of the GPU's SMs, where the driver reports it"),
+            (
+                "CPU%",
+                "host CPU, 100 = one core; highlighted when near one full core:"
+                " a GIL-bound data loader",
+            ),
+            ("RSS", "host memory it holds (resident set)"),
+            ("TIME", "since the process started"),
+            ("WORKERS", "its child processes: data-loader workers"),
+            ("THR", "its threads"),
+            ("COMMAND", "its command line (credentials masked in snapshots)"),
+        ),
+    ),
+)
+
+
+def legend_lines() -> list[str]:
+    """The legend as plain lines: a section's title, then 'term  meaning' rows."""
+    lines: list[str] = []
+    for title, entries in LEGEND:
+        lines.append(title)
+        width = max(len(term) for term, _ in entries)
+        lines += [f"  {term:<{width}}  {meaning}" for term, meaning in entries]
+    return lines
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _markdown_table(rows: Sequence[HelpRow]) -> list[str]:
+    return [
+        "| key | action |",
+        "|---|---|",
+        *(f"| {_markdown_cell(r.keys)} | {_markdown_cell(r.description)} |" for r in rows),
+    ]
+
+
+def markdown_key_table(bindings: Sequence[BindingType] = BINDINGS) -> str:
+    """The README's key table: the live keys, then those a recording adds."""
+    live = help_rows(bindings, replay=False)
+    replay_only = [r for r in help_rows(bindings, replay=True) if r not in live]
+    live_only = [r.keys for r in live if r not in help_rows(bindings, replay=True)]
+    lines = _markdown_table(live)
+    if replay_only:
+        lines += [
+            "",
+            "While a recording plays (`gputui replay`) these work too"
+            + (f" ({' and '.join(f'`{k}`' for k in live_only)} do not:" if live_only else "")
+            + (" a recording keeps its own pace):" if live_only else ":"),
+            "",
+            *_markdown_table(replay_only),
+        ]
+    return "\n".join(lines) + "\n"

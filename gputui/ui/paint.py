@@ -1,0 +1,120 @@
+"""The view model's rows as rich Text: roles become the theme's colours, rows are fitted to
+the panel, and glyphs become ASCII where the terminal cannot draw them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rich.markup import escape as escape_markup
+from rich.text import Text
+
+from gputui.view.cells import Cell, Panel, Role, Row, fit
+
+# One ASCII character for each glyph the panels draw, so columns stay where they were.
+ASCII = str.maketrans(
+    {
+        **dict.fromkeys("▏▎▍", " "),
+        **dict.fromkeys("▌▋▊▉█", "#"),
+        **dict(zip("▁▂▃▄▅▆▇", "_.-:=+*", strict=True)),
+        "✖": "X",
+        "▲": "!",
+        "●": "i",
+        "▶": ">",
+        "·": ".",
+        "…": "~",
+        "─": "-",
+        "│": "|",
+        **dict.fromkeys("╭╮╯╰", "+"),
+        "→": ">",
+        "←": "<",
+        "↑": "^",
+        "↓": "v",
+        "✓": "v",
+        "°": "o",
+        "±": "+",
+        "×": "x",
+        "■": "#",
+    }
+)
+
+
+def ascii_terminal(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the terminal can only be trusted with ASCII: the Linux console (no braille,
+    few blocks), or a locale that says it is not UTF-8. ``GPUTUI_ASCII=1`` or ``=0``
+    decides either way. No locale at all (a bare container) is taken as UTF-8: the
+    terminal on the other end of the SSH session almost always is."""
+    forced = environ.get("GPUTUI_ASCII")
+    if forced in ("0", "1"):
+        return forced == "1"
+    if environ.get("TERM") == "linux":
+        return True
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = environ.get(name)
+        if value:
+            normalised = value.lower().replace("-", "")
+            return "utf8" not in normalised
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """Colours with meaning, from the Textual theme."""
+
+    ok: str = "#4EBF71"
+    warn: str = "#FEA62B"
+    crit: str = "#B93C5B"
+    accent: str = "#0178D4"
+    bar_bg: str = "#333333"
+    ascii: bool = False
+    _styles: dict[tuple[Role, bool, bool, bool, bool], str] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def colour(self, role: Role) -> str:
+        return {
+            Role.PLAIN: "",
+            Role.DIM: "dim",
+            Role.OK: self.ok,
+            Role.WARN: self.warn,
+            Role.CRIT: self.crit,
+            Role.ACCENT: self.accent,
+        }[role]
+
+    def style(self, cell: Cell, bold: bool) -> str:
+        key = (cell.role, cell.bold or bold, cell.track, cell.reverse, False)
+        style = self._styles.get(key)
+        if style is None:
+            parts = [self.colour(cell.role)]
+            if cell.bold or bold:
+                parts.insert(0, "bold")
+            if cell.reverse:
+                parts.insert(0, "reverse")
+            if cell.track:
+                parts.append(f"on {self.bar_bg}")
+            style = self._styles[key] = " ".join(p for p in parts if p)
+        return style
+
+
+def paint(row: Row, width: int, palette: Palette) -> Text:
+    """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
+    text = Text()
+    for cell in fit(row.cells, width):
+        piece = cell.text.translate(ASCII) if palette.ascii else cell.text
+        text.append(piece, palette.style(cell, row.bold) or None)
+    return text
+
+
+def plain(row: Row, width: int, ascii: bool = False) -> str:
+    """What ``paint`` shows, without the styles (files, tests)."""
+    out = "".join(c.text for c in fit(row.cells, width))
+    return out.translate(ASCII) if ascii else out
+
+
+def border_title(panel: Panel, ascii: bool = False) -> str:
+    """The text for a panel's top border: its title, then its subtitle. A border text is
+    markup to Textual, and a GPU's name in it is outside text: escaped."""
+    text = f"{panel.title} · {panel.subtitle}" if panel.subtitle else panel.title
+    text = escape_markup(text)
+    return text.translate(ASCII) if ascii else text

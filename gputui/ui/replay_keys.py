@@ -1,0 +1,65 @@
+"""The replay keys: step, seek and speed through a recording, with what they say to the
+user. The app hands them the recording's controller and its own small powers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gputui.sampling.replay import ReplayController
+from gputui.units import fmt_duration
+
+Notify = Callable[[str, str], None]  # (message, title)
+
+
+def moment(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def position_text(replay: ReplayController, shown: float | None) -> str | None:
+    """'12 min 05 s of 45 min': where the frame shown lies in the recording."""
+    start, end = replay.start_time, replay.end_time
+    if start is None or end is None or shown is None:
+        return None
+    return f"{fmt_duration(shown - start)} of {fmt_duration(end - start)}"
+
+
+@dataclass
+class ReplayKeys:
+    replay: ReplayController
+    notify: Notify
+    redraw: Callable[[], None]
+    pause: Callable[[], None]  # pauses (the app's pause toggles; this is called when running)
+    paused: Callable[[], bool]
+
+    def step(self) -> None:
+        """One frame forward, paused."""
+        if not self.paused():
+            self.pause()
+        if not self.replay.step():
+            self.notify("End of the recording", "Replay")
+            return
+        self.redraw()
+
+    def seek_by(self, seconds: float) -> None:
+        self._after_seek(self.replay.seek_by(seconds))
+
+    def seek_to(self, target: float) -> None:
+        """Jump in the recording; the history and the advisor are rebuilt as they were then."""
+        self._after_seek(self.replay.seek_to(target))
+
+    def _after_seek(self, shown: float | None) -> None:
+        if shown is not None:
+            self.notify(f"at {moment(shown)}", "Replay")
+            self.redraw()
+
+    def speed(self, factor: float) -> None:
+        self.notify(f"Replay at {self.replay.change_speed(factor):g}x", "Replay")
+        self.redraw()
+
+    def ended(self) -> None:
+        """The sampler ran out of frames: pause there and say how to go back."""
+        if not self.paused():
+            self.pause()
+            self.notify("End of the recording: [ and ] seek back", "Replay")

@@ -1,0 +1,149 @@
+"""The GPU list: one line per GPU under column headers, the selected one kept in view and
+every cut saying how many GPUs it hides, and whether a critical one is among them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gputui.config import Thresholds
+from gputui.model import DeviceInfo, Finding, Frame, GpuSample
+from gputui.names import Severity
+from gputui.units import fmt_num, known, short_name
+from gputui.view import levels
+from gputui.view.cells import Cell, GpuKey, Panel, Role, Row, more_row
+from gputui.view.glyphs import bar
+
+SEVERITY_MARK = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●"}
+SEVERITY_ROLE = {
+    Severity.CRITICAL: Role.CRIT,
+    Severity.WARNING: Role.WARN,
+    Severity.INFO: Role.ACCENT,
+}
+_TAIL = 6 + 6 + 2  # " 70°C", "  560W", " ✖"
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    index: int  # digits of the largest index: "10" never glues to the name
+    name: int
+    bar: int
+
+
+def columns(devices: Sequence[DeviceInfo], width: int) -> Columns:
+    """The name is read first: it gets its length (up to 18) before the bars grow."""
+    index = max((len(str(d.index)) for d in devices), default=1)
+    rest = width - (1 + index + 1) - _TAIL
+    longest = max((len(short_name(d.name)) for d in devices), default=4)
+    name = max(4, min(18, longest, rest - 2 * (3 + 6)))
+    gauge = max(3, min(12, (rest - name - 1 - 12) // 2))
+    return Columns(index, name, gauge)
+
+
+def header(c: Columns) -> Row:
+    text = (
+        f" {'#':>{c.index}} {'NAME':<{c.name}} {'UTIL':<{c.bar + 5}} {'VRAM':<{c.bar + 5}}"
+        f"{'TEMP':>6} {'POWER':>5}"
+    )
+    return Row((Cell(text, Role.DIM, bold=True, flex=True),))
+
+
+def gpu_row(
+    sample: GpuSample | None,
+    device: DeviceInfo,
+    mine: Sequence[Finding],
+    selected: bool,
+    c: Columns,
+    t: Thresholds,
+) -> Row:
+    """'▶ 3 H100 80GB HBM3  ████▌      97%  ██▌    61%  70°C  560W ✖'."""
+    name = short_name(device.name)
+    if len(name) > c.name:
+        name = name[: c.name - 1] + "…"
+    cells = [
+        Cell("▶" if selected else " ", Role.ACCENT, bold=True),
+        Cell(f"{device.index:>{c.index}} {name:<{c.name}} ", bold=selected),
+    ]
+    if sample is None or sample.lost:
+        cells.append(Cell("LOST: fell off the bus" if sample else "no data", Role.CRIT, bold=True))
+    else:
+        util, mem = sample.util_gpu, sample.mem_used_pct
+        cells.append(bar(levels.share(util, 100), c.bar, Role.ACCENT))
+        cells.append(Cell(f" {fmt_num(util):>3}% " if known(util) else "  n/a "))
+        cells.append(bar(levels.share(mem, 100), c.bar, levels.vram(t, mem)))
+        cells.append(Cell(f" {fmt_num(mem):>3}% " if known(mem) else "  n/a "))
+        cells.append(Cell(f"{fmt_num(sample.temp_c):>3}°C", levels.temp(t, sample, device)))
+        cells.append(Cell(f" {fmt_num(sample.power_w):>4}W", drop=1))
+    if mine:
+        worst = mine[0]
+        cells.append(
+            Cell(f" {SEVERITY_MARK[worst.severity]}", SEVERITY_ROLE[worst.severity], bold=True)
+        )
+    return Row(tuple(cells), GpuKey(device.index), bold=selected)
+
+
+def _worst(findings: Sequence[Finding], gpu: int) -> Severity | None:
+    return next((f.severity for f in findings if f.gpu == gpu), None)
+
+
+def gpu_list(
+    frame: Frame | None,
+    devices: Sequence[DeviceInfo],
+    findings: Sequence[Finding],
+    selected: int,
+    width: int,
+    height: int,
+    t: Thresholds,
+) -> Panel:
+    """Column headers, then a line per GPU (grouped under their node for remote sources).
+    When they do not all fit, the selected GPU stays in view and each cut says what it hides:
+    '↑ +2 GPUs', '+4 GPUs ↓, 1 critical'."""
+    samples = {s.index: s for s in frame.gpus} if frame is not None else {}
+    c = columns(devices, width)
+    body: list[tuple[int | None, Row]] = []  # (GPU index or None for a node line, row)
+    node: str | None = None
+    for d in devices:
+        if d.node is not None and d.node != node:  # remote sources: GPUs grouped by node
+            node = d.node
+            body.append((None, Row((Cell(f"── {node} ", Role.DIM, bold=True, flex=True),))))
+        mine = [f for f in findings if f.gpu == d.index]
+        body.append((d.index, gpu_row(samples.get(d.index), d, mine, d.index == selected, c, t)))
+    title = f"GPUs ({len(devices)})"
+    room = height - 1
+    if height <= 0 or len(body) <= room:
+        return Panel(title, (header(c), *(r for _, r in body)))
+    shown = _window(body, selected, room)
+    start, end = shown
+    rows: list[Row] = [header(c)]
+    if start > 0:
+        rows.append(_hidden(body[:start], findings, "↑", before=True))
+    rows.extend(r for _, r in body[start:end])
+    if end < len(body):
+        rows.append(_hidden(body[end:], findings, "↓", before=False))
+    return Panel(title, tuple(rows[: max(1, height)]))
+
+
+def _window(body: Sequence[tuple[int | None, Row]], selected: int, room: int) -> tuple[int, int]:
+    """Which rows of ``body`` show in ``room`` lines, markers for the hidden ones included."""
+    position = next((i for i, (gpu, _) in enumerate(body) if gpu == selected), 0)
+    total = len(body)
+    visible = max(1, room - 1)  # one line says what is below
+    start = min(max(0, position - visible // 2), total - visible)
+    if start > 0:  # ... and one what is above
+        visible = max(1, room - 2)
+        start = min(max(1, position - visible // 2), total - visible)
+        if start + visible >= total:  # nothing below after all: that line shows a GPU
+            visible = room - 1
+            start = total - visible
+    return start, start + visible
+
+
+def _hidden(
+    rows: Sequence[tuple[int | None, Row]], findings: Sequence[Finding], arrow: str, before: bool
+) -> Row:
+    gpus = [gpu for gpu, _ in rows if gpu is not None]
+    critical = sum(1 for gpu in gpus if _worst(findings, gpu) is Severity.CRITICAL)
+    marker = more_row(len(gpus), "GPU", critical=critical)
+    text = marker.cells[0]
+    label = f"{arrow} {text.text}" if before else f"{text.text} {arrow}"
+    return Row((Cell(label, text.role, bold=text.bold),))

@@ -1,0 +1,152 @@
+"""The whole main screen as view-model contents: the monitor's state and what the user
+chose (GPU, finding, window, sort) in, one Panel per panel out, for the layout's sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputui.advisor import judgement_of
+from gputui.model import Frame
+from gputui.names import NoteKind, Severity
+from gputui.sampling.monitor import Monitor
+from gputui.units import fmt_age
+from gputui.view.advisor import advisor
+from gputui.view.cells import Panel, Row
+from gputui.view.detail import View, detail
+from gputui.view.gpu_list import gpu_list
+from gputui.view.host import host_row
+from gputui.view.layout import Layout, layout
+from gputui.view.overview import overview
+from gputui.view.processes import processes
+from gputui.view.timeline import Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What the user picked with the keys."""
+
+    selected: int = 0
+    finding: int = 0
+    overview: bool = False
+    window_s: int = 60
+    sort_key: str = "gpu_memory"
+    mask: bool = False  # drawn for a file: credentials in command lines masked
+
+
+@dataclass(frozen=True, slots=True)
+class Contents:
+    layout: Layout
+    host: Row | None
+    gpus: Panel | None = None
+    detail: Panel | None = None
+    advisor: Panel | None = None
+    procs: Panel | None = None
+    overview: Panel | None = None
+
+
+def gpu_lines(monitor: Monitor) -> int:
+    """The GPU list's rows: a line per GPU and one per node heading."""
+    nodes = {d.node for d in monitor.devices if d.node is not None}
+    return len(monitor.devices) + len(nodes)
+
+
+def screen_layout(monitor: Monitor, selected: int, width: int, height: int) -> Layout:
+    frame = monitor.latest
+    processes = len(frame.processes_on(selected)) if frame is not None else 0
+    host = frame is not None and frame.host is not None
+    findings = monitor.findings
+    critical = sum(1 for f in findings if f.severity is Severity.CRITICAL)
+    return layout(width, height, gpu_lines(monitor), len(findings), host, critical, processes)
+
+
+class ScreenView:
+    """Builds the contents; holds only the bucketed history it can reuse between ticks."""
+
+    def __init__(self) -> None:
+        self.timeline = Timeline()
+        self._advisor_memo: tuple[object, Panel] | None = None
+
+    def contents(
+        self, monitor: Monitor, choices: Choices, interval_s: float, width: int, height: int
+    ) -> Contents:
+        t = monitor.advisor.thresholds
+        frame = monitor.latest
+        box = screen_layout(monitor, choices.selected, width, height)
+        host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
+        if choices.overview:
+            w, h = box.overview.inner
+            panel = overview(
+                frame,
+                monitor.devices,
+                monitor.findings,
+                monitor.history,
+                self.timeline,
+                judgement_of(monitor),
+                choices.selected,
+                w,
+                h,
+                t,
+                choices.window_s,
+                interval_s,
+            )
+            return Contents(box, host, overview=panel)
+        return Contents(
+            box,
+            host,
+            gpus=gpu_list(
+                frame, monitor.devices, monitor.findings, choices.selected, *box.gpus.inner, t
+            ),
+            detail=self._detail(monitor, choices, interval_s, *box.detail.inner),
+            advisor=self._advisor(monitor, choices, *box.advisor.inner),
+            procs=self._procs(monitor, frame, choices, *box.procs.inner),
+        )
+
+    def _detail(
+        self, monitor: Monitor, choices: Choices, interval_s: float, width: int, height: int
+    ) -> Panel | None:
+        device = next((d for d in monitor.devices if d.index == choices.selected), None)
+        if device is None:
+            return None
+        view = View(choices.window_s, interval_s, width, height)
+        return detail(
+            monitor.latest, device, monitor.history, self.timeline, view, monitor.advisor.thresholds
+        )
+
+    def _advisor(self, monitor: Monitor, choices: Choices, width: int, height: int) -> Panel:
+        frame = monitor.latest
+        notes = tuple(
+            n.text for n in (frame.notes if frame else ()) if n.kind is not NoteKind.PID_NAMESPACE
+        )
+        waiting = frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points
+        judgement = judgement_of(monitor)
+        gathering = judgement.gathering_text() if judgement.gathering else None
+        findings = monitor.findings
+        now = frame.time if frame else None
+        # The advisor judges every few seconds and ages are coarse: most ticks the pane
+        # would be built only to find it unchanged.
+        ages = tuple(fmt_age(now - f.since) for f in findings) if now is not None else None
+        key = (findings, choices.finding, ages, waiting, width, height, notes, gathering)
+        memo = self._advisor_memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        panel = advisor(
+            findings, choices.finding, now, waiting, width, height, notes=notes, gathering=gathering
+        )
+        self._advisor_memo = (key, panel)
+        return panel
+
+    def _procs(
+        self, monitor: Monitor, frame: Frame | None, choices: Choices, width: int, height: int
+    ) -> Panel:
+        notes = [n.text for n in (frame.notes if frame else ()) if n.kind is NoteKind.PID_NAMESPACE]
+        return processes(
+            frame.processes_on(choices.selected) if frame else (),
+            notes,
+            choices.selected,
+            choices.sort_key,
+            frame.time if frame else None,
+            width,
+            height,
+            monitor.advisor.thresholds,
+            mask=choices.mask,
+        )

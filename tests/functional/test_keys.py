@@ -1,0 +1,199 @@
+"""The keys as a person meets them: the help screen (honest per mode), the footer at 80x24,
+and the command palette (Ctrl+P), through Textual's pilot."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.widgets import Footer, OptionList, Static
+
+from gputui.formats.recording import read_recording
+from gputui.launch import make_replay_app
+from gputui.ui import keys
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.commands import GpuTuiCommands
+from gputui.ui.screens import HelpScreen
+from tests.conftest import DemoApp
+from tests.functional.test_record_replay import record_demo
+
+REPLAY_KEYS = (".", "[ ] / { }", "< >")
+LIVE_KEYS = ("+ / =", "-")
+
+
+def plain(renderable: object, width: int = 100) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def help_text(screen: HelpScreen) -> str:
+    """The help screen's key table and legend as drawn, in plain text."""
+    tables = (screen.query_one(f"#{name}", Static).content for name in ("help-keys", "help-legend"))
+    return "\n".join(plain(table) for table in tables)
+
+
+def key_cells(rows: list[tuple[str, str]]) -> set[str]:
+    return {key for key, _ in rows}
+
+
+# -- the help screen ------------------------------------------------------------------------
+
+
+def test_the_help_screen_lists_only_what_works_in_its_mode() -> None:
+    live = HelpScreen(keys.BINDINGS, replay=False)
+    replay = HelpScreen(keys.BINDINGS, replay=True)
+    assert not key_cells(live.rows) & set(REPLAY_KEYS)
+    assert set(LIVE_KEYS) <= key_cells(live.rows)
+    assert set(REPLAY_KEYS) <= key_cells(replay.rows)
+    assert not key_cells(replay.rows) & set(LIVE_KEYS)
+    assert not any(d.startswith("replay:") for _, d in live.rows)
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_every_action_of_the_mode_is_in_the_help_rows(replay: bool) -> None:
+    rows = keys.help_rows(keys.BINDINGS, replay)
+    shown = [action for row in rows for action in row.actions]
+    assert len(shown) == len(set(shown)), "an action listed twice"
+    for binding in keys.BINDINGS:
+        works = keys.in_mode(binding.action, replay)
+        assert (binding.action in shown) is works, binding.action
+        if works and not binding.action.startswith("jump("):
+            row = next(r for r in rows if binding.action in r.actions)
+            cell = set(row.keys.replace("/", " ").split())
+            assert set(keys.binding_keys(binding)) <= cell, (binding.action, row.keys)
+    assert sum(1 for row in rows if row.keys == "0 … 9") == 1
+
+
+async def test_question_mark_opens_the_live_help(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        assert screen.replay is False
+        text = help_text(screen)
+        for key, _ in keys.key_rows(keys.BINDINGS, replay=False):
+            assert key in text
+        for key in REPLAY_KEYS[1:]:
+            assert key not in text
+        for term in ("✖ ▲ ●", "▶", "+N GPUs ↓", "<1 min", "WORKERS", "GIL-bound", "SM%"):
+            assert term in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.is_running
+
+
+async def test_question_mark_opens_the_replay_help_while_a_recording_plays(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, seconds=30)
+    app = make_replay_app(read_recording(path), snapshot_dir=tmp_path)
+    assert app.replay is not None
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        assert screen.replay is True
+        text = help_text(screen)
+        for key in REPLAY_KEYS:
+            assert key in key_cells(screen.rows)
+        assert "[ ] / { }" in text and "< >" in text
+        assert "+ / =" not in text
+
+
+# -- the footer -----------------------------------------------------------------------------
+
+
+async def test_the_footer_at_80x24_shows_help_and_quit(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen_region = Region(0, 0, *app.size)
+        items = list(app.screen.query_one(Footer).query("*"))
+        shown: dict[str, Region] = {}
+        for item in items:
+            words = str(item.render()).split()
+            if words and screen_region.contains_region(item.region):
+                shown[words[0]] = item.region
+        for key in ("?", "q"):
+            assert key in shown, f"{key!r} not in the footer: {sorted(shown)}"
+            others = [i.region for i in items if i.region != shown[key]]
+            assert not any(shown[key].overlaps(r) for r in others), f"{key!r} is covered"
+
+
+# -- the command palette ------------------------------------------------------------------
+
+
+def test_the_app_offers_gputui_commands_in_the_palette() -> None:
+    assert GpuTuiCommands in GpuTuiApp.COMMANDS
+
+
+async def _open_palette(pilot: Pilot[int], query: str) -> OptionList:
+    await pilot.press("ctrl+p")
+    await pilot.press(*("space" if c == " " else c for c in query))
+    options = pilot.app.screen.query_one(OptionList)
+    for _ in range(100):  # the palette gathers hits in a worker
+        await pilot.pause(0.02)
+        if options.option_count:
+            await pilot.pause(0.1)  # the rest of the batch
+            break
+    return options
+
+
+def _prompts(options: OptionList) -> list[str]:
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_the_palette_goes_to_a_gpu(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.selected == 0
+        options = await _open_palette(pilot, "GPU 2")
+        assert any(p.startswith("Go to GPU 2") for p in _prompts(options))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected == 2
+
+
+async def test_the_palette_offers_the_snapshot_and_keeps_textual_themes(
+    demo_app: DemoApp,
+) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        options = await _open_palette(pilot, "snapshot")
+        prompts = _prompts(options)
+        assert any(p.startswith("Snapshot: save JSON, Markdown and SVG") for p in prompts)
+        await pilot.press("escape")
+        await pilot.pause()
+        options = await _open_palette(pilot, "theme")
+        assert any("theme" in p.lower() for p in _prompts(options))
+
+
+async def test_the_palette_runs_the_snapshot(demo_app: DemoApp, tmp_path: Path) -> None:
+    app = demo_app(None, 4, snapshot_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open_palette(pilot, "snapshot save")
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if len(list(tmp_path.iterdir())) == 3:
+                break
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".md", ".svg"]
+
+
+async def test_the_palette_lists_every_command_before_anything_is_typed(
+    demo_app: DemoApp,
+) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        options = await _open_palette(pilot, "")
+        prompts = _prompts(options)
+        for name in ("Snapshot: save JSON", "Go to GPU 0", "Go to GPU 3", "Help", "Topology"):
+            assert any(p.startswith(name) for p in prompts), name

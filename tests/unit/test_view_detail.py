@@ -1,0 +1,117 @@
+"""The detail panel and its history: identity, honest cuts, and sparklines on a fixed time
+scale that carry the gauge's own value."""
+
+from __future__ import annotations
+
+from gputui.config import Thresholds
+from gputui.model import DeviceInfo, Frame, GpuSample
+from gputui.names import Metric
+from gputui.sampling.history import History
+from gputui.view.cells import plain_lines
+from gputui.view.detail import View, detail, span_text
+from gputui.view.glyphs import SPARKS
+from gputui.view.timeline import Timeline, buckets, scale_for
+
+T = Thresholds()
+START = 1_800_000_000.0
+DEVICE = DeviceInfo(
+    index=3,
+    name="NVIDIA H100 80GB HBM3",
+    uuid="GPU-6258cbe0-7c1f-f081-e220-a8397b1dcdaf",
+    pci_bus_id="00000000:18:00.0",
+    max_sm_clock_mhz=1980,
+    temp_slowdown_c=89,
+    temp_shutdown_c=92,
+    power_limit_w=700.0,
+)
+
+
+def _history(seconds: int, util: float = 90.0, start: float = START) -> History:
+    history = History(3600)
+    for i in range(seconds):
+        sample = GpuSample(
+            index=3,
+            util_gpu=util,
+            sm_clock_mhz=1900,
+            temp_c=70.0,
+            power_w=500.0,
+            mem_used=60 << 30,
+            mem_total=80 << 30,
+            pcie_gen=5,
+            pcie_width=16,
+            pcie_rx_bps=2e9,
+            pcie_tx_bps=3e8,
+        )
+        history.add(Frame(time=start + i, gpus=(sample,)))
+    return history
+
+
+def _lines(history: History, width: int = 100, height: int = 30, window: int = 300) -> list[str]:
+    panel = detail(history.latest, DEVICE, history, Timeline(), View(window, 1.0, width, height), T)
+    return plain_lines(panel, width)
+
+
+def test_identity_uuid_and_bus_id_are_shown() -> None:
+    lines = _lines(_history(20))
+    ident = next(line for line in lines if line.startswith("ID"))
+    assert "GPU-6258cbe0-7c1f-f081-e220-a8397b1dcdaf" in ident and "00000000:18:00.0" in ident
+
+
+def test_a_short_history_says_how_much_it_covers_and_leaves_the_rest_blank() -> None:
+    lines = _lines(_history(40))  # 40 s of a 5 min window
+    heading = next(line for line in lines if line.startswith("history:"))
+    assert "last 5 min" in heading and "recorded so far" in heading
+    util = next(line for line in lines if line.startswith("util "))
+    spark = util[8:].rsplit(" ", 2)[0]
+    filled = [c for c in spark if c in SPARKS]
+    assert 0 < len(filled) < len(spark) / 2  # most of five minutes has no data yet
+    assert spark.startswith(" ")  # the unfilled part is on the left, blank
+    full = next(line for line in _lines(_history(400)) if line.startswith("history:"))
+    assert "recorded so far" not in full
+
+
+def test_each_sparkline_ends_in_the_gauges_value_and_unit() -> None:
+    lines = _lines(_history(60))
+    ends = {line.split()[0]: line for line in lines}
+    assert ends["util"].endswith(" 90 %")
+    assert ends["VRAM"].endswith(" 60.0 GiB")  # the gauge says GiB, so does the history
+    assert lines[next(i for i, line in enumerate(lines) if line.startswith("PCIe RX"))].endswith(
+        "2.0 GB/s"
+    )
+
+
+def test_a_short_panel_keeps_the_readings_and_says_what_it_left_out() -> None:
+    lines = _lines(_history(60), height=5)
+    assert len(lines) == 5
+    assert lines[0].startswith("Util") and lines[-1].startswith("+")
+    assert "ID" in lines[-1] and "history" in lines[-1]
+
+
+def test_the_scale_is_fixed_and_aligned_to_the_clock() -> None:
+    scale = scale_for(300, 1.0, 80, START + 0.4)
+    assert scale.bucket_s == 5.0 and scale.columns == 60  # one column = 5 s, 5 min in all
+    assert scale.end % 5.0 == 0.0
+    assert span_text(5.0) == "5 s" and span_text(300) == "5 min" and span_text(3600) == "1 h"
+
+
+def test_a_row_changes_only_when_a_bucket_ends() -> None:
+    history = _history(120)
+    timeline = Timeline()
+    drawn = []
+    for tick in range(5):  # five ticks inside one 5 s bucket
+        now = START + 120 + tick
+        if tick:
+            history.add(Frame(time=now, gpus=(GpuSample(index=3, util_gpu=10.0 * tick),)))
+        scale = scale_for(300, 1.0, 80, START + 120.5)
+        drawn.append(timeline.spark(history, 3, Metric.UTIL_GPU, scale, 1.0, 100.0))
+    assert len(set(drawn)) == 1
+
+
+def test_jitter_is_held_over_but_a_real_gap_stays_blank() -> None:
+    scale = scale_for(10, 1.0, 10, 110.0)  # ten 1 s buckets, 100 .. 110
+    # bucket 103 is empty only because 102.98 came early; 106-108 have no readings at all
+    times = [100.0, 101.0, 102.0, 102.98, 104.05, 105.0, 109.0]
+    values = [1.0] * len(times)
+    out = buckets(times, values, scale, 1.0)
+    assert out[3] == 1.0  # a bucket emptied by jitter holds the reading before it
+    assert all(v != v for v in out[6:9])  # three seconds without readings: blank

@@ -1,0 +1,242 @@
+"""The panels as view-model contents: rows with keys, every cut saying what it hides,
+columns under headers. No app, no terminal."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputui.config import Thresholds
+from gputui.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.names import RuleId, Severity
+from gputui.view.advisor import advisor
+from gputui.view.all_processes import all_processes, entries, users
+from gputui.view.cells import FindingKey, GpuKey, PidKey, fit, plain_lines
+from gputui.view.gpu_list import gpu_list
+from gputui.view.header import HeaderState, header_row
+from gputui.view.host import host_row
+from gputui.view.processes import elapsed, processes
+
+T = Thresholds()
+NOW = 1_800_000_000.0
+
+
+def _devices(n: int, name: str = "NVIDIA H100 80GB HBM3") -> tuple[DeviceInfo, ...]:
+    return tuple(DeviceInfo(index=i, name=name) for i in range(n))
+
+
+def _frame(n: int) -> Frame:
+    gpus = tuple(GpuSample(index=i, util_gpu=90.0, temp_c=70.0, power_w=500.0) for i in range(n))
+    return Frame(time=NOW, gpus=gpus)
+
+
+def _finding(
+    gpu: int | None, severity: Severity, rule: RuleId = RuleId.THERMAL_THROTTLE
+) -> Finding:
+    return Finding(
+        rule=rule,
+        severity=severity,
+        gpu=gpu,
+        title=f"{rule.value} on {gpu}",
+        evidence=("90 °C, slowdown at 89 °C, shutdown at 92 °C",) * 2,
+        remedies=("Check the server's airflow and fan curve; nothing may block the intake",),
+        since=NOW - 90,
+        updated=NOW,
+    )
+
+
+# -- GPU list --------------------------------------------------------------------------
+def test_the_gpu_list_has_column_headers_and_a_key_per_row() -> None:
+    panel = gpu_list(_frame(4), _devices(4), (), 0, 78, 20, T)
+    lines = plain_lines(panel, 78)
+    assert lines[0].split() == ["#", "NAME", "UTIL", "VRAM", "TEMP", "POWER"]
+    assert [r.key for r in panel.rows[1:]] == [GpuKey(i) for i in range(4)]
+    assert lines[1].startswith("▶0 H100 80GB HBM3")
+
+
+def test_two_digit_indices_never_glue_to_the_name() -> None:
+    lines = plain_lines(gpu_list(_frame(16), _devices(16), (), 12, 78, 40, T), 78)
+    assert any(line.startswith("▶12 H100") for line in lines)
+    assert any(line.startswith("  3 H100") for line in lines)
+    assert not any("10H100" in line or "3H100" in line for line in lines)
+
+
+def test_a_cut_list_says_how_many_gpus_it_hides_and_which_are_critical() -> None:
+    findings = (_finding(14, Severity.CRITICAL), _finding(1, Severity.WARNING))
+    panel = gpu_list(_frame(16), _devices(16), findings, 0, 78, 8, T)
+    lines = plain_lines(panel, 78)
+    assert len(lines) == 8
+    assert lines[-1] == "+10 GPUs, 1 critical ↓"
+    shown = [r.key for r in panel.rows if isinstance(r.key, GpuKey)]
+    assert len(shown) + 10 == 16
+
+
+def test_the_selected_gpu_stays_in_view_with_markers_both_ways() -> None:
+    panel = gpu_list(_frame(16), _devices(16), (), 9, 78, 8, T)
+    lines = plain_lines(panel, 78)
+    assert lines[1].startswith("↑ +") and lines[-1].endswith("↓")
+    assert any(line.startswith("▶9 ") or line.startswith("▶ 9 ") for line in lines)
+    hidden = sum(int(line.split("+")[1].split()[0]) for line in (lines[1], lines[-1]))
+    assert hidden + sum(1 for r in panel.rows if isinstance(r.key, GpuKey)) == 16
+
+
+def test_long_names_end_in_an_ellipsis() -> None:
+    devices = _devices(2, "NVIDIA GeForce RTX 4090 Laptop GPU with a very long name")
+    lines = plain_lines(gpu_list(_frame(2), devices, (), 0, 54, 10, T), 54)
+    assert "…" in lines[1] and all(len(line) <= 54 for line in lines)
+
+
+# -- advisor ---------------------------------------------------------------------------
+def test_critical_findings_are_never_the_part_cut() -> None:
+    findings = (
+        _finding(1, Severity.CRITICAL),
+        _finding(2, Severity.CRITICAL, RuleId.VRAM_PRESSURE),
+        *(_finding(i, Severity.WARNING, RuleId.POWER_CAP) for i in range(3, 9)),
+    )
+    # the user moved to the last (warning) finding; the pane has four lines
+    panel = advisor(findings, 7, NOW, False, 78, 4)
+    keys = [r.key for r in panel.rows if isinstance(r.key, FindingKey)]
+    assert {k.gpu for k in keys} >= {1, 2, 8}
+    assert plain_lines(panel, 78)[-1].startswith("+5 findings")
+    assert panel.title == "Advisor (8 findings, 2 critical)"
+
+
+def test_a_hidden_critical_is_counted_in_the_cut() -> None:
+    findings = tuple(_finding(i, Severity.CRITICAL) for i in range(5))
+    lines = plain_lines(advisor(findings, 0, NOW, False, 78, 3), 78)
+    assert lines[-1].startswith("+3 findings, 3 critical")
+
+
+def test_evidence_and_remedies_wrap_inside_the_pane() -> None:
+    finding = _finding(1, Severity.CRITICAL)
+    lines = plain_lines(advisor((finding,), 0, NOW, False, 40, 20), 40)
+    remedy = [i for i, line in enumerate(lines) if line.startswith("  → ")]
+    assert remedy and lines[remedy[0] + 1].startswith("    ")  # the hanging indent
+    assert all(len(line) <= 40 and line == line.rstrip() for line in lines)
+    assert not any("Do: Do" in line for line in lines)
+
+
+def test_the_advisor_says_it_is_gathering_instead_of_all_clear() -> None:
+    lines = plain_lines(advisor((), 0, NOW, False, 78, 5, gathering="gathering: 4 s of 10 s"), 78)
+    assert lines[0] == "gathering: 4 s of 10 s" and "✓" not in "".join(lines)
+    calm = plain_lines(advisor((), 0, NOW, False, 78, 5), 78)
+    assert calm[0].startswith("✓ nothing slows")
+
+
+# -- processes -------------------------------------------------------------------------
+def _proc(pid: int, gpu: int = 0, **fields: object) -> ProcessSample:
+    base = ProcessSample(
+        pid=pid,
+        gpu_index=gpu,
+        gpu_memory=(pid % 7 + 1) << 30,
+        user="mlteam",
+        command="python train.py --model llama-3-8b --batch-size 64 --data /data/imagenet",
+        cpu_percent=120.0,
+        rss=12 << 30,
+        threads=48,
+        children=8,
+        started=NOW - 9300,
+        sm_util=80.0,
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def test_the_command_gets_the_remaining_width_first_at_80_columns() -> None:
+    panel = processes([_proc(2100)], [], 0, "gpu_memory", NOW, 78, 6, T)
+    header, row = plain_lines(panel, 78)[:2]
+    assert header.split()[0] == "PID" and header.rstrip().endswith("COMMAND")
+    command = row[header.index("COMMAND") :]
+    assert len(command) >= 24 and command.startswith("python train.py")
+    assert panel.rows[1].key == PidKey(2100)
+
+
+def test_a_wide_table_shows_every_column() -> None:
+    header = plain_lines(processes([_proc(1)], [], 0, "gpu_memory", NOW, 160, 6, T), 160)[0]
+    for name in ("PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "WORKERS", "THR"):
+        assert name in header
+
+
+def test_processes_that_do_not_fit_are_counted() -> None:
+    panel = processes([_proc(p) for p in range(10)], [], 0, "pid", NOW, 120, 5, T)
+    lines = plain_lines(panel, 120)
+    assert len(lines) == 5 and lines[-1].startswith("+7 processes")
+
+
+def test_elapsed_reads_like_ps() -> None:
+    assert elapsed(NOW - 38, NOW) == "00:38"
+    assert elapsed(NOW - 9312, NOW) == "2:35:12"
+    assert elapsed(NOW - 3 * 86400 - 60, NOW) == "3-00:01:00"
+    assert elapsed(None, NOW) == "n/a"
+
+
+# -- every process ---------------------------------------------------------------------
+def test_all_processes_merge_gpus_sort_filter_and_fold_workers() -> None:
+    procs = [
+        _proc(10, 0, gpu_memory=4 << 30),
+        _proc(10, 1, gpu_memory=4 << 30),
+        _proc(20, 2, gpu_memory=20 << 30, user="alice", children=0),
+        _proc(30, 3, gpu_memory=1 << 30, user="bob", workers_cpu_percent=340.0),
+    ]
+    assert next((e.process.pid, e.gpus, e.process.gpu_memory) for e in entries(procs)) == (
+        10,
+        (0, 1),
+        8 << 30,
+    )
+    assert users(procs) == ["alice", "bob", "mlteam"]
+    panel = all_processes(procs, "gpu_memory", None, NOW, 150, 30, T)
+    lines = plain_lines(panel, 150)
+    pids = [r.key.pid for r in panel.rows if isinstance(r.key, PidKey)]
+    assert pids == [20, 10, 30]  # by GPU memory, the two GPUs of 10 added up
+    assert any("0,1" in line for line in lines)
+    assert any("└ 8 workers (data loaders), CPU 340 % together" in line for line in lines)
+    only_bob = all_processes(procs, "gpu_memory", "bob", NOW, 150, 30, T)
+    assert [r.key.pid for r in only_bob.rows if isinstance(r.key, PidKey)] == [30]
+    assert "1 of 3, user bob" in only_bob.title
+
+
+# -- header and host line --------------------------------------------------------------
+def _header(**fields: object) -> HeaderState:
+    base = HeaderState(
+        hostname="node-7",
+        driver="550.54.15",
+        cuda="12.4",
+        gpus=8,
+        interval_s=1.0,
+        age_s=0.0,
+        stale=False,
+        source="NVML",
+        source_detail=None,
+        live=True,
+        paused=False,
+        findings=0,
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def test_the_source_is_always_in_the_header_even_at_40_columns() -> None:
+    for state in (_header(), _header(source="REPLAY 2x", live=False, position="3 min of 45 min")):
+        plain = "".join(c.text for c in header_row(state).cells)
+        assert state.source in plain
+        narrow = "".join(c.text for c in fit(header_row(state).cells, 40))
+        assert state.source in narrow
+    stale = _header(age_s=30.0, stale=True, error="NVMLError: GPU is lost")
+    narrow = "".join(c.text for c in fit(header_row(stale).cells, 60))
+    assert "STALE" in narrow
+
+
+def test_the_host_line_reads_like_nvitops() -> None:
+    host = HostSample(
+        cpu_percent=58.0,
+        cpu_count=64,
+        load_1=37.4,
+        load_5=35.2,
+        load_15=33.4,
+        mem_total=2 << 40,
+        mem_available=(2 << 40) - (435 << 30),
+        swap_total=8 << 30,
+        swap_used=0,
+        uptime_s=3 * 86400 + 4 * 3600 + 60,
+    )
+    text = host_row(host, NOW, T).plain
+    for part in ("CPU", "58 %", "MEM 435.0 GiB of 2.0 TiB", "SWAP", "load 37.40", "up 3 d 04 h"):
+        assert part in text
+    assert "no readings" in host_row(None, NOW, T).plain
