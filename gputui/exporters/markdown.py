@@ -118,10 +118,12 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
                 f"- **{finding.get('severity', '?').upper()}** `{finding.get('rule')}` ({where}): "
                 f"{md(finding.get('title'))}"
             )
+            # Remedies are imperatives ("Do augmentation on the GPU", "Check the airflow"):
+            # an arrow sets them apart from the evidence without a word to double.
             for evidence in finding.get("evidence", ()):
                 lines.append(f"  - {md(evidence)}")
             for remedy in finding.get("remedies", ()):
-                lines.append(f"  - Do: {md(remedy)}")
+                lines.append(f"  - → {md(remedy)}")
     judgement = Judgement.from_dict(snap.judgement) if snap.judgement is not None else None
     if judgement is not None:
         lines += [f"- {md(line)}" for line in describe(judgement)]

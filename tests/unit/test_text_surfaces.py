@@ -290,3 +290,10 @@ def test_markdown_verdict_is_a_paragraph_not_the_last_items_continuation() -> No
     lines = _check_markdown(markdown_report(_document(seconds=3)))
     verdict = next(i for i, line in enumerate(lines) if line.startswith("No verdict yet"))
     assert lines[verdict - 1] == ""
+
+
+def test_markdown_remedies_never_double_a_word() -> None:
+    """Remedies are imperatives ('Do augmentation on the GPU'): no 'Do: Do'."""
+    report = markdown_report(snapshot_of(demo_monitor("mix", 120, gpus=8)))
+    remedies = [line for line in report.splitlines() if line.startswith("  - → ")]
+    assert remedies and not any("Do: " in line for line in report.splitlines())
