@@ -164,6 +164,13 @@ def process_facts(pid: int) -> CudaFacts:
 
 # -- NUMA: where a process may run and where its memory sits ------------------------------
 NUMA_PERIOD_S = 10.0  # a process's CPU affinity and memory placement, re-read this often
+# Which processes are whose children (the data-loader workers): one pass over /proc for all
+# GPU processes, this often. psutil's children() makes that pass for each process it is
+# asked about, every tick: 8 ranks cost 8 scans of every process on the machine a second.
+TREE_PERIOD_S = 5.0
+# A process's name, owner and command line hardly change (a process retitling itself
+# does): read this often, not every tick (the owner is a passwd lookup each time).
+IDENTITY_PERIOD_S = 10.0
 _NUMA_NODE = re.compile(r"\bN(\d+)=(\d+)")
 _PAGE_KB = re.compile(r"\bkernelpagesize_kB=(\d+)")
 
@@ -272,11 +279,14 @@ class HostReader:
         self._foreign: dict[tuple[int, float], bool] = {}
         self._cuda: dict[int, CudaFacts] = {}
         self._workers: dict[int, psutil.Process] = {}
+        self._primed: set[int] = set()  # workers whose CPU % has a delta to give
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._hostname = socket.gethostname()
         self._nodes = node_cpus()
         self._numa: dict[int, tuple[float, dict[str, object]]] = {}
+        self._tree: tuple[float, dict[int, list[int]]] | None = None  # when, ppid -> pids
+        self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
         # Prime psutil's deltas so the first real reading is meaningful.
         psutil.cpu_percent(percpu=True)
         psutil.cpu_times_percent()
@@ -333,9 +343,10 @@ class HostReader:
         NVIDIA device open. Those are marked invisible instead of showing a stranger.
         """
         samples: list[ProcessSample] = []
-        seen: set[int] = set()
+        # A process on several GPUs is looked up once a tick: its host details are the same
+        # for each, and a second CPU reading a moment after the first would say 0 %.
+        looked_up: dict[int, ProcessSample] = {}
         for gp in gpu_processes:
-            seen.add(gp.pid)
             base = ProcessSample(
                 pid=gp.pid,
                 gpu_index=gp.gpu_index,
@@ -343,11 +354,26 @@ class HostReader:
                 kind=gp.kind,
                 sm_util=gp.sm_util,
             )
-            samples.append(self._with_details(base))
+            known = looked_up.get(gp.pid)
+            if known is None:
+                known = looked_up[gp.pid] = self._with_details(base)
+                samples.append(known)
+            else:
+                samples.append(
+                    replace(
+                        known,
+                        gpu_index=gp.gpu_index,
+                        gpu_memory=gp.gpu_memory,
+                        kind=gp.kind,
+                        sm_util=gp.sm_util,
+                    )
+                )
+        seen = set(looked_up)
         for pid in list(self._procs):
             if pid not in seen:
                 del self._procs[pid]
                 self._cuda.pop(pid, None)
+                self._identity.pop(pid, None)
                 self._numa.pop(pid, None)
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[Note, ...] = ()
@@ -382,24 +408,20 @@ class HostReader:
             else:
                 cpu = proc.cpu_percent()
             facts = self._cuda.get(pid, CudaFacts())
-            workers = _children_list(proc)
+            workers = self._children(pid)
             with proc.oneshot():
                 return replace(
                     base,
-                    name=_safe(proc.name),
-                    user=_safe(proc.username),
-                    command=_command(proc),
                     cpu_percent=cpu,
                     rss=int(proc.memory_info().rss),
                     threads=proc.num_threads(),
                     children=len(workers) if workers is not None else None,
                     cuda_runtime=facts.runtime,
                     env=facts.env,
-                    ppid=_safe_int(proc.ppid),
                     workers_cpu_percent=self._workers_cpu(workers),
                     cuda_libraries=facts.libraries,
                     cuda_runtime_evidence=facts.evidence,
-                    started=_safe_float(proc.create_time),
+                    **self._identity_of(proc),  # type: ignore[arg-type]
                     **self._placement(pid, workers),  # type: ignore[arg-type]
                 )
         except psutil.NoSuchProcess:
@@ -408,6 +430,42 @@ class HostReader:
             return base
         except psutil.AccessDenied:
             return base
+
+    def _identity_of(self, proc: psutil.Process) -> dict[str, object]:
+        """Name, owner, command line, parent and start, every ``IDENTITY_PERIOD_S``."""
+        now = self._clock()
+        kept = self._identity.get(proc.pid)
+        if kept is not None and now - kept[0] < IDENTITY_PERIOD_S:
+            return kept[1]
+        fields: dict[str, object] = {
+            "name": _safe(proc.name),
+            "user": _safe(proc.username),
+            "command": _command(proc),
+            "ppid": _safe_int(proc.ppid),
+            "started": _safe_float(proc.create_time),
+        }
+        self._identity[proc.pid] = (now, fields)
+        return fields
+
+    def _children(self, pid: int) -> list[psutil.Process] | None:
+        """The process's children, from a map of the whole process tree that is built once
+        every ``TREE_PERIOD_S`` for all GPU processes; None where /proc cannot be read."""
+        now = self._clock()
+        if self._tree is None or now - self._tree[0] >= TREE_PERIOD_S:
+            self._tree = (now, _process_tree())
+        tree = self._tree[1]
+        if not tree:
+            return None
+        children = []
+        for child in tree.get(pid, ()):
+            kept = self._workers.get(child)
+            if kept is None:
+                try:
+                    kept = self._workers[child] = psutil.Process(child)
+                except psutil.Error:
+                    continue
+            children.append(kept)
+        return children
 
     def _placement(self, pid: int, workers: list[psutil.Process] | None) -> dict[str, object]:
         """Where the process and its workers may run and where its memory sits, every
@@ -438,19 +496,20 @@ class HostReader:
             return None if workers is None else 0.0
         total, known = 0.0, False
         for child in workers:
-            kept = self._workers.get(child.pid)
-            if kept is None:
-                self._workers[child.pid] = child
-                with contextlib.suppress(psutil.Error):
-                    child.cpu_percent()
-                continue
             try:
-                total += kept.cpu_percent()
-                known = True
+                percent = child.cpu_percent()
             except psutil.Error:
                 self._workers.pop(child.pid, None)
+                self._primed.discard(child.pid)
+                continue
+            if child.pid in self._primed:
+                total += percent
+                known = True
+            else:  # the first call only starts psutil's delta
+                self._primed.add(child.pid)
         if len(self._workers) > 4096:
             self._workers.clear()
+            self._primed.clear()
         return total if known else None
 
     def _is_foreign(self, proc: psutil.Process) -> bool:
@@ -488,11 +547,26 @@ def _command(proc: psutil.Process) -> str | None:
     return command or None
 
 
-def _children_list(proc: psutil.Process) -> list[psutil.Process] | None:
+def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
+    """Parent PID -> child PIDs for every process, from one pass over /proc/*/stat; empty
+    where /proc cannot be listed."""
+    tree: dict[int, list[int]] = {}
     try:
-        return list(proc.children())
-    except psutil.Error:
-        return None
+        names = os.listdir(proc)
+    except OSError:
+        return tree
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            stat = (proc / name / "stat").read_bytes()
+        except OSError:
+            continue  # exited meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2 :].split(b" ", 2)
+        if len(fields) >= 2 and fields[1].isdigit():
+            tree.setdefault(int(fields[1]), []).append(int(name))
+    return tree
 
 
 def _boot_time() -> float | None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gputui.names import NoteKind
 from gputui.sources.host import MAX_COMMAND_CHARS, GpuProcess, HostReader
 
@@ -101,3 +103,69 @@ def test_cuda_runtime_and_variables_of_a_process(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_process_tree_comes_from_one_pass_over_proc(tmp_path: Path) -> None:
+    from gputui.sources.host import _process_tree
+
+    for pid, stat in {
+        "100": b"100 (python) S 1 100 100 0",
+        "101": b"101 (pt_data_worker) S 100 100 100 0",
+        "102": b"102 (a (weird) name) S 100 100 100 0",  # a comm with spaces and parentheses
+        "103": b"103 (python) Z 101 100 100 0",
+    }.items():
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "stat").write_bytes(stat)
+    (tmp_path / "self").mkdir()  # not a PID
+    (tmp_path / "104").mkdir()  # exited while listed: no stat file
+    tree = {parent: sorted(children) for parent, children in _process_tree(tmp_path).items()}
+    assert tree == {1: [100], 100: [101, 102], 101: [103]}
+    assert _process_tree(tmp_path / "missing") == {}
+
+
+def test_workers_are_found_with_one_scan_for_every_gpu_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight ranks each asked psutil for their children: eight scans of every process on the
+    machine a second. One scan now serves them all, every few seconds."""
+    from gputui.clocks import ManualClock
+    from gputui.sources import host
+
+    scans = []
+    real = host._process_tree
+
+    def counted() -> dict[int, list[int]]:
+        scans.append(1)
+        return real()
+
+    monkeypatch.setattr(host, "_process_tree", counted)
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        clock = ManualClock(0.0)
+        reader = HostReader(clock=clock, device_check=lambda pid: True)
+        gpus = [GpuProcess(os.getpid(), gpu, 1024, "compute") for gpu in range(8)]
+        for _ in range(3):
+            procs, _notes = reader.join_processes(gpus)
+            clock.advance(1.0)
+        assert len(scans) == 1
+        assert all(p.children is not None and p.children >= 1 for p in procs)
+        assert procs[0].workers_cpu_percent is not None  # primed, then measured
+        clock.advance(host.TREE_PERIOD_S)
+        reader.join_processes(gpus)
+        assert len(scans) == 2
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
+    """A second CPU reading a moment after the first would say 0 %: a process on four GPUs
+    gets the same host details on each."""
+    reader = HostReader(device_check=lambda pid: True)
+    gpus = [GpuProcess(os.getpid(), gpu, (gpu + 1) << 30, "compute") for gpu in range(4)]
+    reader.join_processes(gpus)
+    sum(i * i for i in range(300_000))  # some CPU between the two readings
+    procs, _ = reader.join_processes(gpus)
+    assert [p.gpu_index for p in procs] == [0, 1, 2, 3]
+    assert [p.gpu_memory for p in procs] == [(g + 1) << 30 for g in range(4)]
+    assert len({p.cpu_percent for p in procs}) == 1 and procs[0].cpu_percent
