@@ -60,7 +60,7 @@ def measure(
     deadline = started + 20
     while time.perf_counter() < deadline:
         screen = tmux("capture-pane", "-p", "-t", SESSION)
-        if "GPU 0 detail" in screen and "H100" in screen:
+        if "GPU 0 NVIDIA" in screen and "Util" in screen:  # the detail panel is drawn
             first_frame = time.perf_counter() - started
             break
         time.sleep(0.01)

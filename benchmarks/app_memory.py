@@ -23,7 +23,7 @@ from gputui.clocks import ManualClock
 from gputui.config import Config
 from gputui.launch import make_app
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.ui.app import FrameReady
+from gputui.ui.messages import FrameReady
 
 
 async def run(gpus: int, hours: float, width: int, height: int) -> None:

@@ -29,7 +29,8 @@ from gputui.model import SourceInfo
 from gputui.names import SourceKind
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.view.screen import Choices, ScreenView
+from gputui.view.choices import Choices
+from gputui.view.screen import ScreenView
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:

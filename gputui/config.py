@@ -7,6 +7,10 @@ from dataclasses import dataclass
 DEFAULT_INTERVAL_S = 1.0
 MIN_INTERVAL_S = 0.25
 MAX_INTERVAL_S = 60.0
+# Each process's SM % (nvmlDeviceGetProcessUtilization) is read this often while the GPU
+# has processes: one call per period keeps a tick within its budget of NVML calls (every
+# tick would add one call per GPU). The screen's legend says so.
+PROCESS_UTIL_PERIOD_S = 10.0
 DEFAULT_HISTORY_S = 3600.0
 
 

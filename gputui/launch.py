@@ -16,7 +16,8 @@ from gputui.sampling.replay import ReplayController
 from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
-from gputui.ui.app import FrameReady, GpuTuiApp, SampleFailed
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.messages import FrameReady, SampleFailed
 from gputui.units import fmt_duration
 
 

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import pynvml
 
+from gputui.config import PROCESS_UTIL_PERIOD_S
 from gputui.model import (
     DeviceInfo,
     Frame,
@@ -137,9 +138,6 @@ THROUGHPUT_STALE_S = 3 * THROUGHPUT_PERIOD_S  # an older window is not shown
 MAX_EVENTS_PER_READ = 64
 NVLINK_PERIOD_S = 10.0  # every link's state, throughput and error counters: one batch
 FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start later)
-# each process's SM % (nvmlDeviceGetProcessUtilization), while the GPU has processes: one
-# call per period keeps a tick within its budget (every tick would add one call per GPU)
-PROCESS_UTIL_PERIOD_S = 10.0
 
 _ARCHITECTURES = {
     pynvml.NVML_DEVICE_ARCH_KEPLER: "Kepler",

@@ -9,6 +9,8 @@ from typing import Final, NamedTuple
 from textual.binding import Binding, BindingType
 from textual.keys import key_to_character
 
+from gputui.config import PROCESS_UTIL_PERIOD_S
+
 #: actions that exist only while a recording plays (the app hides them otherwise)
 REPLAY_ACTIONS: Final = ("step", "seek", "speed")
 #: actions that exist only live (a recording keeps its own interval)
@@ -69,7 +71,10 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "finding": "next / previous finding; its evidence and remedies show below the list",
     "goto_finding": "go to the GPU of the selected finding",
     "open_finding": "the selected finding in full",
-    "all_processes": "all processes: every GPU's processes in one table, with their GPU",
+    "all_processes": (
+        "every GPU process on the machine: its GPUs, GPU memory, SM %, CPU, RSS, age, user "
+        "and command; `t` sorts, `u` shows one user's, workers folded under their process"
+    ),
     "pause": "pause / resume",
     "interval(1)": "refresh less often (live only)",
     "interval(-1)": "refresh more often (live only)",
@@ -221,19 +226,32 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
         ),
     ),
     (
+        "Host line",
+        (
+            ("CPU", "host CPU busy, of all its cores; the data loaders run here"),
+            ("MEM, SWAP", "host memory and swap in use"),
+            ("load", "load average over 1, 5 and 15 min"),
+            ("up", "time since the host booted; then the host's clock"),
+        ),
+    ),
+    (
         "Processes",
         (
             ("PID", "process id"),
             ("USER", "its owner"),
             ("GPU MEM", "GPU memory it holds"),
-            ("SM%", "its share of the GPU's SMs, where the driver reports it"),
+            (
+                "SM%",
+                "its share of the GPU's SMs, where the driver reports it"
+                f" (read every {PROCESS_UTIL_PERIOD_S:g} s)",
+            ),
             (
                 "CPU%",
                 "host CPU, 100 = one core; highlighted when near one full core:"
                 " a GIL-bound data loader",
             ),
             ("RSS", "host memory it holds (resident set)"),
-            ("TIME", "since the process started"),
+            ("TIME", "since the process started, as ps prints it ([days-]h:mm:ss)"),
             ("WORKERS", "its child processes: data-loader workers"),
             ("THR", "its threads"),
             ("COMMAND", "its command line (credentials masked in snapshots)"),

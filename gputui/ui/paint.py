@@ -97,6 +97,18 @@ class Palette:
         return style
 
 
+def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
+    """The palette from the Textual theme's CSS variables."""
+    return Palette(
+        ok=variables.get("success", "green"),
+        warn=variables.get("warning", "yellow"),
+        crit=variables.get("error", "red"),
+        accent=variables.get("primary", "blue"),
+        bar_bg=variables.get("panel", "#333333"),
+        ascii=ascii,
+    )
+
+
 def paint(row: Row, width: int, palette: Palette) -> Text:
     """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
     text = Text()

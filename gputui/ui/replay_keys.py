@@ -3,26 +3,13 @@ user. The app hands them the recording's controller and its own small powers."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from gputui.sampling.replay import ReplayController
-from gputui.units import fmt_duration
+from gputui.view.header import moment
 
 Notify = Callable[[str, str], None]  # (message, title)
-
-
-def moment(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-
-
-def position_text(replay: ReplayController, shown: float | None) -> str | None:
-    """'12 min 05 s of 45 min': where the frame shown lies in the recording."""
-    start, end = replay.start_time, replay.end_time
-    if start is None or end is None or shown is None:
-        return None
-    return f"{fmt_duration(shown - start)} of {fmt_duration(end - start)}"
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -94,14 +94,6 @@ class Panel:
     subtitle: str = ""
 
 
-def row(*cells: Cell | str, key: RowKey = None, bold: bool = False) -> Row:
-    return Row(tuple(Cell(c) if isinstance(c, str) else c for c in cells), key, bold)
-
-
-def text_row(text: str, role: Role = Role.PLAIN, *, bold: bool = False, key: RowKey = None) -> Row:
-    return Row((Cell(text, role, bold=bold, flex=True),), key)
-
-
 def cut(text: str, width: int) -> str:
     """``text`` in at most ``width`` cells, an ellipsis marking a cut."""
     if len(text) <= width:
@@ -190,10 +182,6 @@ def more_row(hidden: int, noun: str, *, arrow: str = "", critical: int = 0) -> R
     if arrow:
         text += f" {arrow}"
     return Row((Cell(text, Role.CRIT if critical else Role.DIM, bold=bool(critical)),))
-
-
-def join_rows(groups: Iterable[Sequence[Row]]) -> tuple[Row, ...]:
-    return tuple(r for group in groups for r in group)
 
 
 def plain_lines(panel: Panel, width: int) -> list[str]:

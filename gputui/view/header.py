@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from gputui.names import NoteKind, Severity, SourceKind
+from gputui.sampling.monitor import Monitor
 from gputui.units import NA, fmt_duration
 from gputui.view.cells import Cell, Role, Row
 
@@ -70,3 +73,75 @@ def header_row(h: HeaderState) -> Row:
     if h.source_detail:
         cells.append(Cell(f"  {h.source_detail}", Role.DIM, flex=True))
     return Row(tuple(cells))
+
+
+@dataclass(frozen=True, slots=True)
+class Replaying:
+    """A recording being played: how fast, and the moments it spans."""
+
+    speed: float
+    interval_s: float  # as recorded
+    start: float | None
+    end: float | None
+
+
+def moment(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def position_text(replay: Replaying, shown: float | None) -> str | None:
+    """'12 min 05 s of 45 min': where the frame shown lies in the recording."""
+    if replay.start is None or replay.end is None or shown is None:
+        return None
+    return f"{fmt_duration(shown - replay.start)} of {fmt_duration(replay.end - replay.start)}"
+
+
+def header_state(
+    monitor: Monitor,
+    *,
+    hostname: str,
+    interval_s: float,
+    age_s: float | None,
+    paused: bool,
+    replay: Replaying | None = None,
+    error: str | None = None,
+) -> HeaderState:
+    """The header from the monitor; ``age_s`` is how old the newest reading is (None when
+    no sampler runs), ``hostname`` the machine's name for a local source."""
+    frame = monitor.latest
+    first = monitor.devices[0] if monitor.devices else None
+    if replay is not None:
+        interval_s, age_s = replay.interval_s, None  # as recorded; the speed is in the label
+    stale = age_s is not None and age_s > max(5.0, 3 * interval_s) and not paused
+    nodes = list(dict.fromkeys(d.node for d in monitor.devices if d.node is not None))
+    host = (
+        ", ".join(nodes)  # remote: the nodes shown, not the machine gputui runs on
+        or (frame.host.hostname if frame and frame.host else None)
+        or hostname
+    )
+    source = monitor.source
+    shown = frame.time if frame is not None else None
+    return HeaderState(
+        hostname=host,
+        driver=first.driver_version if first else None,
+        cuda=first.cuda_driver_version if first else None,
+        gpus=len(monitor.devices),
+        interval_s=interval_s,
+        age_s=None if frame is None else (age_s if age_s and age_s >= 2 * interval_s else 0.0),
+        stale=stale,
+        source=f"REPLAY {replay.speed:g}x" if replay is not None else source.label,
+        source_detail=source.detail,
+        live=source.kind is SourceKind.LIVE,
+        paused=paused,
+        findings=len(monitor.findings),
+        critical=sum(1 for f in monitor.findings if f.severity is Severity.CRITICAL),
+        moment=moment(shown) if replay is not None and shown is not None else None,
+        position=position_text(replay, shown) if replay is not None else None,
+        nodes=len(nodes),
+        down=sum(
+            1
+            for n in (frame.notes if frame else ())
+            if n.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY)
+        ),
+        error=error if stale else None,
+    )

@@ -12,6 +12,7 @@ from gputui.sampling.monitor import Monitor
 from gputui.units import fmt_age
 from gputui.view.advisor import advisor
 from gputui.view.cells import Panel, Row
+from gputui.view.choices import Choices
 from gputui.view.detail import View, detail
 from gputui.view.gpu_list import gpu_list
 from gputui.view.host import host_row
@@ -19,18 +20,6 @@ from gputui.view.layout import Layout, layout
 from gputui.view.overview import overview
 from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
-
-
-@dataclass(frozen=True, slots=True)
-class Choices:
-    """What the user picked with the keys."""
-
-    selected: int = 0
-    finding: int = 0
-    overview: bool = False
-    window_s: int = 60
-    sort_key: str = "gpu_memory"
-    mask: bool = False  # drawn for a file: credentials in command lines masked
 
 
 @dataclass(frozen=True, slots=True)

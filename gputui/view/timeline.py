@@ -83,28 +83,45 @@ def buckets(
 
 
 class Timeline:
-    """Bucketed series, remembered until a bucket ends: most ticks draw from memory."""
+    """Bucketed series, remembered between ticks: a complete bucket never changes, so when
+    the scale moves on by a bucket only the new one is computed."""
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[int, Metric, Scale, int, float], list[float]] = {}
-        self._sparks: dict[tuple[int, float | None], tuple[list[float], str]] = {}
+        self._history: History | None = None
+        self._memo: dict[tuple[int, Metric, float, float, int], tuple[float, list[float]]] = {}
+        self._sparks: dict[
+            tuple[int, Metric, float, float, int, float | None], tuple[float, str]
+        ] = {}
 
     def series(
         self, history: History, gpu: int, metric: Metric, scale: Scale, interval_s: float
     ) -> list[float]:
-        times = history.times(scale.window_s + 2 * scale.bucket_s + interval_s)
-        # The complete buckets are settled once their readings are in: how many readings
-        # they hold and when the first came say whether anything changed (a new bucket, a seek).
-        lo = bisect.bisect_left(times, scale.start)
-        hi = bisect.bisect_left(times, scale.end)
-        key = (gpu, metric, scale, hi - lo, times[lo] if lo < len(times) else -1.0)
+        if history is not self._history:  # a new history (a replay's seek): start over
+            self._history = history
+            self._memo.clear()
+            self._sparks.clear()
+        key = (gpu, metric, scale.window_s, scale.bucket_s, scale.columns)
         memo = self._memo.get(key)
-        if memo is None:
-            if len(self._memo) > 64:
-                self._memo.clear()
-            values = history.series(gpu, metric, len(times))
-            memo = self._memo[key] = buckets(times, values, scale, interval_s)
-        return memo
+        if memo is not None and memo[0] == scale.end:
+            return memo[1]
+        shift = round((scale.end - memo[0]) / scale.bucket_s) if memo is not None else 0
+        if memo is not None and 0 < shift < scale.columns:
+            newest = Scale(shift * scale.bucket_s, scale.bucket_s, shift, scale.end)
+            values = memo[1][shift:] + self._compute(history, gpu, metric, newest, interval_s)
+        else:
+            values = self._compute(history, gpu, metric, scale, interval_s)
+        if len(self._memo) > 256:
+            self._memo.clear()
+        self._memo[key] = (scale.end, values)
+        return values
+
+    @staticmethod
+    def _compute(
+        history: History, gpu: int, metric: Metric, scale: Scale, interval_s: float
+    ) -> list[float]:
+        # the readings of the scale and a little before it (the reading a bucket may hold)
+        times = history.times(scale.window_s + 2 * scale.bucket_s + interval_s)
+        return buckets(times, history.series(gpu, metric, len(times)), scale, interval_s)
 
     def spark(
         self,
@@ -115,15 +132,22 @@ class Timeline:
         interval_s: float,
         top: float | None,
     ) -> str:
-        """The series as a sparkline, drawn once per bucket (the string is kept with it)."""
+        """The series as a sparkline. Against a fixed ``top`` each column is drawn once:
+        when the scale moves on, the line moves left and only the new columns are drawn."""
         values = self.series(history, gpu, metric, scale, interval_s)
-        key = (id(values), top)
+        key = (gpu, metric, scale.window_s, scale.bucket_s, scale.columns, top)
         drawn = self._sparks.get(key)
-        if drawn is None or drawn[0] is not values:
-            if len(self._sparks) > 64:
-                self._sparks.clear()
-            drawn = self._sparks[key] = (values, spark(values, top))
-        return drawn[1]
+        if drawn is not None and drawn[0] == scale.end:
+            return drawn[1]
+        shift = round((scale.end - drawn[0]) / scale.bucket_s) if drawn is not None else 0
+        if drawn is not None and top and 0 < shift < scale.columns:
+            line = drawn[1][shift:] + spark(values[-shift:], top)
+        else:
+            line = spark(values, top)
+        if len(self._sparks) > 256:
+            self._sparks.clear()
+        self._sparks[key] = (scale.end, line)
+        return line
 
     def covered_s(self, history: History, scale: Scale) -> float:
         """How much of the scale's span the history reaches back over."""

@@ -28,8 +28,8 @@ from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.remote import RemoteSource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.ui.app import FrameReady
 from gputui.ui.lines import LineView
+from gputui.ui.messages import FrameReady
 from tests.advisor_kit import BUSY, Sim
 from tests.factories import demo_monitor
 from tests.nvml_double import FakeGpu, FakeNvmlLib, install

@@ -157,3 +157,19 @@ async def test_no_color_draws_in_greys(demo_app: DemoApp, monkeypatch: pytest.Mo
                     if colour is not None and colour.triplet is not None:
                         colours.add(colour.triplet)
         assert colours and all(r == g == b for r, g, b in colours)
+
+
+async def test_toasts_show_outside_text_as_it_is(tmp_path: Path) -> None:
+    """Toasts carry file names and key names with brackets: never read as markup."""
+    path = tmp_path / "[run] night.jsonl"
+    record_demo(path, seconds=20)
+    app = make_replay_app(read_recording(path), speed=50, name=path.name)
+    assert app.replay is not None
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.replay.at_end:
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        ended = [n for n in app._notifications if "End of the recording" in n.message]
+        assert ended and "[ and ] seek back" in ended[0].message
+        assert not any(n.markup for n in app._notifications)
+        assert "[run] night.jsonl" in _text(app, "header")

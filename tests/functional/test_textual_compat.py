@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.ui import compat
-from gputui.ui.app import _Column, _MainScreen, _Row
+from gputui.ui.containers import _Column, _MainScreen, _Row
 from gputui.ui.driver import QuietLinuxDriver, quiet_driver
 from gputui.ui.lines import LineView
 
@@ -225,7 +225,7 @@ from textual.widget import Widget
 
 from gputui.launch import make_demo_app
 from gputui.ui import compat
-from gputui.ui.app import _MainScreen
+from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 

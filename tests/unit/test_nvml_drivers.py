@@ -48,6 +48,22 @@ class Rig:
     def close(self) -> None:
         self.source.close()
 
+    def steady_calls(self, seconds: int = 120) -> Counter[str]:
+        """The native calls of ``seconds`` one-second ticks, after a minute of warm-up in
+        which every cadence has started."""
+        for _ in range(60):
+            self.source.read()
+            self.source.wait_windows()
+            self.tick()
+        before = Counter(self.lib.calls)
+        for _ in range(seconds):
+            self.source.read()
+            self.source.wait_windows()
+            self.tick()
+        made = Counter(self.lib.calls)
+        made.subtract(before)
+        return made
+
 
 def three_processes() -> list[FakeProcess]:
     return [
@@ -514,18 +530,8 @@ def test_at_most_12_calls_per_gpu_per_second(monkeypatch: pytest.MonkeyPatch, br
     lib = driver(branch, gpus)
     rig = Rig(monkeypatch, lib)
     try:
-        for _ in range(60):  # warm up: every cadence has started
-            rig.source.read()
-            rig.source.wait_windows()
-            rig.tick()
-        before = Counter(lib.calls)
         seconds = 120
-        for _ in range(seconds):
-            rig.source.read()
-            rig.source.wait_windows()
-            rig.tick()
-        made = Counter(lib.calls)
-        made.subtract(before)
+        made = rig.steady_calls(seconds)
         per_gpu_s = sum(made.values()) / len(gpus) / seconds
         assert per_gpu_s <= 12.0, made
     finally:

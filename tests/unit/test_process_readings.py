@@ -9,7 +9,6 @@ import ctypes
 import json
 import math
 import os
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pynvml  # noqa: TID251 (the double's contract with the bindings' own wrap
 import pytest
 
 from gputui.clocks import ManualClock
+from gputui.config import PROCESS_UTIL_PERIOD_S
 from gputui.formats.recording import Header, header_line, read_recording, tick_line
 from gputui.formats.records import frame_dict, parse_frame
 from gputui.model import Frame, GpuSample, HostSample, ProcessSample, SourceInfo
@@ -214,7 +214,7 @@ def test_sm_util_of_two_pids_newest_sample_each(monkeypatch: pytest.MonkeyPatch)
         assert lib.last_seen == [0]  # the first call: everything the driver keeps
         assert lib.calls[FN] == 1  # and the GPU without processes was not asked
         # in between, the last answer is reused: no call
-        for _ in range(int(nvml.PROCESS_UTIL_PERIOD_S) - 1):
+        for _ in range(int(PROCESS_UTIL_PERIOD_S) - 1):
             rig.tick()
             assert sm_of(rig.source.read()) == {(0, 31337): 61.0, (0, 31338): 33.0}
         assert lib.calls[FN] == 1
@@ -261,7 +261,7 @@ def test_not_supported_leaves_none_and_is_not_asked_again(
     lib = UtilLib([gpu])
     rig = Rig(monkeypatch, lib)
     try:
-        for _ in range(int(3 * nvml.PROCESS_UTIL_PERIOD_S)):
+        for _ in range(int(3 * PROCESS_UTIL_PERIOD_S)):
             frame = rig.source.read()
             assert sm_of(frame) == {(0, 31337): None, (0, 31338): None}
             other_readings_intact(frame)
@@ -285,7 +285,7 @@ def test_no_permission_leaves_none_and_is_asked_again_later(
             rig.tick()
         assert lib.calls[FN] == 1
         gpu.errors = {}  # permission given
-        rig.tick(nvml.PROCESS_UTIL_PERIOD_S)
+        rig.tick(PROCESS_UTIL_PERIOD_S)
         assert sm_of(rig.source.read())[(0, 31337)] == 5.0
     finally:
         rig.close()
@@ -297,7 +297,7 @@ def test_old_driver_without_the_function(monkeypatch: pytest.MonkeyPatch, branch
     lib = driver(branch, gpus, missing={FN})
     rig = Rig(monkeypatch, lib)
     try:
-        for _ in range(int(2 * nvml.PROCESS_UTIL_PERIOD_S)):
+        for _ in range(int(2 * PROCESS_UTIL_PERIOD_S)):
             frame = rig.source.read()
             assert sm_of(frame) == {(0, 31337): None, (0, 31338): None}
             other_readings_intact(frame)
@@ -329,10 +329,10 @@ def test_not_found_is_no_sample_yet_not_a_failure(monkeypatch: pytest.MonkeyPatc
         assert lib.last_seen == [0]
         # the next period asks again (not stopped, not pushed back) and gets the samples
         gpu.process_util = [(31338, 700, 48)]
-        rig.tick(nvml.PROCESS_UTIL_PERIOD_S)
+        rig.tick(PROCESS_UTIL_PERIOD_S)
         assert sm_of(rig.source.read()) == {(0, 31337): None, (0, 31338): 48.0}
         # and nothing newer than 700 since: NOT_FOUND again, None again
-        rig.tick(nvml.PROCESS_UTIL_PERIOD_S)
+        rig.tick(PROCESS_UTIL_PERIOD_S)
         assert sm_of(rig.source.read()) == {(0, 31337): None, (0, 31338): None}
         assert lib.last_seen == [0, 0, 700]
     finally:
@@ -348,7 +348,7 @@ def test_more_samples_than_the_buffer_holds(monkeypatch: pytest.MonkeyPatch) -> 
         assert sm_of(rig.source.read()) == {(0, 31337): 99.0, (0, 31338): 98.0}
         assert lib.calls[FN] == 2  # too small once, then the room the driver asked for
         gpu.process_util += [(31337, 1_000, 3), (31338, 1_000, 4)]
-        rig.tick(nvml.PROCESS_UTIL_PERIOD_S)
+        rig.tick(PROCESS_UTIL_PERIOD_S)
         assert sm_of(rig.source.read()) == {(0, 31337): 3.0, (0, 31338): 4.0}
         assert lib.calls[FN] == 3
     finally:
@@ -398,19 +398,9 @@ def test_budget_holds_with_the_function(monkeypatch: pytest.MonkeyPatch, branch:
     lib = UtilLib(gpus, missing=base.missing, driver=base.driver, v3_entry_size=base.v3_entry_size)
     rig = Rig(monkeypatch, lib)
     try:
-        for _ in range(60):
-            rig.source.read()
-            rig.source.wait_windows()
-            rig.tick()
-        before = Counter(lib.calls)
         seconds = 120
-        for _ in range(seconds):
-            rig.source.read()
-            rig.source.wait_windows()
-            rig.tick()
-        made = Counter(lib.calls)
-        made.subtract(before)
-        assert made[FN] == len(gpus) * seconds / nvml.PROCESS_UTIL_PERIOD_S
+        made = rig.steady_calls(seconds)
+        assert made[FN] == len(gpus) * seconds / PROCESS_UTIL_PERIOD_S
         assert sum(made.values()) / len(gpus) / seconds <= 12.0, made
     finally:
         rig.close()

@@ -115,3 +115,31 @@ def test_jitter_is_held_over_but_a_real_gap_stays_blank() -> None:
     out = buckets(times, values, scale, 1.0)
     assert out[3] == 1.0  # a bucket emptied by jitter holds the reading before it
     assert all(v != v for v in out[6:9])  # three seconds without readings: blank
+
+
+def test_moving_on_by_a_bucket_gives_what_a_fresh_computation_gives() -> None:
+    """The timeline computes only the newest buckets as the scale moves on: the result is
+    the same as bucketing the whole window again, gaps and jitter included."""
+    history = History(3600)
+    timeline = Timeline()
+    t = START
+    for i in range(400):
+        t += 1.0 + (0.3 if i % 7 == 0 else -0.02 if i % 5 == 0 else 0.0)
+        if 200 <= i < 210:
+            continue  # ten seconds without readings
+        history.add(Frame(time=t, gpus=(GpuSample(index=3, util_gpu=float(i % 100)),)))
+        scale = scale_for(60, 1.0, 80, t)
+        kept = timeline.series(history, 3, Metric.UTIL_GPU, scale, 1.0)
+        fresh = Timeline().series(history, 3, Metric.UTIL_GPU, scale, 1.0)
+        assert [v if v == v else None for v in kept] == [v if v == v else None for v in fresh]
+
+
+def test_a_sparkline_drawn_column_by_column_matches_one_drawn_whole() -> None:
+    history = History(3600)
+    timeline = Timeline()
+    for i in range(300):
+        t = START + i
+        history.add(Frame(time=t, gpus=(GpuSample(index=3, util_gpu=float((i * 37) % 101)),)))
+        scale = scale_for(60, 1.0, 80, t)
+        kept = timeline.spark(history, 3, Metric.UTIL_GPU, scale, 1.0, 100.0)
+        assert kept == Timeline().spark(history, 3, Metric.UTIL_GPU, scale, 1.0, 100.0)

@@ -1,0 +1,485 @@
+"""gputui's steady CPU against nvitop's, same run, same fake 8-GPU node, same terminal.
+
+Usage: python benchmarks/vs_nvitop.py [--python /tmp/nvitop-venv/bin/python] [--gpus 8]
+                                      [--warmup 10] [--seconds 60] [--size 160x50] [--still]
+
+Starts each monitor in its own detached tmux session of the given size through this same
+script (``--child gputui`` / ``--child nvitop``), one after the other. The child installs
+the test double of libnvidia-ml (tests/nvml_double.py, an R570 driver with N Hopper GPUs,
+GPM, a fan and one process each) into the real nvidia-ml-py, then runs the tool's own entry
+point in-process: ``gputui.cli.main(["--interval", "1"])`` (the live NVML monitor) and
+``nvitop.cli.main()`` with ``nvitop --interval 1``. The GPUs' processes are real PIDs of
+this machine (the child itself and its parent, the tmux server), so both tools find them
+with psutil / /proc. Unless --still, a thread in the child moves each GPU's utilisation,
+power, temperature and memory once a second (real readings change; both tools get the same).
+
+After the warm-up the child's utime+stime (all its threads, from /proc/PID/stat) is taken
+over --seconds; the script prints each tool's CPU % of one core, its RSS, its NVML calls
+per GPU per second, and the ratio gputui / nvitop (the project's budget: 0.5), with the top
+of each screen so a reader can see that both show the same N GPUs.
+
+To be fair to both, the child completes the double where nvitop needs more than gputui
+(it prints what it added): nine functions a real R570 library exports and the double lacks
+(nvitop shows N/A without them; gputui calls one of them, nvmlDeviceGetProcessUtilization)
+and the video clock (without it nvitop stops with a KeyError). And since nothing here holds
+/dev/nvidia* open, gputui's check that a GPU process does is told yes for the fake PIDs
+(otherwise it takes them for another PID namespace's and skips their host details).
+Both children import pytest and the double (their RSS includes them).
+
+nvitop is no dependency of gputui: install it beside it in a throwaway venv and pass that
+interpreter with --python, e.g.
+
+    python3 -m venv /tmp/nvitop-venv
+    /tmp/nvitop-venv/bin/pip install nvitop pytest -e .
+    python benchmarks/vs_nvitop.py --python /tmp/nvitop-venv/bin/python
+
+Needs tmux.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import importlib
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ("gputui", "nvitop")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+if TYPE_CHECKING:
+    from tests.nvml_double import FakeNvmlLib
+
+
+# -- the child: the fake node, then the tool ----------------------------------------------
+
+
+def fake_node(gpus: int, moving: bool) -> tuple[FakeNvmlLib, list[str]]:
+    """The fake R570 driver installed into pynvml, and what was added to it for nvitop."""
+    import pytest
+
+    from tests.nvml_double import MIB, FakeGpu, FakeProcess, driver, install
+
+    pids = [os.getpid(), os.getppid()]
+    node = [
+        FakeGpu(
+            uuid=f"GPU-5f0c2a1e-1111-2222-3333-4444555566{i:02d}",
+            bus_id=f"00000000:{0x18 + 0x10 * i:02X}:00.0",
+            gpm=True,
+            fan=40,
+            util=(60 + 4 * i, 30 + 2 * i),
+            memory_used=(30000 + 4000 * i) * MIB,
+            processes=[FakeProcess(pids[i % 2], (29000 + 4000 * i) * MIB)],
+        )
+        for i in range(gpus)
+    ]
+    lib = driver(570, node)
+    added = complete(lib)
+    install(pytest.MonkeyPatch(), lib)  # kept for the life of the process
+    if moving:
+        threading.Thread(target=_move, args=(lib,), name="readings", daemon=True).start()
+    return lib, added
+
+
+# What a real R570 libnvidia-ml has and tests/nvml_double.py lacks, that nvitop asks for
+# (it shows N/A, or stops with a traceback for the video clock, without them). Added here,
+# in the child, to the one fake library both tools read; gputui calls only the last one
+# (every 10 s; without it it stops asking). nvml.h's values:
+NVML_CLOCK_VIDEO = 3
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+VIDEO_CLOCK_MHZ = (1635, 1980)  # current, max
+
+
+class ProcessUtilSample(ctypes.Structure):
+    """nvmlProcessUtilizationSample_t."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("timeStamp", ctypes.c_ulonglong),  # µs
+        ("smUtil", ctypes.c_uint),
+        ("memUtil", ctypes.c_uint),
+        ("encUtil", ctypes.c_uint),
+        ("decUtil", ctypes.c_uint),
+    ]
+
+
+def _scalar(value: Callable[[Any], int]) -> Callable[..., int]:
+    """fn_NAME(self, name, handle, out) answering ``value(gpu)``."""
+
+    def fn(lib: Any, name: str, h: Any, ref: Any) -> int:
+        ret: int = lib._scalar(name, h, ref, value)
+        return ret
+
+    return fn
+
+
+def _utilization(lib: Any, name: str, h: Any, util: Any, period: Any) -> int:
+    gpu, ret = lib._gpu(name, h)
+    if gpu is None:
+        return int(ret)
+    util._obj.value, period._obj.value = 0, 167_000  # encoder / decoder idle, 167 ms
+    return 0
+
+
+def _not_supported(lib: Any, name: str, *args: Any) -> int:
+    return 3  # NVML_ERROR_NOT_SUPPORTED: the Windows driver model, on Linux
+
+
+def _total_ecc(lib: Any, name: str, h: Any, kind: Any, counter: Any, ref: Any) -> int:
+    uncorrected = kind.value == NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    return int(lib._scalar(name, h, ref, lambda g: g.ecc_dbe if uncorrected else g.ecc_sbe))
+
+
+def _process_util(lib: Any, name: str, h: Any, buf: Any, count: Any, since: Any) -> int:
+    """One sample a second per process, its share of the GPU's SM utilisation."""
+    gpu, ret = lib._gpu(name, h)
+    if gpu is None:
+        return int(ret)
+    stamp = int(time.time()) * 1_000_000
+    procs = gpu.processes if stamp > since.value else []
+    if not procs:
+        return 6  # NVML_ERROR_NOT_FOUND: no sample newer than ``since``
+    if buf is None or count._obj.value < len(procs):
+        count._obj.value = len(procs)
+        return 7  # NVML_ERROR_INSUFFICIENT_SIZE
+    entries = ctypes.cast(buf, ctypes.POINTER(ProcessUtilSample))
+    for i, proc in enumerate(procs):
+        entry = entries[i]
+        entry.pid, entry.timeStamp = proc.pid, stamp
+        entry.smUtil = gpu.util[0] // len(procs)
+        entry.memUtil = gpu.util[1] // len(procs)
+        entry.encUtil = entry.decUtil = 0
+    count._obj.value = len(procs)
+    return 0
+
+
+FUNCTIONS: dict[str, Callable[..., int]] = {
+    "nvmlDeviceIsMigDeviceHandle": _scalar(lambda g: 0),  # no MIG device on this node
+    "nvmlDeviceGetEncoderUtilization": _utilization,
+    "nvmlDeviceGetDecoderUtilization": _utilization,
+    "nvmlDeviceGetPowerManagementLimit": _scalar(lambda g: g.enforced_limit_mw),
+    "nvmlDeviceGetDisplayActive": _scalar(lambda g: 0),
+    "nvmlDeviceGetDriverModel_v2": _not_supported,
+    "nvmlDeviceGetDriverModel": _not_supported,
+    "nvmlDeviceGetTotalEccErrors": _total_ecc,
+    "nvmlDeviceGetProcessUtilization": _process_util,
+}
+
+
+def complete(lib: FakeNvmlLib) -> list[str]:
+    """Give the fake library what nvitop needs; the list of what was added."""
+    added = []
+    for name, fn in FUNCTIONS.items():
+        if not hasattr(type(lib), "fn_" + name):
+            setattr(type(lib), "fn_" + name, fn)
+            added.append(name)
+    for gpu in lib.gpus:
+        gpu.clocks.setdefault(NVML_CLOCK_VIDEO, VIDEO_CLOCK_MHZ[0])
+        gpu.max_clocks.setdefault(NVML_CLOCK_VIDEO, VIDEO_CLOCK_MHZ[1])
+    added.append(f"the video clock ({VIDEO_CLOCK_MHZ[0]} of {VIDEO_CLOCK_MHZ[1]} MHz)")
+    return added
+
+
+def _move(lib: FakeNvmlLib) -> None:
+    """Every second, new readings on every GPU (a slow wave, different per GPU)."""
+    mib = 1024**2
+    tick = 0
+    while True:
+        time.sleep(1.0)
+        tick += 1
+        for i, gpu in enumerate(lib.gpus):
+            wave = math.sin((tick + 7 * i) / 6.0)
+            gpu.util = (int(70 + 25 * wave), int(35 + 20 * wave))
+            gpu.power_mw = int(550_000 + 120_000 * wave)
+            gpu.temperature = int(68 + 6 * wave)
+            gpu.memory_used = int((40000 + 8000 * wave + 1000 * i) * mib)
+            gpu.energy_mj += gpu.power_mw  # mW over 1 s
+
+
+def trust_fake_pids(pids: set[int]) -> str:
+    """gputui shows a GPU process's host details only if it holds /dev/nvidia* open (else
+    it takes it for a PID of another namespace and skips it, which is cheaper than what it
+    does on a real node). Nothing here opens a GPU: say yes for the fake node's PIDs."""
+    host: Any = importlib.import_module("gputui.sources.host")
+    real = host._uses_nvidia_device
+
+    def check(pid: int) -> bool | None:
+        if pid in pids:
+            return True
+        verdict: bool | None = real(pid)
+        return verdict
+
+    init = host.HostReader.__init__
+    host.HostReader.__init__ = functools.partialmethod(init, device_check=check)
+    return "gputui's /dev/nvidia* check of a GPU process answers yes for the fake node's PIDs"
+
+
+def count_calls(lib: FakeNvmlLib, report: Path, added: list[str], changed: list[str]) -> None:
+    """SIGUSR1 starts counting NVML calls, SIGUSR2 writes them to ``report`` (JSON)."""
+    marks: dict[str, Any] = {"calls": {}, "wall": time.monotonic()}
+
+    def begin(_signum: int, _frame: object) -> None:
+        marks.update(calls=dict(lib.calls), wall=time.monotonic())
+
+    def end(_signum: int, _frame: object) -> None:
+        now = dict(lib.calls)
+        made = {n: c - marks["calls"].get(n, 0) for n, c in sorted(now.items())}
+        wall = time.monotonic() - marks["wall"]
+        calls = {n: c for n, c in made.items() if c}
+        result = {"added": added, "changed": changed, "calls": calls, "wall": wall}
+        report.write_text(json.dumps(result))
+
+    signal.signal(signal.SIGUSR1, begin)
+    signal.signal(signal.SIGUSR2, end)
+
+
+def child(tool: str, gpus: int, moving: bool, report: Path | None) -> int:
+    sys.path.insert(0, str(ROOT))
+    lib, added = fake_node(gpus, moving)
+    changed = []
+    if tool == "gputui":
+        changed.append(trust_fake_pids({p.pid for gpu in lib.gpus for p in gpu.processes}))
+    if report is not None:
+        count_calls(lib, report, added, changed)
+    if tool == "gputui":
+        from gputui import cli
+
+        return cli.main(["--interval", "1"])
+    nvitop_cli: Any = importlib.import_module("nvitop.cli")
+    sys.argv = ["nvitop", "--interval", "1"]
+    status: int = nvitop_cli.main()
+    return status
+
+
+# -- the parent: tmux, /proc ---------------------------------------------------------------
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields from the third on (state, ppid, ...): field N is [N - 3]."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the process (all its threads) and of its children, live (their own
+    /proc/PID/stat) or waited for (cutime + cstime); neither tool starts any here."""
+    fields = _stat(pid)
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(pid):
+            try:
+                other = _stat(int(entry.name))
+            except (OSError, ValueError):
+                continue  # gone
+            if other[1] == str(pid):
+                ticks += int(other[11]) + int(other[12])
+    return ticks / CLOCK_TICKS
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+#: one line per GPU on each tool's screen: gputui's GPU list ("▶0 H100 80GB HBM3 ..."),
+#: nvitop's device rows (power "605W / 700W", in its compact and its full mode alike)
+GPU_ROW = {
+    "gputui": re.compile(r"^\s*▶?\s*\d+ H100 "),
+    "nvitop": re.compile(r"^│.*\d+W / \d+W"),
+}
+
+
+def gpu_rows(tool: str, screen: str) -> int:
+    return sum(1 for line in screen.splitlines() if GPU_ROW[tool].search(line))
+
+
+@dataclass
+class Result:
+    tool: str
+    cpu_pct: float
+    rss_start_mb: float
+    rss_end_mb: float
+    first_frame_s: float
+    screen: str
+    added: list[str]  # what the child added to the fake library
+    changed: list[str]  # what it changed in the tool
+    calls_per_gpu_s: float  # NVML calls per GPU per second over the measured window
+    calls: dict[str, int]
+
+
+def measure(
+    tool: str, python: str, gpus: int, warmup: float, seconds: float, size: str, moving: bool
+) -> Result:
+    session = f"vs-nvitop-{tool}"
+    width, height = size.split("x")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        command = shlex.join(
+            [
+                python,
+                str(Path(__file__).resolve()),
+                "--child",
+                tool,
+                "--gpus",
+                str(gpus),
+                "--report",
+                str(report),
+                *([] if moving else ["--still"]),
+            ]
+        )
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        started = time.perf_counter()
+        # exec: the pane's process is the tool itself, not a shell waiting for it
+        tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
+        try:
+            # a tool that stops leaves its pane, and its last words, to read
+            tmux("set-option", "-t", session, "remain-on-exit", "on")
+            pid = int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
+            first_frame = float("nan")
+            screen = ""
+            while time.perf_counter() - started < 30:
+                screen = tmux("capture-pane", "-p", "-t", session)
+                if gpu_rows(tool, screen) >= gpus:
+                    first_frame = time.perf_counter() - started
+                    break
+                if tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1":
+                    break
+                time.sleep(0.05)
+            if math.isnan(first_frame):
+                raise RuntimeError(f"{tool} did not show {gpus} GPUs; its screen:\n{screen}")
+            time.sleep(max(0.0, warmup - (time.perf_counter() - started)))
+            rss_start = rss_mb(pid)
+            os.kill(pid, signal.SIGUSR1)
+            cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
+            time.sleep(seconds)
+            cpu1, wall1 = cpu_seconds(pid), time.perf_counter()
+            os.kill(pid, signal.SIGUSR2)
+            rss_end = rss_mb(pid)
+            screen = tmux("capture-pane", "-p", "-t", session)
+            for _ in range(50):
+                if report.exists():
+                    break
+                time.sleep(0.1)
+            counted: dict[str, Any] = json.loads(report.read_text())
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    calls: dict[str, int] = counted["calls"]
+    return Result(
+        tool,
+        100.0 * (cpu1 - cpu0) / (wall1 - wall0),
+        rss_start,
+        rss_end,
+        first_frame,
+        screen,
+        counted["added"],
+        counted["changed"],
+        sum(calls.values()) / gpus / counted["wall"],
+        calls,
+    )
+
+
+def nvitop_version(python: str) -> str | None:
+    """nvitop's version under that interpreter, or None if it cannot run the nvitop child
+    (which needs nvitop, and nvidia-ml-py and pytest for the test double)."""
+    code = "import importlib.metadata as m, nvitop, pynvml, pytest; print(m.version('nvitop'))"
+    probe = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return probe.stdout.strip() if probe.returncode == 0 else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
+    parser.add_argument("--report", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--python", default=sys.executable, help="the interpreter for nvitop")
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--warmup", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--size", default="160x50")
+    parser.add_argument("--still", action="store_true", help="readings that never change")
+    args = parser.parse_args()
+    if args.child:
+        return child(args.child, args.gpus, not args.still, args.report)
+    if shutil.which("tmux") is None:
+        print("tmux is needed", file=sys.stderr)
+        return 1
+    version = nvitop_version(args.python)
+    if version is None:
+        print(
+            f"vs_nvitop: {args.python} cannot import nvitop (or pytest). Install it beside "
+            "gputui in a throwaway venv (python3 -m venv /tmp/nvitop-venv && "
+            "/tmp/nvitop-venv/bin/pip install nvitop pytest -e .) and pass "
+            "--python /tmp/nvitop-venv/bin/python",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+        f"tmux {args.size}; fake R570 driver, {args.gpus} x H100 with GPM, readings "
+        f"{'fixed' if args.still else 'changing every second'}; "
+        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s"
+    )
+    print(f"gputui: {sys.executable} (Python {sys.version.split()[0]})")
+    print(f"nvitop {version}: {args.python} --interval 1")
+    pythons = {"gputui": sys.executable, "nvitop": args.python}
+    results: dict[str, Result] = {}
+    for tool in TOOLS:
+        r = measure(
+            tool, pythons[tool], args.gpus, args.warmup, args.seconds, args.size, not args.still
+        )
+        results[tool] = r
+        print(f"\n--- {tool}: the top of its screen at the end of the measurement ---")
+        lines = r.screen.splitlines()
+        print("\n".join(line.rstrip() for line in lines[: 8 + 2 * args.gpus]))
+        print(f"{tool} shows {gpu_rows(tool, r.screen)} GPU rows")
+        for what in r.changed:
+            print(f"changed for this run: {what}")
+        top = sorted(r.calls.items(), key=lambda item: -item[1])[:6]
+        print(
+            f"NVML calls per GPU per second: {r.calls_per_gpu_s:.2f}; most: "
+            + ", ".join(f"{n} {c / args.gpus / args.seconds:.2f}" for n, c in top)
+        )
+    print()
+    columns = ("tool", "CPU % of a core", "first frame s", "RSS start/end MB", "NVML calls/GPU/s")
+    print(f"{columns[0]:<8} {columns[1]:>16} {columns[2]:>14} {columns[3]:>17} {columns[4]:>17}")
+    for r in results.values():
+        rss = f"{r.rss_start_mb:.1f} / {r.rss_end_mb:.1f}"
+        print(
+            f"{r.tool:<8} {r.cpu_pct:>16.2f} {r.first_frame_s:>14.2f} {rss:>17} "
+            f"{r.calls_per_gpu_s:>17.2f}"
+        )
+    added = sorted({what for r in results.values() for what in r.added})
+    if added:
+        print(
+            "added to tests/nvml_double.py's fake library in both children (a real R570 "
+            f"libnvidia-ml has them; nvitop asks for them): {', '.join(added)}"
+        )
+    nvitop_cpu = results["nvitop"].cpu_pct
+    ratio = results["gputui"].cpu_pct / nvitop_cpu if nvitop_cpu > 0 else float("inf")
+    print(f"ratio gputui / nvitop: {ratio:.2f} (budget: 0.50)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
