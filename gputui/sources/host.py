@@ -171,6 +171,9 @@ TREE_PERIOD_S = 5.0
 # A process's name, owner and command line hardly change (a process retitling itself
 # does): read this often, not every tick (the owner is a passwd lookup each time).
 IDENTITY_PERIOD_S = 10.0
+# Swap and disk counters move slowly and cost most of a host reading (psutil reads
+# /proc/vmstat for swap, /proc/diskstats and sysfs for the disks): this often.
+SLOW_HOST_PERIOD_S = 5.0
 _NUMA_NODE = re.compile(r"\bN(\d+)=(\d+)")
 _PAGE_KB = re.compile(r"\bkernelpagesize_kB=(\d+)")
 
@@ -282,6 +285,7 @@ class HostReader:
         self._primed: set[int] = set()  # workers whose CPU % has a delta to give
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
+        self._slow: tuple[float, int, int, float | None] | None = None  # swap, disk rate
         self._hostname = socket.gethostname()
         self._nodes = node_cpus()
         self._numa: dict[int, tuple[float, dict[str, object]]] = {}
@@ -301,7 +305,7 @@ class HostReader:
         except OSError:
             load = (float("nan"),) * 3
         vm = psutil.virtual_memory()
-        sw = psutil.swap_memory()
+        swap_total, swap_used, disk_read = self._slow_readings()
         return HostSample(
             cpu_percent=total,
             per_cpu_percent=per_cpu,
@@ -311,13 +315,23 @@ class HostReader:
             load_15=load[2],
             mem_total=int(vm.total),
             mem_available=int(vm.available),
-            swap_total=int(sw.total),
-            swap_used=int(sw.used),
+            swap_total=swap_total,
+            swap_used=swap_used,
             iowait_pct=float(iowait) if iowait is not None else None,
-            disk_read_bps=self._disk_read_rate(),
+            disk_read_bps=disk_read,
             hostname=self._hostname,
             uptime_s=self._wall() - self._boot if self._boot is not None else None,
         )
+
+    def _slow_readings(self) -> tuple[int, int, float | None]:
+        """Swap total, swap used and the disks' read rate, read every ``SLOW_HOST_PERIOD_S``
+        (the rate over that span); the ticks between repeat the last figures."""
+        now = self._clock()
+        slow = self._slow
+        if slow is None or now - slow[0] >= SLOW_HOST_PERIOD_S:
+            sw = psutil.swap_memory()
+            slow = self._slow = (now, int(sw.total), int(sw.used), self._disk_read_rate())
+        return slow[1], slow[2], slow[3]
 
     def _disk_read_rate(self) -> float | None:
         try:

@@ -169,3 +169,36 @@ def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
     assert [p.gpu_index for p in procs] == [0, 1, 2, 3]
     assert [p.gpu_memory for p in procs] == [(g + 1) << 30 for g in range(4)]
     assert len({p.cpu_percent for p in procs}) == 1 and procs[0].cpu_percent
+
+
+def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import psutil
+
+    from gputui.clocks import ManualClock
+    from gputui.sources import host
+
+    calls = {"swap": 0, "disk": 0}
+    swap, disk = psutil.swap_memory, psutil.disk_io_counters
+
+    def counted_swap() -> object:
+        calls["swap"] += 1
+        return swap()
+
+    def counted_disk(*args: object, **kwargs: object) -> object:
+        calls["disk"] += 1
+        return disk()
+
+    monkeypatch.setattr(psutil, "swap_memory", counted_swap)
+    monkeypatch.setattr(psutil, "disk_io_counters", counted_disk)
+    clock = ManualClock(0.0)
+    reader = HostReader(clock=clock)
+    samples = []
+    for _ in range(10):  # ten one-second ticks
+        samples.append(reader.read_host())
+        clock.advance(1.0)
+    assert calls == {"swap": 2, "disk": 2}  # at 0 s and 5 s
+    assert all(s.swap_total is not None for s in samples)
+    assert samples[5].disk_read_bps is not None  # a rate over the 5 s between the reads
+    assert host.SLOW_HOST_PERIOD_S == 5.0

@@ -240,3 +240,28 @@ def test_the_host_line_reads_like_nvitops() -> None:
     for part in ("CPU", "58 %", "MEM 435.0 GiB of 2.0 TiB", "SWAP", "load 37.40", "up 3 d 04 h"):
         assert part in text
     assert "no readings" in host_row(None, NOW, T).plain
+
+
+# -- overview --------------------------------------------------------------------------
+def test_overview_cards_that_do_not_fit_are_counted_and_clicks_find_their_gpu() -> None:
+    from gputui.advisor.coverage import Judgement
+    from gputui.sampling.history import History
+    from gputui.view.cells import CardsKey
+    from gputui.view.overview import overview
+    from gputui.view.timeline import Timeline
+
+    frame = _frame(16)
+    history = History(60)
+    history.add(frame)
+    findings = (_finding(15, Severity.CRITICAL),)
+    judged = Judgement(seen_s=60.0, needed_s=10.0, readings=60)
+    panel = overview(
+        frame, _devices(16), findings, history, Timeline(), judged, 0, 80, 20, T, 60, 1.0
+    )
+    lines = plain_lines(panel, 80)
+    assert len(lines) <= 20
+    assert lines[-1].startswith("+") and "1 critical" in lines[-1]
+    key = panel.rows[0].key
+    assert isinstance(key, CardsKey) and key.gpus == (0, 1)
+    assert key.gpu_at(0) == 0 and key.gpu_at(key.card_width + 1) == 1
+    assert key.gpu_at(2 * key.card_width + 1) is None
