@@ -106,19 +106,6 @@ NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 VIDEO_CLOCK_MHZ = (1635, 1980)  # current, max
 
 
-class ProcessUtilSample(ctypes.Structure):
-    """nvmlProcessUtilizationSample_t."""
-
-    _fields_ = [
-        ("pid", ctypes.c_uint),
-        ("timeStamp", ctypes.c_ulonglong),  # µs
-        ("smUtil", ctypes.c_uint),
-        ("memUtil", ctypes.c_uint),
-        ("encUtil", ctypes.c_uint),
-        ("decUtil", ctypes.c_uint),
-    ]
-
-
 def _scalar(value: Callable[[Any], int]) -> Callable[..., int]:
     """fn_NAME(self, name, handle, out) answering ``value(gpu)``."""
 
@@ -158,7 +145,9 @@ def _process_util(lib: Any, name: str, h: Any, buf: Any, count: Any, since: Any)
     if buf is None or count._obj.value < len(procs):
         count._obj.value = len(procs)
         return 7  # NVML_ERROR_INSUFFICIENT_SIZE
-    entries = ctypes.cast(buf, ctypes.POINTER(ProcessUtilSample))
+    import pynvml  # noqa: TID251  (the struct of the fake function, as the double does)
+
+    entries = ctypes.cast(buf, ctypes.POINTER(pynvml.c_nvmlProcessUtilizationSample_t))
     for i, proc in enumerate(procs):
         entry = entries[i]
         entry.pid, entry.timeStamp = proc.pid, stamp

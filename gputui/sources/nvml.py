@@ -305,19 +305,6 @@ class _Proc:
     compute_instance: int | None
 
 
-class _ProcessUtilSample(ctypes.Structure):
-    """nvmlProcessUtilizationSample_t: one process's utilisation at one driver sample."""
-
-    _fields_ = [
-        ("pid", ctypes.c_uint),
-        ("timeStamp", ctypes.c_ulonglong),  # µs
-        ("smUtil", ctypes.c_uint),
-        ("memUtil", ctypes.c_uint),
-        ("encUtil", ctypes.c_uint),
-        ("decUtil", ctypes.c_uint),
-    ]
-
-
 class _Sample(ctypes.Structure):
     """nvmlSample_t: a timestamp (µs) and a value union."""
 
@@ -1200,7 +1187,7 @@ class NvmlSource:
             return {}
         room = gpu.process_util_room
         for _attempt in range(2):
-            buffer = (_ProcessUtilSample * room)()
+            buffer = (pynvml.c_nvmlProcessUtilizationSample_t * room)()
             count = ctypes.c_uint(room)
             self._calls += 1
             ret = fn(
