@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rich.markup import escape as escape_markup
-from rich.text import Text
+from rich.text import Span, Text
 
 from gputui.view.cells import Cell, Panel, Role, Row, fit
 
@@ -110,12 +110,19 @@ def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
 
 
 def paint(row: Row, width: int, palette: Palette) -> Text:
-    """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
-    text = Text()
+    """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked. Built as
+    one string and its spans: this runs for every changed row of every tick."""
+    pieces: list[str] = []
+    spans: list[Span] = []
+    at = 0
     for cell in fit(row.cells, width):
         piece = cell.text.translate(ASCII) if palette.ascii else cell.text
-        text.append(piece, palette.style(cell, row.bold) or None)
-    return text
+        style = palette.style(cell, row.bold)
+        if style and piece:
+            spans.append(Span(at, at + len(piece), style))
+        pieces.append(piece)
+        at += len(piece)
+    return Text("".join(pieces), spans=spans)
 
 
 def plain(row: Row, width: int, ascii: bool = False) -> str:
