@@ -9,21 +9,29 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import ProcessSample
+from gputui.model import GpuSample, ProcessSample
 from gputui.names import HostMetric, Metric, RuleId, Severity
 from gputui.units import fmt_duration
+
+
+def _working(
+    ctx: Context, seconds: float
+) -> Iterator[tuple[GpuSample, tuple[ProcessSample, ...], list[float]]]:
+    """Each GPU with a process on it and enough utilisation readings over ``seconds``
+    (none in MIG mode: the coverage says so), with its processes and those readings."""
+    for sample, _device in ctx.samples():
+        procs = ctx.processes(sample.index)
+        if not procs:
+            continue
+        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, seconds)
+        if len(ticks) >= ctx.t.min_points:
+            yield sample, procs, ticks
 
 
 def input_starved(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     host = ctx.frame.host
-    for sample, _device in ctx.samples():
-        procs = ctx.processes(sample.index)
-        if not procs:
-            continue
-        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
-        if len(ticks) < t.min_points:
-            continue
+    for sample, procs, ticks in _working(ctx, t.window_s):
         idle = t.starved_idle_util_pct
         waiting = sum(1 for u in ticks if u <= idle) / len(ticks)
         mean = sum(ticks) / len(ticks)
@@ -194,13 +202,7 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
 def under_used(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     host = ctx.frame.host
-    for sample, _device in ctx.samples():
-        procs = ctx.processes(sample.index)
-        if not procs:
-            continue
-        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.under_used_s)
-        if len(ticks) < t.min_points:
-            continue  # no utilisation (MIG mode): the coverage says so
+    for sample, procs, ticks in _working(ctx, t.under_used_s):
         span = ctx.sampled_s(t.under_used_s)
         busy_n, _waiting_n, total_n = ctx.driver_counts(sample.index, t.under_used_s)
         if total_n >= 4 * len(ticks):
