@@ -68,7 +68,7 @@ class Palette:
     accent: str = "#0178D4"
     bar_bg: str = "#333333"
     ascii: bool = False
-    _styles: dict[tuple[Role, bool, bool, bool, bool], str] = field(
+    _styles: dict[tuple[Role, bool, bool, bool], str] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -83,7 +83,7 @@ class Palette:
         }[role]
 
     def style(self, cell: Cell, bold: bool) -> str:
-        key = (cell.role, cell.bold or bold, cell.track, cell.reverse, False)
+        key = (cell.role, cell.bold or bold, cell.track, cell.reverse)
         style = self._styles.get(key)
         if style is None:
             parts = [self.colour(cell.role)]
@@ -123,12 +123,6 @@ def paint(row: Row, width: int, palette: Palette) -> Text:
         pieces.append(piece)
         at += len(piece)
     return Text("".join(pieces), spans=spans)
-
-
-def plain(row: Row, width: int, ascii: bool = False) -> str:
-    """What ``paint`` shows, without the styles (files, tests)."""
-    out = "".join(c.text for c in fit(row.cells, width))
-    return out.translate(ASCII) if ascii else out
 
 
 def border_title(panel: Panel, ascii: bool = False) -> str:

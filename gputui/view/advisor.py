@@ -10,7 +10,7 @@ from gputui.model import Finding
 from gputui.names import Severity
 from gputui.units import fmt_age
 from gputui.view.cells import Cell, FindingKey, Panel, Role, Row, cut, more_row, plural, wrap
-from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE
+from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE, critical_count
 
 WATCHING = (
     "watching: thermal, power, VRAM, CUDA, PCIe, input pipeline, errors, stragglers (r: the rules)"
@@ -21,7 +21,7 @@ HINT = "n/N: next/previous  g: go to its GPU  enter: in full"
 def title_of(findings: Sequence[Finding]) -> str:
     if not findings:
         return "Advisor"
-    critical = sum(1 for f in findings if f.severity is Severity.CRITICAL)
+    critical = critical_count(findings)
     return f"Advisor ({plural(len(findings), 'finding')}" + (
         f", {critical} critical)" if critical else ")"
     )
@@ -116,7 +116,7 @@ def _listed(findings: Sequence[Finding], selected: int, rows: int) -> list[int]:
 def _findings(
     findings: Sequence[Finding], selected: int, now: float | None, width: int, room: int
 ) -> list[Row]:
-    critical = sum(1 for f in findings if f.severity is Severity.CRITICAL)
+    critical = critical_count(findings)
     # The list takes a third of a tall pane, all of a short one (too short for the
     # evidence anyway), and never fewer lines than the critical findings need.
     list_rows = room // 3 if room > 8 else room if room < 6 else room - 3
@@ -126,7 +126,7 @@ def _findings(
     rows = [_finding_row(findings[i], i, i == selected, now, rule, age, where) for i in shown]
     hidden = [i for i in range(len(findings)) if i not in shown]
     if hidden:
-        critical = sum(1 for i in hidden if findings[i].severity is Severity.CRITICAL)
+        critical = critical_count([findings[i] for i in hidden])
         more = more_row(len(hidden), "finding", critical=critical)
         rows.append(Row((*more.cells, Cell("  (n/N to move)", Role.DIM, drop=1))))
     left = room - len(rows)

@@ -11,7 +11,7 @@ from gputui.config import Thresholds
 from gputui.model import ProcessSample
 from gputui.units import fmt_num
 from gputui.view.cells import Cell, Panel, PidKey, Role, Row, more_row, plural
-from gputui.view.processes import COMMAND_MIN, process_columns
+from gputui.view.processes import COMMAND_MIN, order, process_columns
 from gputui.view.table import Column, choose, header, table_row
 
 SORTS = ("gpu_memory", "sm_util", "cpu_percent", "rss", "started", "pid")
@@ -57,15 +57,6 @@ def users(processes: Sequence[ProcessSample]) -> list[str]:
     return sorted({p.user for p in processes if p.user})
 
 
-def _order(entry: Entry, key: str) -> tuple[int, float]:
-    value = getattr(entry.process, key)
-    if key == "pid":
-        return (0, float(value))
-    if key == "started":  # the oldest first: the job that has run longest
-        return (0 if value is not None else 1, value if value is not None else 0.0)
-    return (0 if value is not None else 1, -(value if value is not None else 0.0))
-
-
 def all_processes(
     processes: Sequence[ProcessSample],
     sort_key: str,
@@ -80,7 +71,7 @@ def all_processes(
     """The table from row ``first`` on; ``user`` keeps only that user's processes."""
     every = entries(processes)
     shown = [e for e in every if user is None or e.process.user == user]
-    shown.sort(key=lambda e: _order(e, sort_key))
+    shown.sort(key=lambda e: order(e.process, sort_key))
     title = f"All GPU processes ({len(shown)}"
     title += f" of {len(every)}, user {user})" if user is not None else ")"
     hint = Row(

@@ -174,13 +174,16 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
 
 
-def more_row(hidden: int, noun: str, *, arrow: str = "", critical: int = 0) -> Row:
-    """'+4 GPUs ↓', '+3 findings, 1 critical': a cut that says what it hides."""
+def more_row(
+    hidden: int, noun: str, *, arrow: str = "", critical: int = 0, above: bool = False
+) -> Row:
+    """'+4 GPUs ↓', '↑ +2 GPUs', '+3 findings, 1 critical': a cut that says what it hides
+    (``above``: the arrow leads, for rows hidden above the first shown)."""
     text = "+" + plural(hidden, noun)
     if critical:
         text += f", {critical} critical"
     if arrow:
-        text += f" {arrow}"
+        text = f"{arrow} {text}" if above else f"{text} {arrow}"
     return Row((Cell(text, Role.CRIT if critical else Role.DIM, bold=bool(critical)),))
 
 

@@ -82,8 +82,17 @@ def gpu_row(
     return Row(tuple(cells), GpuKey(device.index), bold=selected)
 
 
-def _worst(findings: Sequence[Finding], gpu: int) -> Severity | None:
+def worst(findings: Sequence[Finding], gpu: int) -> Severity | None:
+    """The severity of a GPU's worst finding (the advisor lists the worst first)."""
     return next((f.severity for f in findings if f.gpu == gpu), None)
+
+
+def critical_count(findings: Sequence[Finding]) -> int:
+    return sum(1 for f in findings if f.severity is Severity.CRITICAL)
+
+
+def _gpus(rows: Sequence[tuple[int | None, Row]]) -> list[int]:
+    return [gpu for gpu, _ in rows if gpu is not None]
 
 
 def gpu_list(
@@ -116,10 +125,10 @@ def gpu_list(
     start, end = shown
     rows: list[Row] = [header(c)]
     if start > 0:
-        rows.append(_hidden(body[:start], findings, "↑", before=True))
+        rows.append(hidden_gpus(_gpus(body[:start]), findings, "↑", above=True))
     rows.extend(r for _, r in body[start:end])
     if end < len(body):
-        rows.append(_hidden(body[end:], findings, "↓", before=False))
+        rows.append(hidden_gpus(_gpus(body[end:]), findings, "↓"))
     return Panel(title, tuple(rows[: max(1, height)]))
 
 
@@ -138,12 +147,9 @@ def _window(body: Sequence[tuple[int | None, Row]], selected: int, room: int) ->
     return start, start + visible
 
 
-def _hidden(
-    rows: Sequence[tuple[int | None, Row]], findings: Sequence[Finding], arrow: str, before: bool
+def hidden_gpus(
+    gpus: Sequence[int], findings: Sequence[Finding], arrow: str, above: bool = False
 ) -> Row:
-    gpus = [gpu for gpu, _ in rows if gpu is not None]
-    critical = sum(1 for gpu in gpus if _worst(findings, gpu) is Severity.CRITICAL)
-    marker = more_row(len(gpus), "GPU", critical=critical)
-    text = marker.cells[0]
-    label = f"{arrow} {text.text}" if before else f"{text.text} {arrow}"
-    return Row((Cell(label, text.role, bold=text.bold),))
+    """'+4 GPUs, 1 critical ↓': the GPUs a cut hides, and how many of them are critical."""
+    critical = sum(1 for gpu in gpus if worst(findings, gpu) is Severity.CRITICAL)
+    return more_row(len(gpus), "GPU", arrow=arrow, critical=critical, above=above)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from gputui.names import NoteKind, Severity, SourceKind
+from gputui.names import NoteKind, SourceKind
 from gputui.sampling.monitor import Monitor
 from gputui.units import NA, fmt_duration
 from gputui.view.cells import Cell, Role, Row
+from gputui.view.gpu_list import critical_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def header_state(
         live=source.kind is SourceKind.LIVE,
         paused=paused,
         findings=len(monitor.findings),
-        critical=sum(1 for f in monitor.findings if f.severity is Severity.CRITICAL),
+        critical=critical_count(monitor.findings),
         moment=moment(shown) if replay is not None and shown is not None else None,
         position=position_text(replay, shown) if replay is not None else None,
         nodes=len(nodes),

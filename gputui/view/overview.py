@@ -10,13 +10,13 @@ from gputui.advisor.coverage import Judgement
 from gputui.clock_events import describe_reasons
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Finding, Frame, GpuSample
-from gputui.names import Metric, Severity
+from gputui.names import Metric
 from gputui.sampling.history import History
 from gputui.units import fmt_link, fmt_num, fmt_of, fmt_rate, short_name
 from gputui.view import levels
-from gputui.view.cells import CardsKey, Cell, Panel, Role, Row, cut, fit, more_row
+from gputui.view.cells import CardsKey, Cell, Panel, Role, Row, cut, fit
 from gputui.view.glyphs import bar
-from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE
+from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE, hidden_gpus
 from gputui.view.timeline import Timeline, scale_for
 
 CARD_WIDTH = 38
@@ -180,10 +180,5 @@ def overview(
         d for i, d in enumerate(devices) if not first * per_row <= i < (first + visible) * per_row
     ]
     if hidden:
-        critical = sum(
-            1
-            for d in hidden
-            if any(f.gpu == d.index and f.severity is Severity.CRITICAL for f in findings)
-        )
-        rows.append(more_row(len(hidden), "GPU", arrow="(←/→ to scroll)", critical=critical))
+        rows.append(hidden_gpus([d.index for d in hidden], findings, "(←/→ to scroll)"))
     return Panel("Overview (o: back to detail)", tuple(rows))

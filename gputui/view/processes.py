@@ -69,12 +69,19 @@ def process_columns(
     return columns
 
 
-def sort_processes(processes: Sequence[ProcessSample], key: str) -> list[ProcessSample]:
-    def order(proc: ProcessSample) -> float:
-        value = getattr(proc, key)
-        return -(value if value is not None else -1) if key != "pid" else value
+def order(proc: ProcessSample, key: str) -> tuple[int, float]:
+    """Where a process sorts by ``key``: PIDs rising, the start time oldest first (the job
+    that has run longest), everything else largest first; unknown figures last."""
+    value = getattr(proc, key)
+    if key == "pid":
+        return (0, float(value))
+    if value is None:
+        return (1, 0.0)
+    return (0, float(value) if key == "started" else -float(value))
 
-    return sorted(processes, key=order)
+
+def sort_processes(processes: Sequence[ProcessSample], key: str) -> list[ProcessSample]:
+    return sorted(processes, key=lambda proc: order(proc, key))
 
 
 def processes(

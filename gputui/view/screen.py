@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from gputui.advisor import judgement_of
 from gputui.model import Frame
-from gputui.names import NoteKind, Severity
+from gputui.names import NoteKind
 from gputui.sampling.monitor import Monitor
 from gputui.units import fmt_age
 from gputui.view.advisor import advisor
 from gputui.view.cells import Panel, Row
 from gputui.view.choices import Choices
 from gputui.view.detail import View, detail
-from gputui.view.gpu_list import gpu_list
+from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.overview import overview
@@ -44,7 +44,7 @@ def screen_layout(monitor: Monitor, selected: int, width: int, height: int) -> L
     processes = len(frame.processes_on(selected)) if frame is not None else 0
     host = frame is not None and frame.host is not None
     findings = monitor.findings
-    critical = sum(1 for f in findings if f.severity is Severity.CRITICAL)
+    critical = critical_count(findings)
     return layout(width, height, gpu_lines(monitor), len(findings), host, critical, processes)
 
 
