@@ -36,6 +36,14 @@ class View:
     height: int
 
 
+SPARK_MIN = 8  # narrower, the panel draws no history
+
+
+def _spark_room(width: int) -> int:
+    """Columns left for a sparkline beside its label and value."""
+    return width - LABEL - VALUE - 1
+
+
 def span_text(seconds: float) -> str:
     """'1 min', '5 min', '1 h', '2 s', '0.5 s': a time scale in round words."""
     if seconds < 60:
@@ -91,35 +99,28 @@ def detail(
             subtitle,
         )
     now = frame.time if frame is not None else 0.0
-    ranked = [  # (rank: lower is kept first when rows are short, row)
-        (0, _util(sample, device, width)),
-        (1, _clock(sample, device, width)),
-        (2, _temp(sample, device, width, t)),
-        (3, _power(sample, device, width, t)),
-        (4, _vram(sample, width, t)),
-        (5, pcie_row(sample, device, t)),
-        (6, reasons_row(sample)),
-        *((7, r) for r in _driver_events(sample, history, now, t)),
-        (9, _identity(device)),
+    readings = [  # most telling first: a short panel keeps the head of this list
+        _util(sample, device, width),
+        _clock(sample, device, width),
+        _temp(sample, device, width, t),
+        _power(sample, device, width, t),
+        _vram(sample, width, t),
+        pcie_row(sample, device, t),
+        reasons_row(sample),
+        *_driver_events(sample, history, now, t),
+        _identity(device),
     ]
-    history_rows = _history(sample, device, history, timeline, view, t)
-    room = height
-    if len(ranked) + len(history_rows) <= room:
-        return Panel(title, tuple(r for _, r in ranked) + tuple(history_rows), subtitle)
-    if len(ranked) < room:  # every reading shows; history gets what is left, or nothing
-        left = room - len(ranked)
-        return Panel(
-            title,
-            tuple(r for _, r in ranked) + tuple(history_rows[:left] if left >= 2 else ()),
-            subtitle,
-        )
-    keep = sorted(range(len(ranked)), key=lambda i: ranked[i][0])[: max(0, room - 1)]
-    hidden = [ranked[i][1] for i in range(len(ranked)) if i not in keep]
+    left = height - len(readings)
+    draws_history = _spark_room(width) >= SPARK_MIN
+    if left > 0 or (left == 0 and not draws_history):
+        # Every reading shows; the history gets what is left, if that is a heading and a line
+        # (built only then: at 80x24 it would be thrown away).
+        shown = _history(sample, device, history, timeline, view, t) if left >= 2 else []
+        return Panel(title, (*readings, *shown[:left]), subtitle)
+    kept, hidden = readings[: max(0, height - 1)], readings[max(0, height - 1) :]
     names = ", ".join(dict.fromkeys(r.cells[0].text.strip() for r in hidden if r.cells))
-    kept = [ranked[i][1] for i in sorted(keep)]
     more = f"+{len(hidden)} rows: {names}, history (a taller terminal shows them)"
-    kept.append(Row((Cell(cut(more, width), Role.DIM),)))
-    return Panel(title, tuple(kept[:room]), subtitle)
+    return Panel(title, (*kept, Row((Cell(cut(more, width), Role.DIM),)))[:height], subtitle)
 
 
 def _identity(d: DeviceInfo) -> Row:
@@ -334,8 +335,8 @@ def _history(
     """A heading that tells the truth about the time scale, then one sparkline a reading,
     each ending in the gauge's own value and unit."""
     width = view.width
-    room = width - LABEL - VALUE - 1
-    if room < 8:
+    room = _spark_room(width)
+    if room < SPARK_MIN:
         return []
     now = history.latest.time if history.latest is not None else 0.0
     scale = scale_for(view.window_s, view.interval_s, room, now)
