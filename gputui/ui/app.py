@@ -390,11 +390,7 @@ class GpuTuiApp(App[int]):
 
     # -- replay -----------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in keys.REPLAY_ACTIONS:
-            return self.replay is not None
-        if action in keys.LIVE_ACTIONS:
-            return self.replay is None
-        return True
+        return keys.in_mode(action, replay=self.replay is not None)
 
     def _replay_keys(self) -> ReplayKeys:
         assert self.replay is not None  # check_action offers these keys only in a replay

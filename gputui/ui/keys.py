@@ -53,7 +53,11 @@ BINDINGS: Final[list[Binding]] = [
 
 def action_name(binding: Binding) -> str:
     """'seek(-60)' -> 'seek'."""
-    return binding.action.split("(", 1)[0]
+    return _name(binding.action)
+
+
+def _name(action: str) -> str:
+    return action.split("(", 1)[0]
 
 
 # -- the key table: help screen, README ------------------------------------------------
@@ -136,9 +140,9 @@ def binding_keys(binding: Binding) -> list[str]:
 
 
 def in_mode(action: str, replay: bool) -> bool:
-    """Whether an action works in this mode (live, or a recording playing)."""
-    name = action.split("(", 1)[0]
-    return name not in (LIVE_ACTIONS if replay else REPLAY_ACTIONS)
+    """Whether an action ('seek' or 'seek(-60)') works in this mode (live, or a recording
+    playing): the app offers its keys by this, and help lists them by it."""
+    return _name(action) not in (LIVE_ACTIONS if replay else REPLAY_ACTIONS)
 
 
 def _grouped_keys(group: list[Binding]) -> str | None:
