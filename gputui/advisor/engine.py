@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputui.advisor.context import Context
 from gputui.advisor.coverage import Judgement, judge_coverage
@@ -187,18 +187,7 @@ class Advisor:
                 f"shows it after {fmt_duration(c.hold_s or self._t.start_after_s)})"
             )
             finding = _finding(state)
-            extra.append(
-                Finding(
-                    rule=finding.rule,
-                    severity=finding.severity,
-                    gpu=finding.gpu,
-                    title=finding.title,
-                    evidence=(*finding.evidence, note),
-                    remedies=finding.remedies,
-                    since=finding.since,
-                    updated=finding.updated,
-                )
-            )
+            extra.append(replace(finding, evidence=(*finding.evidence, note)))
         hidden = {
             (rule, f.gpu) for f in (*self.findings, *extra) for rule in SUPERSEDES.get(f.rule, ())
         }
