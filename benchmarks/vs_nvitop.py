@@ -60,8 +60,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: the benchmarks and tests packages
+
+import psutil  # noqa: E402
+
+from benchmarks.app_cpu import cpu_seconds, tmux  # noqa: E402
+
 TOOLS = ("gputui", "nvitop")
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 if TYPE_CHECKING:
     from tests.nvml_double import FakeNvmlLib
@@ -239,7 +244,6 @@ def count_calls(lib: FakeNvmlLib, report: Path, added: list[str], changed: list[
 
 
 def child(tool: str, gpus: int, moving: bool, report: Path | None) -> int:
-    sys.path.insert(0, str(ROOT))
     lib, added = fake_node(gpus, moving)
     changed = []
     if tool == "gputui":
@@ -259,37 +263,8 @@ def child(tool: str, gpus: int, moving: bool, report: Path | None) -> int:
 # -- the parent: tmux, /proc ---------------------------------------------------------------
 
 
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
-
-
-def _stat(pid: int) -> list[str]:
-    """/proc/PID/stat's fields from the third on (state, ppid, ...): field N is [N - 3]."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2 :].split()
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process (all its threads) and of its children, live (their own
-    /proc/PID/stat) or waited for (cutime + cstime); neither tool starts any here."""
-    fields = _stat(pid)
-    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and entry.name != str(pid):
-            try:
-                other = _stat(int(entry.name))
-            except (OSError, ValueError):
-                continue  # gone
-            if other[1] == str(pid):
-                ticks += int(other[11]) + int(other[12])
-    return ticks / CLOCK_TICKS
-
-
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
 
 
 #: one line per GPU on each tool's screen: gputui's GPU list ("▶0 H100 80GB HBM3 ..."),
@@ -361,9 +336,10 @@ def measure(
             time.sleep(max(0.0, warmup - (time.perf_counter() - started)))
             rss_start = rss_mb(pid)
             os.kill(pid, signal.SIGUSR1)
-            cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
+            proc = psutil.Process(pid)
+            cpu0, wall0 = cpu_seconds(proc), time.perf_counter()
             time.sleep(seconds)
-            cpu1, wall1 = cpu_seconds(pid), time.perf_counter()
+            cpu1, wall1 = cpu_seconds(proc), time.perf_counter()
             os.kill(pid, signal.SIGUSR2)
             rss_end = rss_mb(pid)
             screen = tmux("capture-pane", "-p", "-t", session)
