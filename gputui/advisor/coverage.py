@@ -135,18 +135,41 @@ def missing_readings(
     rule: Rule, sample: GpuSample, device: DeviceInfo, host: HostSample | None
 ) -> str | None:
     """What ``rule`` lacks on this GPU to judge it, in words; None if it has it all."""
+    names = {name for options in _options(rule) for name in options}
+    return _missing(rule, _readings_present(names, sample, device, host), device.mig_mode)
+
+
+def _readings_present(
+    names: Iterable[str], sample: GpuSample, device: DeviceInfo, host: HostSample | None
+) -> frozenset[str]:
+    return frozenset(name for name in names if _present(name, sample, device, host))
+
+
+# (rule, the readings a GPU has, MIG mode) -> what the rule lacks. A GPU's readings are the
+# same from one judgement to the next, so the words are worked out once, not 28 x N times.
+_MISSING: dict[tuple[RuleId, frozenset[str], bool], str | None] = {}
+
+
+def _missing(rule: Rule, present: frozenset[str], mig: bool | None) -> str | None:
+    key = (rule.id, present, bool(mig))
+    if key in _MISSING:
+        return _MISSING[key]
     missing: list[str] = []
     for options in _options(rule):
-        if not any(_present(name, sample, device, host) for name in options):
+        if not any(name in present for name in options):
             words = " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
             if words not in missing:
                 missing.append(words)
-    if not missing:
-        return None
-    text = ", ".join(missing)
-    if device.mig_mode and "utilisation" in text:
-        text += " (MIG mode)"
-    return f"{rule.id}: no {text}"
+    text: str | None = None
+    if missing:
+        text = ", ".join(missing)
+        if mig and "utilisation" in text:
+            text += " (MIG mode)"
+        text = f"{rule.id}: no {text}"
+    if len(_MISSING) > 4096:  # a backstop: the key space is small and fixed in practice
+        _MISSING.clear()
+    _MISSING[key] = text
+    return text
 
 
 def judge_coverage(
@@ -167,14 +190,15 @@ def judge_coverage(
             if missing is not None:
                 items[(rule.id, None)] = NotJudged(rule.id, None, missing)
     if frame is not None:
+        gpu_rules = [r for r in rules if r not in host_rules]
+        names = {name for rule in gpu_rules for options in _options(rule) for name in options}
         for sample in frame.gpus:
             device = devices.get(sample.index)
             if device is None or sample.lost:
                 continue
-            for rule in rules:
-                if rule in host_rules:
-                    continue
-                missing = missing_readings(rule, sample, device, frame.host)
+            present = _readings_present(names, sample, device, frame.host)
+            for rule in gpu_rules:
+                missing = _missing(rule, present, device.mig_mode)
                 if missing is not None:
                     items[(rule.id, sample.index)] = NotJudged(rule.id, sample.index, missing)
     for (rule_id, gpu), why in undecided:

@@ -85,20 +85,28 @@ def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
         if len(window) >= t.min_points
         else 0.0
     )
+    share = 100.0 * used.mean / sample.mem_total
     return _Vram(
         stalled=stalled,
-        share=100.0 * used.mean / sample.mem_total,
+        share=share,
         used=used.last,
         total=sample.mem_total,
         sampled_s=long.span_s if long is not None else used.span_s,
         rate=rate,
         util_drop=util_drop,
         util_recent=util_recent,
-        host_filling=_host_filling(ctx),
+        # only a nearly full GPU is judged by it; the host's trend is one for every GPU
+        host_filling=_host_filling(ctx) if share >= t.vram_warning_pct else None,
     )
 
 
 def _host_filling(ctx: Context) -> str | None:
+    if "host_filling" not in ctx.shared:
+        ctx.shared["host_filling"] = _work_out_host_filling(ctx)
+    return cast("str | None", ctx.shared["host_filling"])
+
+
+def _work_out_host_filling(ctx: Context) -> str | None:
     host = ctx.frame.host
     if host is None or not host.mem_total:
         return None

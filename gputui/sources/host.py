@@ -20,6 +20,7 @@ import psutil
 
 from gputui.model import HostSample, Note, ProcessSample
 from gputui.names import NoteKind
+from gputui.sources.proc_stat import CpuMeter, read_stat
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
@@ -163,7 +164,10 @@ def process_facts(pid: int) -> CudaFacts:
 
 
 # -- NUMA: where a process may run and where its memory sits ------------------------------
-NUMA_PERIOD_S = 10.0  # a process's CPU affinity and memory placement, re-read this often
+NUMA_PERIOD_S = 10.0  # a process's CPU affinity, re-read this often
+# Where its memory sits: numa_maps makes the kernel walk every page the process maps
+# (seconds of CPU a minute for 8 ranks with tens of GB each at NUMA_PERIOD_S).
+NUMA_MEMORY_PERIOD_S = 60.0
 # Which processes are whose children (the data-loader workers): one pass over /proc for all
 # GPU processes, this often. psutil's children() makes that pass for each process it is
 # asked about, every tick: 8 ranks cost 8 scans of every process on the machine a second.
@@ -278,17 +282,18 @@ class HostReader:
         self._wall = wall
         self._boot = _boot_time()  # once: the uptime is then a subtraction per tick
         self._device_check = device_check
-        self._procs: dict[int, psutil.Process] = {}
+        self._procs: dict[int, tuple[psutil.Process, int]] = {}  # pid -> it, its start
         self._foreign: dict[tuple[int, float], bool] = {}
         self._cuda: dict[int, CudaFacts] = {}
-        self._workers: dict[int, psutil.Process] = {}
-        self._primed: set[int] = set()  # workers whose CPU % has a delta to give
+        self._cpu = CpuMeter(clock)
+        self._workers_meter = CpuMeter(clock)
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._slow: tuple[float, int, int, float | None] | None = None  # swap, disk rate
         self._hostname = socket.gethostname()
         self._nodes = node_cpus()
         self._numa: dict[int, tuple[float, dict[str, object]]] = {}
+        self._numa_memory: dict[int, tuple[float, tuple[int, ...]]] = {}
         self._tree: tuple[float, dict[int, list[int]]] | None = None  # when, ppid -> pids
         self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
         # Prime psutil's deltas so the first real reading is meaningful.
@@ -385,10 +390,10 @@ class HostReader:
         seen = set(looked_up)
         for pid in list(self._procs):
             if pid not in seen:
-                del self._procs[pid]
-                self._cuda.pop(pid, None)
-                self._identity.pop(pid, None)
-                self._numa.pop(pid, None)
+                self._forget(pid)
+        self._cpu.keep_only(seen)
+        tree = self._tree[1] if self._tree is not None else {}
+        self._workers_meter.keep_only(c for pid in seen for c in tree.get(pid, ()))
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[Note, ...] = ()
         if hidden:
@@ -401,11 +406,28 @@ class HostReader:
             )
         return tuple(samples), notes
 
+    def _forget(self, pid: int) -> None:
+        self._procs.pop(pid, None)
+        self._cuda.pop(pid, None)
+        self._identity.pop(pid, None)
+        self._numa.pop(pid, None)
+        self._numa_memory.pop(pid, None)
+
     def _with_details(self, base: ProcessSample) -> ProcessSample:
         pid = base.pid
-        proc = self._procs.get(pid)
+        stat = read_stat(pid)
+        if stat is None:
+            if pid in self._procs:  # exited since NVML listed it: NVML's facts only
+                self._forget(pid)
+                return base
+            # NVML knows it, we do not: it lives in another PID namespace.
+            return replace(base, visible=False)
+        known = self._procs.get(pid)
+        if known is not None and known[1] != stat.started:
+            self._forget(pid)  # the PID was reused: this is another process
+            known = None
         try:
-            if proc is None:
+            if known is None:
                 try:
                     proc = psutil.Process(pid)
                 except psutil.NoSuchProcess:
@@ -413,34 +435,30 @@ class HostReader:
                     return replace(base, visible=False)
                 if self._is_foreign(proc):
                     return replace(base, visible=False)
-                self._procs[pid] = proc
-                proc.cpu_percent()
+                self._procs[pid] = (proc, stat.started)
                 # Read once per process: its mapped libraries and environment are fixed
                 # once CUDA is initialised.
                 self._cuda[pid] = self._cuda_facts(pid)
-                cpu: float | None = None
             else:
-                cpu = proc.cpu_percent()
+                proc = known[0]
             facts = self._cuda.get(pid, CudaFacts())
             workers = self._children(pid)
-            with proc.oneshot():
-                return replace(
-                    base,
-                    cpu_percent=cpu,
-                    rss=int(proc.memory_info().rss),
-                    threads=proc.num_threads(),
-                    children=len(workers) if workers is not None else None,
-                    cuda_runtime=facts.runtime,
-                    env=facts.env,
-                    workers_cpu_percent=self._workers_cpu(workers),
-                    cuda_libraries=facts.libraries,
-                    cuda_runtime_evidence=facts.evidence,
-                    **self._identity_of(proc),  # type: ignore[arg-type]
-                    **self._placement(pid, workers),  # type: ignore[arg-type]
-                )
+            return replace(
+                base,
+                cpu_percent=self._cpu.percent(pid, stat),
+                rss=stat.rss,
+                threads=stat.threads,
+                children=len(workers) if workers is not None else None,
+                cuda_runtime=facts.runtime,
+                env=facts.env,
+                workers_cpu_percent=self._workers_cpu(workers),
+                cuda_libraries=facts.libraries,
+                cuda_runtime_evidence=facts.evidence,
+                **self._identity_of(proc),  # type: ignore[arg-type]
+                **self._placement(pid, workers),  # type: ignore[arg-type]
+            )
         except psutil.NoSuchProcess:
-            # Exited between NVML's listing and our lookup: keep NVML's facts only.
-            self._procs.pop(pid, None)
+            self._forget(pid)
             return base
         except psutil.AccessDenied:
             return base
@@ -461,7 +479,7 @@ class HostReader:
         self._identity[proc.pid] = (now, fields)
         return fields
 
-    def _children(self, pid: int) -> list[psutil.Process] | None:
+    def _children(self, pid: int) -> list[int] | None:
         """The process's children, from a map of the whole process tree that is built once
         every ``TREE_PERIOD_S`` for all GPU processes; None where /proc cannot be read."""
         now = self._clock()
@@ -470,20 +488,11 @@ class HostReader:
         tree = self._tree[1]
         if not tree:
             return None
-        children = []
-        for child in tree.get(pid, ()):
-            kept = self._workers.get(child)
-            if kept is None:
-                try:
-                    kept = self._workers[child] = psutil.Process(child)
-                except psutil.Error:
-                    continue
-            children.append(kept)
-        return children
+        return tree.get(pid, [])
 
-    def _placement(self, pid: int, workers: list[psutil.Process] | None) -> dict[str, object]:
-        """Where the process and its workers may run and where its memory sits, every
-        ``NUMA_PERIOD_S`` (numa_maps of a large process is long)."""
+    def _placement(self, pid: int, workers: list[int] | None) -> dict[str, object]:
+        """Where the process and its workers may run (every ``NUMA_PERIOD_S``) and where
+        its memory sits."""
         now = self._clock()
         kept = self._numa.get(pid)
         if kept is not None and now - kept[0] < NUMA_PERIOD_S:
@@ -494,36 +503,37 @@ class HostReader:
             placement["cpu_nodes"] = nodes_of(parse_cpu_list(cpus), self._nodes)
             worker_nodes = []
             for child in (workers or [])[:64]:
-                text = allowed_cpus(child.pid)
+                text = allowed_cpus(child)
                 if text is not None:
                     found = nodes_of(parse_cpu_list(text), self._nodes)
                     worker_nodes.append(found[0] if len(found) == 1 else -1)
             placement["workers_nodes"] = tuple(worker_nodes)
-        placement["numa_memory"] = numa_memory(pid)
+        placement["numa_memory"] = self._memory_placement(pid, now)
         self._numa[pid] = (now, placement)
         return placement
 
-    def _workers_cpu(self, workers: list[psutil.Process] | None) -> float | None:
-        """CPU % of a process's children together (its data-loader workers); psutil's
-        percentages are deltas, so the worker objects are kept between ticks."""
+    def _memory_placement(self, pid: int, now: float) -> tuple[int, ...]:
+        """The process's memory per NUMA node, every ``NUMA_MEMORY_PERIOD_S``: the kernel
+        walks every page of the process to answer. On a single node there is no question."""
+        if len(self._nodes) < 2:
+            return ()
+        kept = self._numa_memory.get(pid)
+        if kept is None or now - kept[0] >= NUMA_MEMORY_PERIOD_S:
+            kept = self._numa_memory[pid] = (now, numa_memory(pid))
+        return kept[1]
+
+    def _workers_cpu(self, workers: list[int] | None) -> float | None:
+        """CPU % of a process's children together (its data-loader workers); None until
+        one of them has been read twice."""
         if not workers:
             return None if workers is None else 0.0
         total, known = 0.0, False
         for child in workers:
-            try:
-                percent = child.cpu_percent()
-            except psutil.Error:
-                self._workers.pop(child.pid, None)
-                self._primed.discard(child.pid)
-                continue
-            if child.pid in self._primed:
+            stat = read_stat(child)
+            percent = self._workers_meter.percent(child, stat) if stat is not None else None
+            if percent is not None:
                 total += percent
                 known = True
-            else:  # the first call only starts psutil's delta
-                self._primed.add(child.pid)
-        if len(self._workers) > 4096:
-            self._workers.clear()
-            self._primed.clear()
         return total if known else None
 
     def _is_foreign(self, proc: psutil.Process) -> bool:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from gputui.clocks import ManualClock
 from gputui.sources.host import (
     GpuProcess,
     HostReader,
@@ -54,3 +57,35 @@ def test_this_process_placement_is_read() -> None:
     (sample,), _ = reader.join_processes([GpuProcess(os.getpid(), 0, 1 << 20, "compute")])
     assert sample.cpus_allowed is not None
     assert parse_cpu_list(sample.cpus_allowed) == set(os.sched_getaffinity(0))
+
+
+def test_memory_placement_is_read_rarely_and_only_where_there_are_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """numa_maps makes the kernel walk every page of the process: on one node it is never
+    read (nothing to place), on several once a minute, not every affinity check."""
+    from gputui.sources import host
+
+    reads: list[int] = []
+
+    def counted(pid: int) -> tuple[int, ...]:
+        reads.append(pid)
+        return (1 << 30, 3 << 30)
+
+    monkeypatch.setattr(host, "numa_memory", counted)
+    gpu = [GpuProcess(os.getpid(), 0, 1 << 20, "compute")]
+    clock = ManualClock(0.0)
+    one = HostReader(clock=clock, device_check=lambda pid: True)
+    one._nodes = {0: set(os.sched_getaffinity(0))}
+    (sample,), _ = one.join_processes(gpu)
+    assert sample.numa_memory == () and reads == []
+
+    two = HostReader(clock=clock, device_check=lambda pid: True)
+    two._nodes = {0: {0}, 1: {1}}
+    seen = []
+    for _ in range(int(host.NUMA_MEMORY_PERIOD_S) + 1):
+        (sample,), _ = two.join_processes(gpu)
+        seen.append(sample.numa_memory)
+        clock.advance(1.0)
+    assert len(reads) == 2  # at the start and a minute on
+    assert set(seen) == {(1 << 30, 3 << 30)}  # the ticks between keep the last reading

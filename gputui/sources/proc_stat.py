@@ -1,0 +1,69 @@
+"""A process's CPU time, threads and resident memory from one read of /proc/PID/stat.
+
+psutil gets the same figures from three files (stat, statm, status) and asks the system
+for its CPU count on every ``cpu_percent()`` call; for every GPU process and each of its
+data-loader workers, every tick, that was most of what the host side of a tick cost.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+_TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    started: int  # clock ticks after boot: with the PID, names one process (PIDs are reused)
+    cpu_s: float  # user + system time so far
+    threads: int
+    rss: int  # bytes
+
+
+def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
+    """The process's stat line, or None where it has gone or /proc cannot say."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as handle:
+            line = handle.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the
+    # fields are counted from the last ")"; fields[0] is the state, the line's third field.
+    fields = line[line.rfind(b")") + 2 :].split()
+    try:
+        return ProcStat(
+            started=int(fields[19]),
+            cpu_s=(int(fields[11]) + int(fields[12])) / _TICKS_PER_S,
+            threads=int(fields[17]),
+            rss=int(fields[21]) * _PAGE_BYTES,
+        )
+    except (IndexError, ValueError):
+        return None
+
+
+class CpuMeter:
+    """CPU % of processes (100 = one core) from their CPU time between two readings.
+
+    A process's first reading only starts its count: there is no delta to give yet, and
+    a made-up 0 % would read as an idle process."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._last: dict[int, tuple[int, float, float]] = {}  # pid -> started, cpu_s, when
+
+    def percent(self, pid: int, stat: ProcStat) -> float | None:
+        now = self._clock()
+        last = self._last.get(pid)
+        self._last[pid] = (stat.started, stat.cpu_s, now)
+        if last is None or last[0] != stat.started or now <= last[2]:
+            return None  # first reading, or the PID now names another process
+        return max(0.0, 100.0 * (stat.cpu_s - last[1]) / (now - last[2]))
+
+    def keep_only(self, pids: Iterable[int]) -> None:
+        """Forget the processes not in ``pids`` (gone, or no longer on a GPU)."""
+        keep = set(pids)
+        for pid in [p for p in self._last if p not in keep]:
+            del self._last[pid]
