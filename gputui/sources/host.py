@@ -1,8 +1,9 @@
-"""Host readings through psutil: the CPU side of the input pipeline, and GPU processes.
+"""Host readings: the CPU side of the input pipeline, and GPU processes.
 
-psutil's CPU percentages are deltas since the previous call on the same object, so the
-reader keeps its ``Process`` objects between ticks; the first reading of a process is
-therefore None rather than a made-up 0.
+The host through psutil; each GPU process and its workers every tick from /proc/PID/stat
+(``proc_stat``), their names and owners through psutil every few seconds. CPU percentages
+are deltas between two readings, so the first reading of a process is None rather than a
+made-up 0.
 """
 
 from __future__ import annotations
