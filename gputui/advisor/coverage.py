@@ -172,6 +172,25 @@ def _missing(rule: Rule, present: frozenset[str], mig: bool | None) -> str | Non
     return text
 
 
+_GPU_MISSING: dict[tuple[tuple[RuleId, ...], frozenset[str], bool], tuple[tuple[RuleId, str], ...]]
+_GPU_MISSING = {}
+
+
+def _gpu_missing(
+    rules: tuple[Rule, ...], present: frozenset[str], mig: bool
+) -> tuple[tuple[RuleId, str], ...]:
+    """What each rule lacks on a GPU with these readings: one lookup a GPU a judgement."""
+    key = (tuple(r.id for r in rules), present, mig)
+    found = _GPU_MISSING.get(key)
+    if found is None:
+        pairs = ((r.id, _missing(r, present, mig)) for r in rules)
+        found = tuple((rule_id, text) for rule_id, text in pairs if text is not None)
+        if len(_GPU_MISSING) > 256:
+            _GPU_MISSING.clear()
+        _GPU_MISSING[key] = found
+    return found
+
+
 def judge_coverage(
     rules: Sequence[Rule],
     devices: Mapping[int, DeviceInfo],
@@ -190,17 +209,15 @@ def judge_coverage(
             if missing is not None:
                 items[(rule.id, None)] = NotJudged(rule.id, None, missing)
     if frame is not None:
-        gpu_rules = [r for r in rules if r not in host_rules]
+        gpu_rules = tuple(r for r in rules if r not in host_rules)
         names = {name for rule in gpu_rules for options in _options(rule) for name in options}
         for sample in frame.gpus:
             device = devices.get(sample.index)
             if device is None or sample.lost:
                 continue
             present = _readings_present(names, sample, device, frame.host)
-            for rule in gpu_rules:
-                missing = _missing(rule, present, device.mig_mode)
-                if missing is not None:
-                    items[(rule.id, sample.index)] = NotJudged(rule.id, sample.index, missing)
+            for rule_id, missing in _gpu_missing(gpu_rules, present, bool(device.mig_mode)):
+                items[(rule_id, sample.index)] = NotJudged(rule_id, sample.index, missing)
     for (rule_id, gpu), why in undecided:
         items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}"))
     return Judgement(

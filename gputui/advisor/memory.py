@@ -31,6 +31,7 @@ class _Vram:
     total: int
     sampled_s: float
     rate: float | None  # bytes/s while it grows (sustained and lately), else None
+    # how the work went, worked out only for a GPU at its ceiling (the one rule that asks)
     util_drop: float | None  # utilisation points lost lately, where known
     stalled: float  # share of the window's ticks at or below the idle level
     util_recent: float | None
@@ -72,20 +73,19 @@ def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
             and rise >= t.vram_growth_bps * long.span_s / 2
         ):
             rate = lately
-    util_drop = util_recent = None
-    ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.vram_growth_s)
-    recent_n = len(ctx.history.window(sample.index, Metric.UTIL_GPU, t.judge_min_s))
-    earlier = ticks[:-recent_n] if recent_n else ticks
-    if recent_n >= t.min_points and len(earlier) >= t.min_points:
-        util_recent = sum(ticks[-recent_n:]) / recent_n
-        util_drop = sum(earlier) / len(earlier) - util_recent
-    window = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
-    stalled = (
-        sum(1 for u in window if u <= t.starved_idle_util_pct) / len(window)
-        if len(window) >= t.min_points
-        else 0.0
-    )
     share = 100.0 * used.mean / sample.mem_total
+    util_drop = util_recent = None
+    stalled = 0.0
+    if share >= t.vram_critical_pct:  # how the work went matters only at the ceiling
+        ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.vram_growth_s)
+        recent_n = len(ctx.history.window(sample.index, Metric.UTIL_GPU, t.judge_min_s))
+        earlier = ticks[:-recent_n] if recent_n else ticks
+        if recent_n >= t.min_points and len(earlier) >= t.min_points:
+            util_recent = sum(ticks[-recent_n:]) / recent_n
+            util_drop = sum(earlier) / len(earlier) - util_recent
+        window = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
+        if len(window) >= t.min_points:
+            stalled = sum(1 for u in window if u <= t.starved_idle_util_pct) / len(window)
     return _Vram(
         stalled=stalled,
         share=share,

@@ -170,9 +170,13 @@ NUMA_PERIOD_S = 10.0  # a process's CPU affinity, re-read this often
 # (seconds of CPU a minute for 8 ranks with tens of GB each at NUMA_PERIOD_S).
 NUMA_MEMORY_PERIOD_S = 60.0
 # Which processes are whose children (the data-loader workers): one pass over /proc for all
-# GPU processes, this often. psutil's children() makes that pass for each process it is
-# asked about, every tick: 8 ranks cost 8 scans of every process on the machine a second.
+# GPU processes (psutil's children() makes that pass for each process it is asked about).
+# A pass reads every process's stat file (a busy server has a thousand), so it is made this
+# often while some GPU process has no workers yet (a job starting its data loaders) ...
 TREE_PERIOD_S = 5.0
+# ... this often once every GPU process has its workers, and at once when one of them
+# exits (an epoch's end replaces them) or a new GPU process appears.
+TREE_STEADY_S = 30.0
 # A process's name, owner and command line hardly change (a process retitling itself
 # does): read this often, not every tick (the owner is a passwd lookup each time).
 IDENTITY_PERIOD_S = 10.0
@@ -296,6 +300,9 @@ class HostReader:
         self._numa: dict[int, tuple[float, dict[str, object]]] = {}
         self._numa_memory: dict[int, tuple[float, tuple[int, ...]]] = {}
         self._tree: tuple[float, dict[int, list[int]]] | None = None  # when, ppid -> pids
+        self._tree_stale = False  # a worker exited or a GPU process appeared since the pass
+        self._tree_settled = False  # every GPU process had workers in the last pass
+        self._join_at = 0.0  # when the join under way started
         self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
         # Prime psutil's deltas so the first real reading is meaningful.
         psutil.cpu_percent(percpu=True)
@@ -362,6 +369,7 @@ class HostReader:
         not ours: such a PID is either absent here or belongs to a process that has no
         NVIDIA device open. Those are marked invisible instead of showing a stranger.
         """
+        self._join_at = self._clock()
         samples: list[ProcessSample] = []
         # A process on several GPUs is looked up once a tick: its host details are the same
         # for each, and a second CPU reading a moment after the first would say 0 %.
@@ -395,6 +403,7 @@ class HostReader:
         self._cpu.keep_only(seen)
         tree = self._tree[1] if self._tree is not None else {}
         self._workers_meter.keep_only(c for pid in seen for c in tree.get(pid, ()))
+        self._tree_settled = all(tree.get(pid) for pid in self._procs)
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[Note, ...] = ()
         if hidden:
@@ -437,6 +446,8 @@ class HostReader:
                 if self._is_foreign(proc):
                     return replace(base, visible=False)
                 self._procs[pid] = (proc, stat.started)
+                if self._tree is not None and self._tree[0] < self._join_at:
+                    self._tree_stale = True  # its workers may have started since the pass
                 # Read once per process: its mapped libraries and environment are fixed
                 # once CUDA is initialised.
                 self._cuda[pid] = self._cuda_facts(pid)
@@ -481,11 +492,13 @@ class HostReader:
         return fields
 
     def _children(self, pid: int) -> list[int] | None:
-        """The process's children, from a map of the whole process tree that is built once
-        every ``TREE_PERIOD_S`` for all GPU processes; None where /proc cannot be read."""
+        """The process's children, from a map of the whole process tree built for all GPU
+        processes (see ``TREE_PERIOD_S``); None where /proc cannot be read."""
         now = self._clock()
-        if self._tree is None or now - self._tree[0] >= TREE_PERIOD_S:
+        period = TREE_STEADY_S if self._tree_settled else TREE_PERIOD_S
+        if self._tree is None or self._tree_stale or now - self._tree[0] >= period:
             self._tree = (now, _process_tree())
+            self._tree_stale = False
         tree = self._tree[1]
         if not tree:
             return None
@@ -531,7 +544,10 @@ class HostReader:
         total, known = 0.0, False
         for child in workers:
             stat = read_stat(child)
-            percent = self._workers_meter.percent(child, stat) if stat is not None else None
+            if stat is None:
+                self._tree_stale = True  # it exited: its pool is likely being replaced
+                continue
+            percent = self._workers_meter.percent(child, stat)
             if percent is not None:
                 total += percent
                 known = True
@@ -576,15 +592,17 @@ def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
     """Parent PID -> child PIDs for every process, from one pass over /proc/*/stat; empty
     where /proc cannot be listed."""
     tree: dict[int, list[int]] = {}
+    root = str(proc)
     try:
-        names = os.listdir(proc)
+        names = os.listdir(root)
     except OSError:
         return tree
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            stat = (proc / name / "stat").read_bytes()
+        try:  # plain strings and open(): pathlib's objects cost more than the read itself
+            with open(f"{root}/{name}/stat", "rb") as handle:
+                stat = handle.read()
         except OSError:
             continue  # exited meanwhile
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses

@@ -22,6 +22,7 @@ from rich.style import Style, StyleType
 from rich.text import Text
 from textual import events
 from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -86,6 +87,9 @@ class LineView(Widget):
         self._rows: dict[int, Strip] = {}  # finished rows (padding, filters) by widget row
         # (line style, span style) -> the resolved style on top of the panel's own
         self._styles: dict[tuple[StyleType, StyleType], Style] = {}
+        # each style as the line filters leave it, for the filters and background named
+        self._filter_key: tuple[tuple[LineFilter, ...], Color] | None = None
+        self._filter_styles: dict[Style | None, Style | None] = {}
 
     @property
     def lines(self) -> list[Text]:
@@ -205,14 +209,40 @@ class LineView(Widget):
                     row = super().render_lines(Region(0, y, width, 1))[0]
                 else:  # one strip per row: segments padded and filtered before it is made
                     segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
-                    for line_filter in filters:
-                        segments = line_filter.apply(segments, box.background)
-                    row = Strip(segments, width)
+                    row = Strip(self._filtered(segments, filters, box.background), width)
                 self._rows[y] = row
                 rows.append(row)
             if crop.column_span != (0, width):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows
+
+    def _filtered(
+        self, segments: list[Segment], filters: Sequence[LineFilter], background: Color
+    ) -> list[Segment]:
+        """The segments through the app's line filters (true colour for ANSI colours, dim
+        as a blend, NO_COLOR's monochrome). Textual's filters map each segment's style on
+        its own, and a panel draws with a few dozen styles: each style is filtered once,
+        not every segment of every changed row."""
+        if not filters:
+            return segments
+        key = (tuple(filters), background)
+        if key != self._filter_key:
+            self._filter_key = key
+            self._filter_styles.clear()
+        styles = self._filter_styles
+        out: list[Segment] = []
+        for text, style, _control in segments:
+            mapped = styles.get(style)
+            if mapped is None:
+                probe = [Segment(" ", style)]
+                for line_filter in filters:
+                    probe = line_filter.apply(probe, background)
+                mapped = probe[0].style
+                if len(styles) > 1024:  # styles come from a palette; this is a backstop
+                    styles.clear()
+                styles[style] = mapped
+            out.append(Segment(text, mapped))
+        return out
 
     def _measure_box(self) -> _Box:
         styles = self.styles

@@ -152,10 +152,47 @@ def test_workers_are_found_with_one_scan_for_every_gpu_process(
         assert procs[0].workers_cpu_percent is not None  # primed, then measured
         clock.advance(host.TREE_PERIOD_S)
         reader.join_processes(gpus)
+        assert len(scans) == 1  # every GPU process has its workers: the slow period
+        clock.advance(host.TREE_STEADY_S)
+        reader.join_processes(gpus)
         assert len(scans) == 2
+        before = procs[0].children
+        worker.kill()  # an epoch ends: its workers exit (and new ones start)
+        worker.wait()
+        clock.advance(1.0)
+        reader.join_processes(gpus)  # finds one gone ...
+        clock.advance(1.0)
+        (after, *_), _notes = reader.join_processes(gpus)  # ... and looks again at once
+        assert len(scans) == 3
+        assert after.children == before - 1
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_a_gpu_process_without_workers_is_looked_at_again_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A job starts its data loaders after CUDA: until its workers show, the tree is read
+    every few seconds, not at the slow period."""
+    from gputui.clocks import ManualClock
+    from gputui.sources import host
+
+    scans = []
+
+    def no_workers() -> dict[int, list[int]]:
+        scans.append(1)
+        return {1: [os.getpid()]}  # readable, and our process has no children
+
+    monkeypatch.setattr(host, "_process_tree", no_workers)
+    clock = ManualClock(0.0)
+    reader = HostReader(clock=clock, device_check=lambda pid: True)
+    gpus = [GpuProcess(os.getpid(), 0, 1024, "compute")]
+    for _ in range(int(host.TREE_PERIOD_S) * 3):
+        (proc,), _notes = reader.join_processes(gpus)
+        clock.advance(1.0)
+    assert proc.children == 0 and proc.workers_cpu_percent == 0.0
+    assert len(scans) == 3
 
 
 def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
