@@ -157,6 +157,7 @@ def test_workers_are_found_with_one_scan_for_every_gpu_process(
         reader.join_processes(gpus)
         assert len(scans) == 2
         before = procs[0].children
+        assert before is not None
         worker.kill()  # an epoch ends: its workers exit (and new ones start)
         worker.wait()
         clock.advance(1.0)
