@@ -14,8 +14,9 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
 
 import psutil
 
@@ -274,6 +275,10 @@ def _uses_nvidia_device(pid: int) -> bool | None:
     return False
 
 
+# NVML knows the PID, we do not: it lives in another PID namespace (or is not a GPU user).
+_NOT_OURS: Final[dict[str, Any]] = {"visible": False}
+
+
 class HostReader:
     """Reads the host sample and joins GPU processes with their host details."""
 
@@ -304,15 +309,14 @@ class HostReader:
         self._tree_settled = False  # every GPU process had workers in the last pass
         self._join_at = 0.0  # when the join under way started
         self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
-        # Prime psutil's deltas so the first real reading is meaningful.
-        psutil.cpu_percent(percpu=True)
-        psutil.cpu_times_percent()
+        # The CPU times now, so the first reading has a delta to give.
+        self._cpu_times = _cpu_times()
 
     def read_host(self) -> HostSample:
-        per_cpu = tuple(float(v) for v in psutil.cpu_percent(percpu=True))
+        now = _cpu_times()
+        per_cpu, iowait = _cpu_shares(self._cpu_times, now)
+        self._cpu_times = now
         total = sum(per_cpu) / len(per_cpu) if per_cpu else None
-        times = psutil.cpu_times_percent()
-        iowait = getattr(times, "iowait", None)
         try:
             load = os.getloadavg()
         except OSError:
@@ -330,7 +334,7 @@ class HostReader:
             mem_available=int(vm.available),
             swap_total=swap_total,
             swap_used=swap_used,
-            iowait_pct=float(iowait) if iowait is not None else None,
+            iowait_pct=iowait,
             disk_read_bps=disk_read,
             hostname=self._hostname,
             uptime_s=self._wall() - self._boot if self._boot is not None else None,
@@ -373,29 +377,21 @@ class HostReader:
         samples: list[ProcessSample] = []
         # A process on several GPUs is looked up once a tick: its host details are the same
         # for each, and a second CPU reading a moment after the first would say 0 %.
-        looked_up: dict[int, ProcessSample] = {}
+        looked_up: dict[int, dict[str, Any]] = {}
         for gp in gpu_processes:
-            base = ProcessSample(
-                pid=gp.pid,
-                gpu_index=gp.gpu_index,
-                gpu_memory=gp.gpu_memory,
-                kind=gp.kind,
-                sm_util=gp.sm_util,
-            )
-            known = looked_up.get(gp.pid)
-            if known is None:
-                known = looked_up[gp.pid] = self._with_details(base)
-                samples.append(known)
-            else:
-                samples.append(
-                    replace(
-                        known,
-                        gpu_index=gp.gpu_index,
-                        gpu_memory=gp.gpu_memory,
-                        kind=gp.kind,
-                        sm_util=gp.sm_util,
-                    )
+            details = looked_up.get(gp.pid)
+            if details is None:
+                details = looked_up[gp.pid] = self._details(gp.pid)
+            samples.append(
+                ProcessSample(
+                    pid=gp.pid,
+                    gpu_index=gp.gpu_index,
+                    gpu_memory=gp.gpu_memory,
+                    kind=gp.kind,
+                    sm_util=gp.sm_util,
+                    **details,
                 )
+            )
         seen = set(looked_up)
         for pid in list(self._procs):
             if pid not in seen:
@@ -423,15 +419,15 @@ class HostReader:
         self._numa.pop(pid, None)
         self._numa_memory.pop(pid, None)
 
-    def _with_details(self, base: ProcessSample) -> ProcessSample:
-        pid = base.pid
+    def _details(self, pid: int) -> dict[str, Any]:
+        """The host's side of a GPU process, as ProcessSample fields: none where it exited
+        since NVML listed it (NVML's facts only), ``visible=False`` where it is not ours."""
         stat = read_stat(pid)
         if stat is None:
-            if pid in self._procs:  # exited since NVML listed it: NVML's facts only
+            if pid in self._procs:  # exited since NVML listed it
                 self._forget(pid)
-                return base
-            # NVML knows it, we do not: it lives in another PID namespace.
-            return replace(base, visible=False)
+                return {}
+            return _NOT_OURS
         known = self._procs.get(pid)
         if known is not None and known[1] != stat.started:
             self._forget(pid)  # the PID was reused: this is another process
@@ -441,10 +437,9 @@ class HostReader:
                 try:
                     proc = psutil.Process(pid)
                 except psutil.NoSuchProcess:
-                    # NVML knows it, we do not: it lives in another PID namespace.
-                    return replace(base, visible=False)
+                    return _NOT_OURS
                 if self._is_foreign(proc):
-                    return replace(base, visible=False)
+                    return _NOT_OURS
                 self._procs[pid] = (proc, stat.started)
                 if self._tree is not None and self._tree[0] < self._join_at:
                     self._tree_stale = True  # its workers may have started since the pass
@@ -455,25 +450,24 @@ class HostReader:
                 proc = known[0]
             facts = self._cuda.get(pid, CudaFacts())
             workers = self._children(pid)
-            return replace(
-                base,
-                cpu_percent=self._cpu.percent(pid, stat),
-                rss=stat.rss,
-                threads=stat.threads,
-                children=len(workers) if workers is not None else None,
-                cuda_runtime=facts.runtime,
-                env=facts.env,
-                workers_cpu_percent=self._workers_cpu(workers),
-                cuda_libraries=facts.libraries,
-                cuda_runtime_evidence=facts.evidence,
-                **self._identity_of(proc),  # type: ignore[arg-type]
-                **self._placement(pid, workers),  # type: ignore[arg-type]
-            )
+            return {
+                "cpu_percent": self._cpu.percent(pid, stat),
+                "rss": stat.rss,
+                "threads": stat.threads,
+                "children": len(workers) if workers is not None else None,
+                "cuda_runtime": facts.runtime,
+                "env": facts.env,
+                "workers_cpu_percent": self._workers_cpu(workers),
+                "cuda_libraries": facts.libraries,
+                "cuda_runtime_evidence": facts.evidence,
+                **self._identity_of(proc),
+                **self._placement(pid, workers),
+            }
         except psutil.NoSuchProcess:
             self._forget(pid)
-            return base
+            return {}
         except psutil.AccessDenied:
-            return base
+            return {}
 
     def _identity_of(self, proc: psutil.Process) -> dict[str, object]:
         """Name, owner, command line, parent and start, every ``IDENTITY_PERIOD_S``."""
@@ -566,6 +560,39 @@ class HostReader:
                 self._foreign.clear()
             self._foreign[key] = verdict
         return verdict
+
+
+# Each CPU's busy, total and I/O-wait seconds (None where the system does not count it).
+# psutil's cpu_percent(percpu=True) and cpu_times_percent() read /proc/stat once each.
+_CpuTimes = list[tuple[float, float, float | None]]
+
+
+def _cpu_times() -> _CpuTimes:
+    out = []
+    for t in psutil.cpu_times(percpu=True):
+        # guest time is counted in user time too (Linux): psutil leaves it out the same way
+        total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+        iowait: float | None = getattr(t, "iowait", None)
+        out.append((total - t.idle - (iowait or 0.0), total, iowait))
+    return out
+
+
+def _cpu_shares(before: _CpuTimes, after: _CpuTimes) -> tuple[tuple[float, ...], float | None]:
+    """Each CPU's busy % between two readings, and the % of all CPU time spent waiting
+    for I/O."""
+    shares = []
+    waited = elapsed = 0.0
+    counted = bool(after)
+    for (busy0, total0, io0), (busy1, total1, io1) in zip(before, after, strict=False):
+        spent = total1 - total0
+        shares.append(min(100.0, max(0.0, 100.0 * (busy1 - busy0) / spent)) if spent > 0 else 0.0)
+        if io0 is None or io1 is None:
+            counted = False
+        else:
+            waited += max(0.0, io1 - io0)
+        elapsed += max(0.0, spent)
+    iowait = 100.0 * waited / elapsed if counted and elapsed > 0 else None
+    return tuple(shares), iowait
 
 
 def _safe(getter: Callable[[], str]) -> str | None:

@@ -240,3 +240,26 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
     assert all(s.swap_total is not None for s in samples)
     assert samples[5].disk_read_bps is not None  # a rate over the 5 s between the reads
     assert host.SLOW_HOST_PERIOD_S == 5.0
+
+
+def test_cpu_shares_from_two_readings_of_proc_stat() -> None:
+    """Busy is everything but idle and I/O wait; the I/O-wait share is of all CPUs' time."""
+    from gputui.sources.host import _cpu_shares
+
+    before = [(10.0, 100.0, 1.0), (50.0, 100.0, 0.0)]
+    after = [(40.0, 200.0, 21.0), (50.0, 100.0, 0.0)]  # the second CPU went offline a tick
+    shares, iowait = _cpu_shares(before, after)
+    assert shares == (30.0, 0.0)
+    assert iowait == 20.0
+    assert _cpu_shares(before, [(5.0, 300.0, None)]) == ((0.0,), None)  # no iowait counted
+
+
+def test_host_cpu_is_one_share_per_cpu() -> None:
+    import psutil
+
+    reader = HostReader()
+    sum(i * i for i in range(200_000))
+    sample = reader.read_host()
+    assert sample.cpu_count == psutil.cpu_count()
+    assert all(0.0 <= share <= 100.0 for share in sample.per_cpu_percent)
+    assert sample.iowait_pct is None or 0.0 <= sample.iowait_pct <= 100.0
