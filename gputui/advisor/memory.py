@@ -62,15 +62,19 @@ def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
     # (the allocator's first reservations) followed by a plateau is not growth.
     recent = ctx.stats(sample.index, Metric.MEM_USED, max(t.judge_min_s, t.vram_growth_s / 4))
     rate = None
-    if long is not None and recent is not None and long.span_s >= t.judge_min_s:
+    if (
+        long is not None
+        and recent is not None
+        and long.span_s >= t.judge_min_s
+        # risen by half the growth rate over the window first: the slopes cost a pass each
+        and long.last - long.first >= t.vram_growth_bps * long.span_s / 2
+    ):
         slope, lately = long.slope_per_s, recent.slope_per_s
-        rise = long.last - long.first
         if (
             slope is not None
             and lately is not None
             and slope >= t.vram_growth_bps
             and lately >= t.vram_growth_bps
-            and rise >= t.vram_growth_bps * long.span_s / 2
         ):
             rate = lately
     share = 100.0 * used.mean / sample.mem_total

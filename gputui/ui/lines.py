@@ -85,8 +85,8 @@ class LineView(Widget):
         self._style: Style | None = None
         self._box: _Box | None = None
         self._rows: dict[int, Strip] = {}  # finished rows (padding, filters) by widget row
-        # (line style, span style) -> the resolved style on top of the panel's own
-        self._styles: dict[tuple[StyleType, StyleType], Style] = {}
+        # (line style, span style, filtered) -> the resolved style on the panel's own
+        self._styles: dict[tuple[StyleType, StyleType, bool], Style] = {}
         # each style as the line filters leave it, for the filters and background named
         self._filter_key: tuple[tuple[LineFilter, ...], Color] | None = None
         self._filter_styles: dict[Style | None, Style | None] = {}
@@ -198,7 +198,7 @@ class LineView(Widget):
                     return super().render_lines(crop)
             width = size.width
             top, bottom = box.top, size.height - box.bottom
-            filters = self.get_line_filters()
+            left, right = self._use_filters(tuple(self.get_line_filters()), box)
             rows: list[Strip] = []
             for y in crop.line_range:
                 row = self._rows.get(y)
@@ -207,42 +207,50 @@ class LineView(Widget):
                     continue
                 if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
                     row = super().render_lines(Region(0, y, width, 1))[0]
-                else:  # one strip per row: segments padded and filtered before it is made
-                    segments = [*box.left, *self._content(y - top, width - box.sides), *box.right]
-                    row = Strip(self._filtered(segments, filters, box.background), width)
+                else:  # one strip per row: its segments already padded and filtered
+                    content = self._content(y - top, width - box.sides, filtered=True)
+                    row = Strip([*left, *content, *right], width)
                 self._rows[y] = row
                 rows.append(row)
             if crop.column_span != (0, width):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows
 
-    def _filtered(
-        self, segments: list[Segment], filters: Sequence[LineFilter], background: Color
-    ) -> list[Segment]:
-        """The segments through the app's line filters (true colour for ANSI colours, dim
-        as a blend, NO_COLOR's monochrome). Textual's filters map each segment's style on
-        its own, and a panel draws with a few dozen styles: each style is filtered once,
-        not every segment of every changed row."""
-        if not filters:
-            return segments
-        key = (tuple(filters), background)
+    def _use_filters(
+        self, filters: tuple[LineFilter, ...], box: _Box
+    ) -> tuple[list[Segment], list[Segment]]:
+        """Start filtering for these line filters and background (their caches emptied
+        when either changed); the panel's padding through them."""
+        key = (filters, box.background)
         if key != self._filter_key:
             self._filter_key = key
             self._filter_styles.clear()
+            self._styles.clear()
+            self._rows.clear()
+        return self._filtered(list(box.left)), self._filtered(list(box.right))
+
+    def _filter(self, style: Style | None) -> Style | None:
+        """A style as the app's line filters leave it (true colour for ANSI colours, dim as
+        a blend, NO_COLOR's monochrome). Textual's filters map each segment's style on its
+        own, and a panel draws with a few dozen styles: each is filtered once, not every
+        segment of every changed row."""
         styles = self._filter_styles
-        out: list[Segment] = []
-        for text, style, _control in segments:
-            mapped = styles.get(style)
-            if mapped is None:
-                probe = [Segment(" ", style)]
-                for line_filter in filters:
-                    probe = line_filter.apply(probe, background)
-                mapped = probe[0].style
-                if len(styles) > 1024:  # styles come from a palette; this is a backstop
-                    styles.clear()
-                styles[style] = mapped
-            out.append(Segment(text, mapped))
-        return out
+        if style in styles:
+            return styles[style]
+        mapped = style
+        if self._filter_key is not None:
+            filters, background = self._filter_key
+            probe = [Segment(" ", style)]
+            for line_filter in filters:
+                probe = line_filter.apply(probe, background)
+            mapped = probe[0].style
+        if len(styles) > 1024:  # styles come from a palette; this is a backstop
+            styles.clear()
+        styles[style] = mapped
+        return mapped
+
+    def _filtered(self, segments: list[Segment]) -> list[Segment]:
+        return [Segment(text, self._filter(style)) for text, style, _control in segments]
 
     def _measure_box(self) -> _Box:
         styles = self.styles
@@ -276,8 +284,9 @@ class LineView(Widget):
         width = self.outer_size.width - self.styles.gutter.width  # what size.width says, faster
         return Strip(self._content(y, width), width)
 
-    def _content(self, y: int, width: int) -> list[Segment]:
-        """Content line ``y`` as segments exactly ``width`` cells wide."""
+    def _content(self, y: int, width: int, filtered: bool = False) -> list[Segment]:
+        """Content line ``y`` as segments exactly ``width`` cells wide; ``filtered``: with
+        the app's line filters applied (render_lines), else Textual applies them."""
         style = self._style
         if style is None or not compat.FAST_LINES:
             # Resolving the CSS style is costly: once per style change, which
@@ -287,21 +296,25 @@ class LineView(Widget):
                 self._styles.clear()
             style = self._style = fresh
         if y < len(self._lines):
-            return self._segments(self._lines[y], width, style)
-        return [Segment(" " * width, style)] if width > 0 else []
+            return self._segments(self._lines[y], width, style, filtered)
+        if width <= 0:
+            return []
+        return [Segment(" " * width, self._filter(style) if filtered else style)]
 
-    def _resolve(self, base: Style, line: StyleType, span: StyleType) -> Style:
-        key = (line, span)
+    def _resolve(self, base: Style, line: StyleType, span: StyleType, filtered: bool) -> Style:
+        key = (line, span, filtered)
         style = self._styles.get(key)
         if style is None:
             get = self.app.console.get_style
             style = base + get(line, default=Style.null()) + get(span, default=Style.null())
+            if filtered:
+                style = self._filter(style) or Style.null()
             if len(self._styles) > 1024:  # styles come from a palette; this is a backstop
                 self._styles.clear()
             self._styles[key] = style
         return style
 
-    def _segments(self, text: Text, width: int, base: Style) -> list[Segment]:
+    def _segments(self, text: Text, width: int, base: Style, filtered: bool) -> list[Segment]:
         """The line fitted to ``width`` as segments on the panel's style.
 
         Lines are built from appended pieces: spans that follow one another. For those,
@@ -317,10 +330,12 @@ class LineView(Widget):
             fitted.end = ""
             fitted.truncate(width, overflow="crop", pad=True)
             # rich drops the line's own style when a line has no spans: put it back.
-            under = self._resolve(base, text.style, "")
-            return list(Segment.apply_style(fitted.render(self.app.console), under))
+            under = self._resolve(base, text.style, "", False)
+            rendered = list(Segment.apply_style(fitted.render(self.app.console), under))
+            return self._filtered(rendered) if filtered else rendered
         line_style = text.style
         resolve = self._resolve
+        plain_style = resolve(base, line_style, "", filtered)
         segments: list[Segment] = []
         add = segments.append
         at = 0
@@ -328,14 +343,14 @@ class LineView(Widget):
             start = min(span.start, width)
             end = min(span.end, width)
             if start > at:
-                add(Segment(plain[at:start], resolve(base, line_style, "")))
+                add(Segment(plain[at:start], plain_style))
             if end > start:
-                add(Segment(plain[start:end], resolve(base, line_style, span.style)))
+                add(Segment(plain[start:end], resolve(base, line_style, span.style, filtered)))
             at = max(at, end)
         tail = min(len(plain), width)
         if tail > at:
-            add(Segment(plain[at:tail], resolve(base, line_style, "")))
+            add(Segment(plain[at:tail], plain_style))
             at = tail
         if at < width:
-            add(Segment(" " * (width - at), resolve(base, line_style, "")))
+            add(Segment(" " * (width - at), plain_style))
         return segments
