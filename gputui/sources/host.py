@@ -22,7 +22,7 @@ import psutil
 
 from gputui.model import HostSample, Note, ProcessSample
 from gputui.names import NoteKind
-from gputui.sources.proc_stat import CpuMeter, read_stat
+from gputui.sources.proc_stat import CpuMeter, read_small, read_stat
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
@@ -627,10 +627,8 @@ def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
     for name in names:
         if not name.isdigit():
             continue
-        try:  # plain strings and open(): pathlib's objects cost more than the read itself
-            with open(f"{root}/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
+        stat = read_small(f"{root}/{name}/stat")
+        if stat is None:
             continue  # exited meanwhile
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses
         fields = stat[stat.rfind(b")") + 2 :].split(b" ", 2)

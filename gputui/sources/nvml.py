@@ -365,6 +365,8 @@ class _Gpu:
     cache: dict[str, Any] = field(default_factory=dict)
     # field ids in this GPU's per-tick batch
     fields: tuple[int, ...] = ()
+    # each batch's array, its ids set once (nvmlDeviceGetFieldValues fills in the rest)
+    field_arrays: dict[tuple[int | tuple[int, int], ...], Any] = field(default_factory=dict)
     # process lists: kind -> candidate (symbol, entry size), best first
     process_fns: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     process_room: dict[str, int] = field(default_factory=dict)
@@ -1039,9 +1041,7 @@ class NvmlSource:
     def _nvlink(self, gpu: _Gpu) -> tuple[NvLinkSample, ...]:
         """Every link's state, error counters and throughput counters: one field batch."""
         ids = [(fid, link) for link in range(gpu.nvlinks) for fid in _NVLINK_FIELDS]
-        values = self._ask(
-            gpu, "nvlink_fields", _function("nvmlDeviceGetFieldValues"), gpu.handle, ids
-        )
+        values = self._ask(gpu, "nvlink_fields", _get_field_values, gpu, ids)
         if values is None:
             return ()
         got: dict[tuple[int, int], int] = {}
@@ -1222,9 +1222,7 @@ class NvmlSource:
     def _field_values(self, gpu: _Gpu, ids: Sequence[int], probe: bool = False) -> dict[int, int]:
         """Field id -> value for those that answered; at ``probe`` (open), also those that
         said no permission or unknown, which stay in the batch."""
-        values = self._ask(
-            gpu, "fields", _function("nvmlDeviceGetFieldValues"), gpu.handle, list(ids)
-        )
+        values = self._ask(gpu, "fields", _get_field_values, gpu, ids)
         out: dict[int, int] = {}
         if values is None:
             return out
@@ -1703,6 +1701,27 @@ _VALUE_MEMBERS = {
     pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
     pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
 }
+
+
+def _get_field_values(gpu: _Gpu, ids: Sequence[int | tuple[int, int]]) -> Any:
+    """nvmlDeviceGetFieldValues into an array built once per GPU and list of ids (field, or
+    field and scope). The bindings' wrapper builds a new array and sets each id through
+    its structures' Python ``__setattr__`` on every call: a third of a tick's NVML time."""
+    key = tuple(ids)
+    values = gpu.field_arrays.get(key)
+    if values is None:
+        values = (pynvml.c_nvmlFieldValue_t * len(key))()
+        for entry, fid in zip(values, key, strict=True):
+            if isinstance(fid, tuple):
+                entry.fieldId, entry.scopeId = fid
+            else:
+                entry.fieldId = fid
+        gpu.field_arrays[key] = values
+    fn = pynvml._nvmlGetFunctionPointer("nvmlDeviceGetFieldValues")
+    ret = fn(gpu.handle, ctypes.c_int32(len(key)), ctypes.byref(values))
+    if ret != pynvml.NVML_SUCCESS:
+        raise pynvml.NVMLError(ret)
+    return values
 
 
 def _field_number(value: Any) -> int | None:

@@ -23,12 +23,26 @@ class ProcStat:
     rss: int  # bytes
 
 
+def read_small(path: str) -> bytes | None:
+    """A short /proc file's bytes, or None where it cannot be read. A bare descriptor: a
+    Python file object costs more than the read itself, and this runs for every process
+    of the machine when the process tree is scanned."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)  # a stat line is well under this
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
     """The process's stat line, or None where it has gone or /proc cannot say."""
-    try:
-        with open(f"{proc}/{pid}/stat", "rb") as handle:
-            line = handle.read()
-    except OSError:
+    line = read_small(f"{proc}/{pid}/stat")
+    if line is None:
         return None
     # "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the
     # fields are counted from the last ")"; fields[0] is the state, the line's third field.
