@@ -13,7 +13,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -564,10 +564,10 @@ class HostReader:
 
 # Each CPU's busy, total and I/O-wait seconds (None where the system does not count it).
 # psutil's cpu_percent(percpu=True) and cpu_times_percent() read /proc/stat once each.
-_CpuTimes = list[tuple[float, float, float | None]]
+_CpuTime = tuple[float, float, float | None]
 
 
-def _cpu_times() -> _CpuTimes:
+def _cpu_times() -> list[_CpuTime]:
     out = []
     for t in psutil.cpu_times(percpu=True):
         # guest time is counted in user time too (Linux): psutil leaves it out the same way
@@ -577,7 +577,9 @@ def _cpu_times() -> _CpuTimes:
     return out
 
 
-def _cpu_shares(before: _CpuTimes, after: _CpuTimes) -> tuple[tuple[float, ...], float | None]:
+def _cpu_shares(
+    before: Sequence[_CpuTime], after: Sequence[_CpuTime]
+) -> tuple[tuple[float, ...], float | None]:
     """Each CPU's busy % between two readings, and the % of all CPU time spent waiting
     for I/O."""
     shares = []

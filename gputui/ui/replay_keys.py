@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gputui.sampling.replay import ReplayController
+from gputui.ui.shell import Shell
 from gputui.view.header import moment
 
 Notify = Callable[[str, str], None]  # (message, title)
@@ -50,3 +51,26 @@ class ReplayKeys:
         if not self.paused():
             self.pause()
             self.notify("End of the recording: [ and ] seek back", "Replay")
+
+
+class ReplayActions(Shell):
+    """The replay keys as the app's actions (offered only in a replay: keys.in_mode)."""
+
+    def _replay_keys(self) -> ReplayKeys:
+        assert self.replay is not None  # check_action offers these keys only in a replay
+        return ReplayKeys(
+            self.replay,
+            lambda text, title: self.notify(text, title=title, timeout=3),
+            self.redraw,
+            self.action_pause,
+            lambda: self.paused,
+        )
+
+    def action_step(self) -> None:
+        self._replay_keys().step()
+
+    def action_seek(self, seconds: float) -> None:
+        self._replay_keys().seek_by(seconds)
+
+    def action_speed(self, factor: float) -> None:
+        self._replay_keys().speed(factor)
