@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
@@ -96,14 +97,17 @@ class Context:
             return None
         return sum(1 for r in known if r & bits) / len(known)
 
-    def samples(self) -> list[tuple[GpuSample, DeviceInfo]]:
-        """Each GPU that was read this tick (lost ones left out), with its static facts."""
-        out = []
-        for sample in self.frame.gpus:
-            device = self.devices.get(sample.index)
-            if device is not None and not sample.lost:
-                out.append((sample, device))
-        return out
+    def samples(self) -> Sequence[tuple[GpuSample, DeviceInfo]]:
+        """Each GPU that was read this tick (lost ones left out), with its static facts;
+        worked out once a judgement (most rules start here)."""
+        found = self.shared.get("samples")
+        if found is None:
+            found = self.shared["samples"] = tuple(
+                (sample, device)
+                for sample in self.frame.gpus
+                if (device := self.devices.get(sample.index)) is not None and not sample.lost
+            )
+        return cast("tuple[tuple[GpuSample, DeviceInfo], ...]", found)
 
     def busy(self, gpu: int) -> WindowStats | None:
         """Utilisation stats when the GPU is under load over the window, else None."""
@@ -144,7 +148,14 @@ class Context:
         return None, f"{why}, nor SM activity or power: whether it is under load is unknown"
 
     def processes(self, gpu: int) -> tuple[ProcessSample, ...]:
-        return self.frame.processes_on(gpu)
+        """The GPU's processes this tick (the frame's list split by GPU once a judgement)."""
+        by_gpu = self.shared.get("processes")
+        if by_gpu is None:
+            split: dict[int, list[ProcessSample]] = {}
+            for process in self.frame.processes:
+                split.setdefault(process.gpu_index, []).append(process)
+            by_gpu = self.shared["processes"] = {g: tuple(p) for g, p in split.items()}
+        return cast("dict[int, tuple[ProcessSample, ...]]", by_gpu).get(gpu, ())
 
 
 #: values that move between two collections of an exporter (power has decimals)

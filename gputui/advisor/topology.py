@@ -285,7 +285,7 @@ _FABRIC_WORDS = {
 
 def fabric_not_ready(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
-        if not nvswitch_links(device, ctx.devices):
+        if not device.nvlink_remote or not nvswitch_links(device, ctx.devices):
             continue  # no NVSwitch: no fabric to be ready
         state = sample.fabric_state
         if state is None:

@@ -321,7 +321,7 @@ class HostReader:
             load = os.getloadavg()
         except OSError:
             load = (float("nan"),) * 3
-        vm = psutil.virtual_memory()
+        mem_total, mem_available = _memory()
         swap_total, swap_used, disk_read = self._slow_readings()
         return HostSample(
             cpu_percent=total,
@@ -330,8 +330,8 @@ class HostReader:
             load_1=load[0],
             load_5=load[1],
             load_15=load[2],
-            mem_total=int(vm.total),
-            mem_available=int(vm.available),
+            mem_total=mem_total,
+            mem_available=mem_available,
             swap_total=swap_total,
             swap_used=swap_used,
             iowait_pct=iowait,
@@ -560,6 +560,23 @@ class HostReader:
                 self._foreign.clear()
             self._foreign[key] = verdict
         return verdict
+
+
+def _memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
+    """Total and available memory in bytes: the head of /proc/meminfo, where psutil parses
+    all of it for a dozen figures; psutil where the kernel does not say (no MemAvailable
+    before Linux 3.14, or no /proc)."""
+    head = read_small(meminfo)
+    if head is not None:
+        found: dict[bytes, int] = {}
+        for line in head.splitlines()[:8]:
+            name, _, rest = line.partition(b":")
+            if name in (b"MemTotal", b"MemAvailable") and rest.strip().endswith(b"kB"):
+                found[name] = int(rest.split()[0]) * 1024
+        if len(found) == 2:
+            return found[b"MemTotal"], found[b"MemAvailable"]
+    vm = psutil.virtual_memory()
+    return int(vm.total), int(vm.available)
 
 
 # Each CPU's busy, total and I/O-wait seconds (None where the system does not count it).

@@ -263,3 +263,21 @@ def test_host_cpu_is_one_share_per_cpu() -> None:
     assert sample.cpu_count == psutil.cpu_count()
     assert all(0.0 <= share <= 100.0 for share in sample.per_cpu_percent)
     assert sample.iowait_pct is None or 0.0 <= sample.iowait_pct <= 100.0
+
+
+def test_memory_from_the_head_of_meminfo(tmp_path: Path) -> None:
+    import psutil
+
+    from gputui.sources.host import _memory
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(
+        "MemTotal:       16384 kB\nMemFree:         1024 kB\nMemAvailable:    8192 kB\n"
+    )
+    assert _memory(str(meminfo)) == (16384 * 1024, 8192 * 1024)
+    meminfo.write_text("MemTotal:       16384 kB\nMemFree:         1024 kB\n")  # Linux < 3.14
+    vm = psutil.virtual_memory()
+    total, available = _memory(str(meminfo))
+    assert total == vm.total and abs(available - vm.available) < 1 << 30
+    live_total, live_available = _memory()
+    assert live_total == vm.total and 0 < live_available <= live_total
