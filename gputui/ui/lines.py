@@ -29,7 +29,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.ui import compat
-from gputui.ui.paint import Palette, paint
+from gputui.ui.paint import Painted, Palette, paint
 from gputui.view.cells import Row, RowKey
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class LineView(Widget):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._lines: list[Text] = []
+        self._lines: list[Text | Painted] = []
         self._model: list[Row] = []  # the rows the lines were painted from
         self._painted_for: tuple[int, Palette] | None = None
         self._rows_size = Size(0, 0)
@@ -93,7 +93,7 @@ class LineView(Widget):
 
     @property
     def lines(self) -> list[Text]:
-        return self._lines
+        return [line.text() if isinstance(line, Painted) else line for line in self._lines]
 
     @property
     def plain(self) -> str:
@@ -124,7 +124,7 @@ class LineView(Widget):
         self._painted_for = None
         self._show(lines)
 
-    def _show(self, lines: Sequence[Text]) -> None:
+    def _show(self, lines: Sequence[Text | Painted]) -> None:
         new = list(lines)
         old = self._lines
         self._lines = new
@@ -314,18 +314,22 @@ class LineView(Widget):
             self._styles[key] = style
         return style
 
-    def _segments(self, text: Text, width: int, base: Style, filtered: bool) -> list[Segment]:
+    def _segments(
+        self, line: Text | Painted, width: int, base: Style, filtered: bool
+    ) -> list[Segment]:
         """The line fitted to ``width`` as segments on the panel's style.
 
         Lines are built from appended pieces: spans that follow one another. For those,
         slicing the plain text beats rich's general renderer several times over, and this
         runs for every changed line of every tick. Anything else takes rich's way.
         """
-        plain = text.plain
-        spans = text.spans
+        plain = line.plain
         narrow = _NOT_NARROW.search(plain) is None or len(plain) == cell_len(plain)
-        simple = narrow and all(a.end <= b.start for a, b in pairwise(spans))
-        if not simple:
+        if narrow and isinstance(line, Painted):
+            return self._runs(line, width, base, filtered)
+        text = line.text() if isinstance(line, Painted) else line
+        spans = text.spans
+        if not (narrow and all(a.end <= b.start for a, b in pairwise(spans))):
             fitted = text.copy()
             fitted.end = ""
             fitted.truncate(width, overflow="crop", pad=True)
@@ -353,4 +357,23 @@ class LineView(Widget):
             at = tail
         if at < width:
             add(Segment(" " * (width - at), plain_style))
+        return segments
+
+    def _runs(self, line: Painted, width: int, base: Style, filtered: bool) -> list[Segment]:
+        """A painted row of one-cell characters as segments: each run cut at ``width``,
+        the rest padded with the panel's style."""
+        resolve = self._resolve
+        segments: list[Segment] = []
+        add = segments.append
+        left = width
+        for piece, style in line.pieces:
+            if left <= 0:
+                break
+            if len(piece) > left:
+                piece = piece[:left]
+            if piece:
+                add(Segment(piece, resolve(base, "", style, filtered)))
+                left -= len(piece)
+        if left > 0:
+            add(Segment(" " * left, resolve(base, "", "", filtered)))
         return segments

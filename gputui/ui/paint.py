@@ -109,20 +109,32 @@ def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
     )
 
 
-def paint(row: Row, width: int, palette: Palette) -> Text:
-    """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked. Built as
-    one string and its spans: this runs for every changed row of every tick."""
-    pieces: list[str] = []
-    spans: list[Span] = []
-    at = 0
-    for cell in fit(row.cells, width):
-        piece = cell.text.translate(ASCII) if palette.ascii else cell.text
-        style = palette.style(cell, row.bold)
-        if style and piece:
-            spans.append(Span(at, at + len(piece), style))
-        pieces.append(piece)
-        at += len(piece)
-    return Text("".join(pieces), spans=spans)
+@dataclass(frozen=True, slots=True)
+class Painted:
+    """A row fitted to its panel: the text, and the same text as (piece, style) runs in
+    order. A panel turns the runs straight into segments: no rich Text is built for a row
+    (this runs for every changed row of every tick)."""
+
+    plain: str
+    pieces: tuple[tuple[str, str], ...]
+
+    def text(self) -> Text:
+        """The row as rich Text (for callers that want one, and wide characters)."""
+        spans, at = [], 0
+        for piece, style in self.pieces:
+            if style and piece:
+                spans.append(Span(at, at + len(piece), style))
+            at += len(piece)
+        return Text(self.plain, spans=spans)
+
+
+def paint(row: Row, width: int, palette: Palette) -> Painted:
+    """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
+    pieces = tuple(
+        (cell.text.translate(ASCII) if palette.ascii else cell.text, palette.style(cell, row.bold))
+        for cell in fit(row.cells, width)
+    )
+    return Painted("".join(piece for piece, _style in pieces), pieces)
 
 
 def border_title(panel: Panel, ascii: bool = False) -> str:
