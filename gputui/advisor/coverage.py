@@ -145,42 +145,33 @@ def _readings_present(
     return frozenset(name for name in names if _present(name, sample, device, host))
 
 
-# (rule, the readings a GPU has, MIG mode) -> what the rule lacks. A GPU's readings are the
-# same from one judgement to the next, so the words are worked out once, not 28 x N times.
-_MISSING: dict[tuple[RuleId, frozenset[str], bool], str | None] = {}
-
-
 def _missing(rule: Rule, present: frozenset[str], mig: bool | None) -> str | None:
-    key = (rule.id, present, bool(mig))
-    if key in _MISSING:
-        return _MISSING[key]
     missing: list[str] = []
     for options in _options(rule):
         if not any(name in present for name in options):
             words = " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
             if words not in missing:
                 missing.append(words)
-    text: str | None = None
-    if missing:
-        text = ", ".join(missing)
-        if mig and "utilisation" in text:
-            text += " (MIG mode)"
-        text = f"{rule.id}: no {text}"
-    if len(_MISSING) > 4096:  # a backstop: the key space is small and fixed in practice
-        _MISSING.clear()
-    _MISSING[key] = text
-    return text
+    if not missing:
+        return None
+    text = ", ".join(missing)
+    if mig and "utilisation" in text:
+        text += " (MIG mode)"
+    return f"{rule.id}: no {text}"
 
 
-_GPU_MISSING: dict[tuple[tuple[RuleId, ...], frozenset[str], bool], tuple[tuple[RuleId, str], ...]]
-_GPU_MISSING = {}
+# (the rules, the readings a GPU has, MIG mode) -> what each rule lacks. A GPU's readings
+# are the same from one judgement to the next: the words are worked out once, not 28 x N
+# times a judgement.
+_Lacks = tuple[tuple[RuleId, str], ...]
+_GPU_MISSING: dict[tuple[tuple[RuleId, ...], frozenset[str], bool], _Lacks] = {}
 
 
 def _gpu_missing(
-    rules: tuple[Rule, ...], present: frozenset[str], mig: bool
-) -> tuple[tuple[RuleId, str], ...]:
-    """What each rule lacks on a GPU with these readings: one lookup a GPU a judgement."""
-    key = (tuple(r.id for r in rules), present, mig)
+    rules: tuple[Rule, ...], ids: tuple[RuleId, ...], present: frozenset[str], mig: bool
+) -> _Lacks:
+    """What each of ``rules`` (their ``ids``) lacks on a GPU with these readings."""
+    key = (ids, present, mig)
     found = _GPU_MISSING.get(key)
     if found is None:
         pairs = ((r.id, _missing(r, present, mig)) for r in rules)
@@ -210,13 +201,14 @@ def judge_coverage(
                 items[(rule.id, None)] = NotJudged(rule.id, None, missing)
     if frame is not None:
         gpu_rules = tuple(r for r in rules if r not in host_rules)
+        ids = tuple(r.id for r in gpu_rules)
         names = {name for rule in gpu_rules for options in _options(rule) for name in options}
         for sample in frame.gpus:
             device = devices.get(sample.index)
             if device is None or sample.lost:
                 continue
             present = _readings_present(names, sample, device, frame.host)
-            for rule_id, missing in _gpu_missing(gpu_rules, present, bool(device.mig_mode)):
+            for rule_id, missing in _gpu_missing(gpu_rules, ids, present, bool(device.mig_mode)):
                 items[(rule_id, sample.index)] = NotJudged(rule_id, sample.index, missing)
     for (rule_id, gpu), why in undecided:
         items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}"))
