@@ -22,7 +22,7 @@ import psutil
 
 from gputui.model import HostSample, Note, ProcessSample
 from gputui.names import NoteKind
-from gputui.sources.proc_stat import CpuMeter, read_small, read_stat
+from gputui.sources.proc_stat import CpuMeter, after_command, read_small, read_stat
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
@@ -649,8 +649,7 @@ def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
         stat = read_small(f"{root}/{name}/stat")
         if stat is None:
             continue  # exited meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2 :].split(b" ", 2)
+        fields = after_command(stat, 2)  # the state, the parent, the rest
         if len(fields) >= 2 and fields[1].isdigit():
             tree.setdefault(int(fields[1]), []).append(int(name))
     return tree

@@ -39,14 +39,19 @@ def read_small(path: str) -> bytes | None:
         os.close(fd)
 
 
+def after_command(line: bytes, fields: int = -1) -> list[bytes]:
+    """A stat line's fields after the command, from the state on (the line's third field);
+    ``fields``: split off only that many. "pid (comm) state ppid ...": the command may hold
+    spaces and parentheses, so the fields are counted from the last ")"."""
+    return line[line.rfind(b")") + 2 :].split(None, fields)
+
+
 def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
     """The process's stat line, or None where it has gone or /proc cannot say."""
     line = read_small(f"{proc}/{pid}/stat")
     if line is None:
         return None
-    # "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the
-    # fields are counted from the last ")"; fields[0] is the state, the line's third field.
-    fields = line[line.rfind(b")") + 2 :].split()
+    fields = after_command(line)
     try:
         return ProcStat(
             started=int(fields[19]),
