@@ -360,20 +360,21 @@ class LineView(Widget):
         return segments
 
     def _runs(self, line: Painted, width: int, base: Style, filtered: bool) -> list[Segment]:
-        """A painted row of one-cell characters as segments: each run cut at ``width``,
-        the rest padded with the panel's style."""
-        resolve = self._resolve
+        """A painted row of one-cell characters as segments: cut at ``width``, padded with
+        the panel's style, and runs of one style joined (fewer segments to cut and write)."""
         segments: list[Segment] = []
-        add = segments.append
+        text, style = "", ""
         left = width
-        for piece, style in line.pieces:
-            if left <= 0:
-                break
-            if len(piece) > left:
-                piece = piece[:left]
-            if piece:
-                add(Segment(piece, resolve(base, "", style, filtered)))
-                left -= len(piece)
-        if left > 0:
-            add(Segment(" " * left, resolve(base, "", "", filtered)))
+        for piece, next_style in (*line.pieces, (" " * width, "")):
+            piece = piece[:left]
+            if not piece:
+                continue
+            left -= len(piece)
+            if next_style != style and text:
+                segments.append(Segment(text, self._resolve(base, "", style, filtered)))
+                text = ""
+            text += piece
+            style = next_style
+        if text:
+            segments.append(Segment(text, self._resolve(base, "", style, filtered)))
         return segments

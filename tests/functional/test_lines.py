@@ -147,3 +147,32 @@ async def test_a_css_change_recolours_the_lines() -> None:
         assert after is not None and after != before
         assert after.color is not None and after.color.triplet == (255, 0, 0)
         assert after.bgcolor is not None and after.bgcolor.triplet == (0, 0, 255)
+
+
+async def test_a_painted_row_is_its_text_in_as_few_segments_as_styles() -> None:
+    """set_rows paints runs, not rich Text: the same cells as the row's Text would give,
+    cut at the panel's width, and neighbouring runs of one style joined."""
+    from gputui.ui.paint import Palette, paint
+    from gputui.view.cells import Cell, Role, Row
+
+    row = Row(
+        (
+            Cell("GPU "),
+            Cell("0 "),
+            Cell("97%", Role.OK),
+            Cell(" 70°C "),
+            Cell("x" * 30, flex=True),
+        )
+    )
+    app = _OneView()
+    async with app.run_test(size=(WIDTH, 5)) as pilot:
+        view = app.query_one("#view", LineView)
+        palette = Palette()
+        view.set_rows([row], WIDTH, palette)
+        await pilot.pause()
+        strip = view.render_line(0)
+        assert strip.cell_length == WIDTH
+        cells = [(char, seg.style) for seg in strip for char in seg.text]
+        text = paint(row, WIDTH, palette).text()
+        assert cells == _expected_cells(app, text, view.rich_style)
+        assert [seg.text for seg in strip][:2] == ["GPU 0 ", "97%"]
