@@ -187,13 +187,12 @@ def field_report(handle: Any) -> dict[str, Any]:
         values = pynvml.nvmlDeviceGetFieldValues(handle, ids)
     except pynvml.NVMLError as exc:
         return {"error": str(exc)}
-    for value in values:
-        fid = int(value.fieldId)
-        entry: dict[str, Any] = {"return": int(value.nvmlReturn)}
-        if value.nvmlReturn == pynvml.NVML_SUCCESS:
-            entry["value_type"] = int(value.valueType)
-            entry["width_bits"] = nvml._value_bits(value)
-            entry["value"] = nvml._field_unsigned(value)
+    for fid, _scope, ret, kind, raw in nvml.field_rows(values):
+        entry: dict[str, Any] = {"return": ret}
+        if ret == pynvml.NVML_SUCCESS:
+            entry["value_type"] = kind
+            entry["width_bits"] = nvml.value_bits(kind)
+            entry["value"] = nvml.field_unsigned(kind, raw)
         out[str(fid)] = entry
     out["pcie_counters_answer"] = all(
         out.get(str(f), {}).get("return") == 0

@@ -25,6 +25,7 @@ import dataclasses
 import enum
 import functools
 import os
+import struct
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -1045,15 +1046,14 @@ class NvmlSource:
         if values is None:
             return ()
         got: dict[tuple[int, int], int] = {}
-        for value in values:
-            ret = int(value.nvmlReturn)
+        for fid, scope, ret, kind, raw in field_rows(values):
             if ret != pynvml.NVML_SUCCESS:
                 if meaning(ret) is Verdict.LOST:
                     raise _GpuLost
                 continue
-            raw = _field_unsigned(value)
-            if raw is not None:
-                got[(int(value.fieldId), int(value.scopeId))] = raw
+            number = field_unsigned(kind, raw)
+            if number is not None:
+                got[(fid, scope)] = number
         out = []
         for link in range(gpu.nvlinks):
             state = got.get((FI_NVLINK_STATE, link))
@@ -1150,16 +1150,19 @@ class NvmlSource:
         if ret != pynvml.NVML_SUCCESS:
             self._failed(gpu, "util_samples", ret)
             return ()
-        member = _VALUE_MEMBERS.get(value_type.value, "uiVal")
-        entries = sorted(buffer[: min(count.value, _SAMPLE_ROOM)], key=lambda s: s.timeStamp)
+        reader = _VALUE_READERS.get(
+            value_type.value, _VALUE_READERS[pynvml.NVML_VALUE_TYPE_UNSIGNED_INT]
+        )
+        size = _SAMPLE_ROW.size * min(count.value, _SAMPLE_ROOM)
+        entries = sorted(_SAMPLE_ROW.iter_unpack(memoryview(buffer).cast("B")[:size]))
         first = gpu.samples_seen is None
         if entries:
-            gpu.samples_seen = max(gpu.samples_seen or 0, int(entries[-1].timeStamp))
+            gpu.samples_seen = max(gpu.samples_seen or 0, entries[-1][0])
         if first:
             return ()  # the driver's whole buffer, not "since the previous tick"
         out = []
-        for entry in entries:
-            value = _percent(getattr(entry.sampleValue, member))
+        for _stamp, raw in entries:
+            value = _percent(reader.unpack_from(raw)[0])
             if value is not None:
                 out.append(value)
         return tuple(out)
@@ -1226,21 +1229,20 @@ class NvmlSource:
         out: dict[int, int] = {}
         if values is None:
             return out
-        for value in values:
-            fid = int(value.fieldId)
-            ret = int(value.nvmlReturn)
+        for fid, _scope, ret, kind, raw in field_rows(values):
             if ret != pynvml.NVML_SUCCESS:
                 if meaning(ret) is Verdict.LOST:
                     raise _GpuLost
                 if probe and meaning(ret) is Verdict.RETRY:
                     out[fid] = -1
                 continue
-            raw = _field_number(value)
             if fid in (FI_PCIE_TX_BYTES, FI_PCIE_RX_BYTES):
-                gpu.counter_bits = _value_bits(value)
-                raw = _field_unsigned(value)
-            if raw is not None:
-                out[fid] = raw
+                gpu.counter_bits = value_bits(kind)
+                number = field_unsigned(kind, raw)
+            else:
+                number = _field_number(kind, raw)
+            if number is not None:
+                out[fid] = number
             elif probe:
                 out[fid] = -1
         return out
@@ -1693,14 +1695,28 @@ def _mig_profile(name: str) -> str:
 
 
 # nvmlValue_t is a union: which member holds the reading depends on its valueType.
-_VALUE_MEMBERS = {
-    pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
-    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
-    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+# Each member is read from the union's bytes (each starts at its first byte).
+_VALUE_READERS = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: struct.Struct("@d"),
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: struct.Struct("@I"),
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: struct.Struct("@L"),
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: struct.Struct("@Q"),
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: struct.Struct("@q"),
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: struct.Struct("@i"),
 }
+# One nvmlFieldValue_t as nvml.h lays it out: fieldId, scopeId, timestamp, latencyUsec,
+# valueType, nvmlReturn, the value union's 8 bytes. A batch is decoded in one pass over
+# its bytes instead of a Python attribute lookup per member.
+_FIELD_ROW = struct.Struct("=IIqqII8s")
+# One nvmlSample_t: the timestamp (µs) and the value union's 8 bytes.
+_SAMPLE_ROW = struct.Struct("=Q8s")
+
+
+class _FieldValue(ctypes.Structure):
+    """nvmlFieldValue_t, laid out as the bindings lay it out, without the Python-level
+    ``__getattribute__`` / ``__setattr__`` of their printable base class."""
+
+    _fields_ = list(pynvml.c_nvmlFieldValue_t._fields_)
 
 
 def _get_field_values(gpu: _Gpu, ids: Sequence[int | tuple[int, int]]) -> Any:
@@ -1710,7 +1726,7 @@ def _get_field_values(gpu: _Gpu, ids: Sequence[int | tuple[int, int]]) -> Any:
     key = tuple(ids)
     values = gpu.field_arrays.get(key)
     if values is None:
-        values = (pynvml.c_nvmlFieldValue_t * len(key))()
+        values = (_FieldValue * len(key))()
         for entry, fid in zip(values, key, strict=True):
             if isinstance(fid, tuple):
                 entry.fieldId, entry.scopeId = fid
@@ -1724,29 +1740,38 @@ def _get_field_values(gpu: _Gpu, ids: Sequence[int | tuple[int, int]]) -> Any:
     return values
 
 
-def _field_number(value: Any) -> int | None:
-    member = _VALUE_MEMBERS.get(int(value.valueType))
-    if member is None:
-        return None
-    raw: float | int = getattr(value.value, member)
-    if raw != raw or raw < 0 or raw == float("inf"):  # NaN, negative, infinite: no reading
-        return None
-    return _clean(int(raw))
+def field_rows(values: Any) -> list[tuple[int, int, int, int, bytes]]:
+    """(field id, scope id, return code, value type, the value's bytes) of each entry of
+    an nvmlFieldValue_t array (this module's or the bindings')."""
+    return [
+        (fid, scope, ret, kind, raw)
+        for fid, scope, _stamp, _latency, kind, ret, raw in _FIELD_ROW.iter_unpack(values)
+    ]
 
 
-def _field_unsigned(value: Any) -> int | None:
+def _field_number(kind: int, raw: bytes) -> int | None:
+    """A field's reading as a non-negative whole number; None for no reading."""
+    reader = _VALUE_READERS.get(kind)
+    if reader is None:
+        return None
+    value: float | int = reader.unpack_from(raw)[0]
+    if value != value or value < 0 or value == float("inf"):  # NaN, negative, infinite
+        return None
+    return _clean(int(value))
+
+
+def field_unsigned(kind: int, raw: bytes) -> int | None:
     """A counter's raw value: an all-ones 32-bit counter is a value on its way to wrapping,
     not a sentinel."""
-    member = _VALUE_MEMBERS.get(int(value.valueType))
-    if member is None or member == "dVal":
+    reader = _VALUE_READERS.get(kind)
+    if reader is None or kind == pynvml.NVML_VALUE_TYPE_DOUBLE:
         return None
-    raw = int(getattr(value.value, member))
-    return raw if raw >= 0 else None
+    value: int = reader.unpack_from(raw)[0]
+    return value if value >= 0 else None
 
 
-def _value_bits(value: Any) -> int:
+def value_bits(kind: int) -> int:
     """How wide a counter is, from the union member the driver filled."""
-    kind = int(value.valueType)
     if kind in (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, pynvml.NVML_VALUE_TYPE_SIGNED_INT):
         return 32
     if kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG:

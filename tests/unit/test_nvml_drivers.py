@@ -3,6 +3,7 @@ libnvidia-ml of tests/nvml_double.py: one test per trap of issue 11, named for i
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections import Counter
 
@@ -266,6 +267,40 @@ def test_a_counter_reset_is_no_traffic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- processes ---------------------------------------------------------------------------
+def test_field_batches_are_decoded_in_nvml_h_layout() -> None:
+    """The one-pass decoding reads nvmlFieldValue_t / nvmlSample_t at the offsets the
+    bindings' own structures put their members, whatever member the driver filled."""
+    ref = pynvml.c_nvmlFieldValue_t
+    assert nvml._FIELD_ROW.size == ctypes.sizeof(ref) == ctypes.sizeof(nvml._FieldValue)
+    offsets = [ref.fieldId.offset, ref.scopeId.offset, ref.valueType.offset]
+    assert offsets == [0, 4, 24]
+    assert (ref.nvmlReturn.offset, ref.value.offset) == (28, 32)
+    assert nvml._SAMPLE_ROW.size == ctypes.sizeof(pynvml.c_nvmlSample_t)
+
+    values = (ref * 6)()  # the bindings' own array decodes too (benchmarks/real_gpu_check)
+    filled = [
+        (pynvml.NVML_VALUE_TYPE_DOUBLE, "dVal", 41.5),
+        (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", 0xFFFFFFFF),
+        (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG, "ulVal", 2**40),
+        (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", 2**63 + 5),
+        (pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG, "sllVal", -7),
+        (pynvml.NVML_VALUE_TYPE_DOUBLE, "dVal", float("nan")),
+    ]
+    for i, (kind, member, number) in enumerate(filled):
+        values[i].fieldId, values[i].scopeId = 100 + i, i
+        values[i].valueType, values[i].nvmlReturn = kind, i % 2 * 3
+        setattr(values[i].value, member, number)
+    rows = nvml.field_rows(values)
+    assert [(fid, scope, ret) for fid, scope, ret, _, _ in rows] == [
+        (100 + i, i, i % 2 * 3) for i in range(6)
+    ]
+    numbers = [nvml._field_number(kind, raw) for _, _, _, kind, raw in rows]
+    assert numbers == [41, None, 2**40, 2**63 + 5, None, None]  # all-ones, <0, NaN: none
+    counters = [nvml.field_unsigned(kind, raw) for _, _, _, kind, raw in rows]
+    assert counters == [None, 0xFFFFFFFF, 2**40, 2**63 + 5, None, None]
+    assert [nvml.value_bits(kind) for _, _, _, kind, _ in rows[1:4]] == [32, 64, 64]
+
+
 def test_r535_v3_layout_three_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     lib = driver(535, [FakeGpu(processes=three_processes())])
     assert lib.v3_entry_size == 32
