@@ -19,54 +19,70 @@ from gputui.names import HostMetric, Metric
 NAN: Final = float("nan")
 
 
+class _Cursor:
+    """Where a ring's oldest value is and how many it holds. Every ring of a History
+    shares one: they all take one value per frame, so their positions never differ."""
+
+    __slots__ = ("capacity", "size", "start")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be positive")
+        self.capacity = capacity
+        self.start = 0
+        self.size = 0
+
+    def advance(self) -> int:
+        """The slot the next value goes to (the oldest one once full)."""
+        if self.size < self.capacity:
+            slot = (self.start + self.size) % self.capacity
+            self.size += 1
+            return slot
+        slot = self.start
+        self.start = (slot + 1) % self.capacity
+        return slot
+
+
 class Ring:
     """A fixed-capacity ring of numbers; the oldest value is overwritten first."""
 
-    __slots__ = ("_capacity", "_data", "_size", "_start")
+    __slots__ = ("_cursor", "_data")
 
-    def __init__(self, capacity: int, typecode: str = "f", fill: float = NAN) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be positive")
-        self._capacity = capacity
-        self._data = array(typecode, [fill]) * capacity
-        self._start = 0
-        self._size = 0
+    def __init__(
+        self, capacity: int, typecode: str = "f", fill: float = NAN, cursor: _Cursor | None = None
+    ) -> None:
+        self._cursor = _Cursor(capacity) if cursor is None else cursor
+        self._data = array(typecode, [fill]) * self._cursor.capacity
 
     @property
     def capacity(self) -> int:
-        return self._capacity
+        return self._cursor.capacity
 
     def __len__(self) -> int:
-        return self._size
+        return self._cursor.size
 
     def append(self, value: float) -> None:
-        if self._size < self._capacity:
-            self._data[(self._start + self._size) % self._capacity] = value
-            self._size += 1
-        else:
-            self._data[self._start] = value
-            self._start = (self._start + 1) % self._capacity
+        """For a ring with a cursor of its own: History moves its shared one, once a frame."""
+        self._data[self._cursor.advance()] = value
 
     def __getitem__(self, i: int) -> float:
         """Logical index: 0 is the oldest value, -1 the newest."""
+        cursor = self._cursor
         if i < 0:
-            i += self._size
-        if not 0 <= i < self._size:
+            i += cursor.size
+        if not 0 <= i < cursor.size:
             raise IndexError(i)
-        return self._data[(self._start + i) % self._capacity]
+        return self._data[(cursor.start + i) % cursor.capacity]
 
     def tail(self, n: int | None = None) -> list[float]:
         """The newest ``n`` values (all when None), oldest first."""
-        size = self._size
+        cursor = self._cursor
+        size, capacity = cursor.size, cursor.capacity
         n = size if n is None else max(0, min(n, size))
-        a = (self._start + size - n) % self._capacity
-        if a + n <= self._capacity:
+        a = (cursor.start + size - n) % capacity
+        if a + n <= capacity:
             return self._data[a : a + n].tolist()
-        return self._data[a:].tolist() + self._data[: a + n - self._capacity].tolist()
-
-
-def _f(value: float | int | bool | None) -> float:
-    return NAN if value is None else float(value)
+        return self._data[a:].tolist() + self._data[: a + n - capacity].tolist()
 
 
 # What the history keeps of each sample: every Metric is the GpuSample field of its name.
@@ -76,6 +92,9 @@ GPU_METRICS: Final[dict[Metric, Callable[[GpuSample], float | int | bool | None]
 HOST_METRICS: Final[dict[HostMetric, Callable[[HostSample], float | int | None]]] = {
     m: attrgetter(m.value) for m in HostMetric
 }
+# All of a sample's kept readings in one call, in the order of Metric / HostMetric.
+_GPU_READINGS: Final = attrgetter(*(m.value for m in Metric))
+_HOST_READINGS: Final = attrgetter(*(m.value for m in HostMetric))
 
 MAX_XIDS: Final = 8
 NO_REASONS: Final = -1  # clock-event reasons unknown at that tick
@@ -113,11 +132,13 @@ class WindowStats:
 
 
 class _GpuRings:
-    __slots__ = ("metrics", "reasons")
+    __slots__ = ("columns", "metrics", "reasons")
 
-    def __init__(self, capacity: int) -> None:
-        self.metrics = {name: Ring(capacity) for name in GPU_METRICS}
-        self.reasons = Ring(capacity, "q", NO_REASONS)
+    def __init__(self, cursor: _Cursor) -> None:
+        self.metrics = {name: Ring(cursor.capacity, cursor=cursor) for name in Metric}
+        # the same arrays in the order _GPU_READINGS gives the readings
+        self.columns = [self.metrics[name]._data for name in Metric]
+        self.reasons = Ring(cursor.capacity, "q", NO_REASONS, cursor)
 
 
 class History:
@@ -125,9 +146,11 @@ class History:
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._times = Ring(capacity, "d")
+        self._cursor = _Cursor(capacity)
+        self._times = Ring(capacity, "d", cursor=self._cursor)
         self._gpus: dict[int, _GpuRings] = {}
-        self._host = {name: Ring(capacity) for name in HOST_METRICS}
+        self._host = {name: Ring(capacity, cursor=self._cursor) for name in HostMetric}
+        self._host_columns = [self._host[name]._data for name in HostMetric]
         self.latest: Frame | None = None
         # Xid events arrive once, on one tick: kept here so they can be shown and judged
         # for as long as they matter, a few per GPU at most.
@@ -151,33 +174,33 @@ class History:
         present = {s.index: s for s in frame.gpus}
         for index in present:
             if index not in self._gpus:
-                rings = _GpuRings(self._capacity)
-                # A GPU that appears late has no readings for the ticks before it.
-                for _ in range(len(self._times)):
-                    for ring in rings.metrics.values():
-                        ring.append(NAN)
-                    rings.reasons.append(NO_REASONS)
-                self._gpus[index] = rings
-        self._times.append(frame.time)
+                # A GPU that appears late has no readings (NaN) for the ticks before it.
+                self._gpus[index] = _GpuRings(self._cursor)
+        slot = self._cursor.advance()  # every ring's, at once
+        self._times._data[slot] = frame.time
         self._counts.clear()
         self._time_tails.clear()
         for index, rings in self._gpus.items():
             sample = present.get(index)
             if sample is None or sample.lost:
-                for ring in rings.metrics.values():
-                    ring.append(NAN)
-                rings.reasons.append(NO_REASONS)
+                for column in rings.columns:
+                    column[slot] = NAN
+                rings.reasons._data[slot] = NO_REASONS
                 continue
-            for name, getter in GPU_METRICS.items():
-                rings.metrics[name].append(_f(getter(sample)))
+            for column, value in zip(rings.columns, _GPU_READINGS(sample), strict=True):
+                column[slot] = NAN if value is None else value
             self._last_seen[index] = frame.time
             if sample.xid_events:
                 self._xids.setdefault(index, deque(maxlen=MAX_XIDS)).extend(sample.xid_events)
             reasons = sample.clock_reasons
-            rings.reasons.append(NO_REASONS if reasons is None else reasons)
+            rings.reasons._data[slot] = NO_REASONS if reasons is None else reasons
         host = frame.host
-        for host_metric, host_getter in HOST_METRICS.items():
-            self._host[host_metric].append(_f(host_getter(host)) if host is not None else NAN)
+        if host is None:
+            for column in self._host_columns:
+                column[slot] = NAN
+        else:
+            for column, value in zip(self._host_columns, _HOST_READINGS(host), strict=True):
+                column[slot] = NAN if value is None else value
         self.latest = frame
 
     # -- window questions --------------------------------------------------------

@@ -28,6 +28,25 @@ def test_ring_keeps_the_newest_values_in_order() -> None:
     assert ring.tail(0) == []
 
 
+def test_a_gpu_that_appears_late_has_no_readings_before_it() -> None:
+    """Every ring of a history moves with one cursor: a GPU first seen at the third frame
+    lines up with the times, NaN before it; and a wrap keeps them lined up."""
+    history = History(4)
+    for i in range(6):
+        gpus = [GpuSample(index=0, temp_c=40.0 + i)]
+        if i >= 2:
+            gpus.append(GpuSample(index=1, temp_c=60.0 + i))
+        history.add(Frame(time=float(i), gpus=tuple(gpus)))
+    assert history.times() == [2.0, 3.0, 4.0, 5.0]
+    assert history.series(0, Metric.TEMP_C) == [42.0, 43.0, 44.0, 45.0]
+    assert history.series(1, Metric.TEMP_C) == [62.0, 63.0, 64.0, 65.0]
+    late = History(4)
+    late.add(frame(0.0, temp_c=40.0))
+    late.add(Frame(time=1.0, gpus=(GpuSample(index=0), GpuSample(index=1, temp_c=61.0))))
+    assert late.window(1, Metric.TEMP_C, 60) == [61.0]
+    assert math.isnan(late.series(1, Metric.TEMP_C)[0]) and len(late.series(1, Metric.TEMP_C)) == 2
+
+
 def test_window_stats_mean_min_max_slope() -> None:
     history = History(100)
     for i in range(60):
