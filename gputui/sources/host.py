@@ -176,7 +176,10 @@ NUMA_MEMORY_PERIOD_S = 60.0
 # often while some GPU process has no workers yet (a job starting its data loaders) ...
 TREE_PERIOD_S = 5.0
 # ... this often once every GPU process has its workers, and at once when one of them
-# exits (an epoch's end replaces them) or a new GPU process appears.
+# exits (an epoch's end replaces them) or a new GPU process appears. Where the kernel lists
+# a thread's children (/proc/PID/task/TID/children), "has it started workers?" is first
+# asked of the process's main thread, which starts them (one file, not a thousand): the
+# pass is made when that shows a child the last pass did not, else at this period.
 TREE_STEADY_S = 30.0
 # A process's name, owner and command line hardly change (a process retitling itself
 # does): read this often, not every tick (the owner is a passwd lookup each time).
@@ -305,6 +308,7 @@ class HostReader:
         self._numa: dict[int, tuple[float, dict[str, object]]] = {}
         self._numa_memory: dict[int, tuple[float, tuple[int, ...]]] = {}
         self._tree: tuple[float, dict[int, list[int]]] | None = None  # when, ppid -> pids
+        self._tree_checked = 0.0  # when the tree was last made or confirmed
         self._tree_stale = False  # a worker exited or a GPU process appeared since the pass
         self._tree_settled = False  # every GPU process had workers in the last pass
         self._join_at = 0.0  # when the join under way started
@@ -489,14 +493,31 @@ class HostReader:
         """The process's children, from a map of the whole process tree built for all GPU
         processes (see ``TREE_PERIOD_S``); None where /proc cannot be read."""
         now = self._clock()
-        period = TREE_STEADY_S if self._tree_settled else TREE_PERIOD_S
-        if self._tree is None or self._tree_stale or now - self._tree[0] >= period:
+        if self._tree is None or self._tree_stale or self._tree_due(self._tree, now):
             self._tree = (now, _process_tree())
+            self._tree_checked = now
             self._tree_stale = False
         tree = self._tree[1]
         if not tree:
             return None
         return tree.get(pid, [])
+
+    def _tree_due(self, tree: tuple[float, dict[int, list[int]]], now: float) -> bool:
+        """Whether the tree must be read again: at the steady period; while some GPU
+        process has no workers, at the short one, unless its main thread's children say
+        it still has none."""
+        made, parents = tree
+        if now - made >= TREE_STEADY_S:
+            return True
+        if self._tree_settled or now - self._tree_checked < TREE_PERIOD_S:
+            return False
+        self._tree_checked = now
+        for pid in self._procs:
+            if parents.get(pid):
+                continue
+            if _has_children(pid) is not False:
+                return True  # its workers have started, or the kernel does not say
+        return False
 
     def _placement(self, pid: int, workers: list[int] | None) -> dict[str, object]:
         """Where the process and its workers may run (every ``NUMA_PERIOD_S``) and where
@@ -653,6 +674,14 @@ def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
         if len(fields) >= 2 and fields[1].isdigit():
             tree.setdefault(int(fields[1]), []).append(int(name))
     return tree
+
+
+def _has_children(pid: int, proc: str = "/proc") -> bool | None:
+    """Whether a process's main thread has children (a process's data-loader workers are
+    its main thread's); None where the kernel does not list them (built without
+    CONFIG_PROC_CHILDREN) or the process is gone."""
+    text = read_small(f"{proc}/{pid}/task/{pid}/children")
+    return None if text is None else bool(text.strip())
 
 
 def _boot_time() -> float | None:

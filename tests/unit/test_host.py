@@ -171,21 +171,30 @@ def test_workers_are_found_with_one_scan_for_every_gpu_process(
         worker.wait()
 
 
+@pytest.mark.parametrize("kernel_lists_children", [True, False])
 def test_a_gpu_process_without_workers_is_looked_at_again_soon(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, kernel_lists_children: bool
 ) -> None:
-    """A job starts its data loaders after CUDA: until its workers show, the tree is read
-    every few seconds, not at the slow period."""
+    """A job starts its data loaders after CUDA: until its workers show, it is looked at
+    every few seconds, not at the slow period: its main thread's children where the kernel
+    lists them (the whole tree is read again only once it has some), else the whole tree."""
     from gputui.clocks import ManualClock
     from gputui.sources import host
 
     scans = []
+    probes = []
+    started = [False]
 
-    def no_workers() -> dict[int, list[int]]:
-        scans.append(1)
-        return {1: [os.getpid()]}  # readable, and our process has no children
+    def tree() -> dict[int, list[int]]:
+        scans.append(1)  # readable; our process has a (live) child once they have started
+        return {1: [os.getpid()], os.getpid(): [os.getppid()] if started[0] else []}
 
-    monkeypatch.setattr(host, "_process_tree", no_workers)
+    def has_children(pid: int) -> bool | None:
+        probes.append(pid)
+        return started[0] if kernel_lists_children else None
+
+    monkeypatch.setattr(host, "_process_tree", tree)
+    monkeypatch.setattr(host, "_has_children", has_children)
     clock = ManualClock(0.0)
     reader = HostReader(clock=clock, device_check=lambda pid: True)
     gpus = [GpuProcess(os.getpid(), 0, 1024, "compute")]
@@ -193,7 +202,31 @@ def test_a_gpu_process_without_workers_is_looked_at_again_soon(
         (proc,), _notes = reader.join_processes(gpus)
         clock.advance(1.0)
     assert proc.children == 0 and proc.workers_cpu_percent == 0.0
-    assert len(scans) == 3
+    assert len(probes) == 2  # at 5 s and 10 s
+    assert len(scans) == (1 if kernel_lists_children else 3)
+    started[0] = True  # its data loaders start
+    for _ in range(int(host.TREE_PERIOD_S)):
+        (proc,), _notes = reader.join_processes(gpus)
+        clock.advance(1.0)
+    assert proc.children == 1
+    assert len(scans) == (2 if kernel_lists_children else 4)
+
+
+def test_main_thread_children_as_the_kernel_lists_them(tmp_path: Path) -> None:
+    from gputui.sources.host import _has_children
+
+    assert _has_children(os.getpid()) is False  # pytest's process starts none here
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        listed = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+        assert _has_children(os.getpid()) is (True if listed else None)
+    finally:
+        child.kill()
+        child.wait()
+    (tmp_path / "7" / "task" / "7").mkdir(parents=True)
+    (tmp_path / "7" / "task" / "7" / "children").write_text("")
+    assert _has_children(7, str(tmp_path)) is False
+    assert _has_children(8, str(tmp_path)) is None  # gone, or no such file on this kernel
 
 
 def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
