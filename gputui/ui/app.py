@@ -62,6 +62,7 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         super().__init__(monitor, snapshot_dir, ascii)
         self.sample_error: str | None = None
         self.view = ScreenView()
+        self.panels = Panels()
         self._size: Size | None = None  # the size being laid out (a resize's, not the last)
         self._drawable = False
         self._hostname = socket.gethostname()  # the header's, for a local source
@@ -89,7 +90,7 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
 
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
-        yield Panels()
+        yield from self.panels.compose()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -192,7 +193,7 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         if isinstance(self.screen, MODALS):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
-        self.query_one(Panels).show(contents, self.palette, self.ascii)
+        self.panels.show(contents, self.palette, self.ascii)
 
     # -- the keys the app keeps (the rest: navigation, modals, snapshot_key, replay_keys)
     def _choose(self, choices: Choices) -> None:

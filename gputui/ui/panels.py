@@ -4,76 +4,61 @@ and paint the rows it built; which rows those are is decided in ``gputui.view``.
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
+from collections.abc import Iterator
 
-from gputui.ui import compat
-from gputui.ui.containers import _Column, _Row
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette, border_title
 from gputui.view.cells import Panel
-from gputui.view.layout import Layout
+from gputui.view.layout import Layout, places
 from gputui.view.screen import Contents
 
 _PANELS = ("gpus", "detail", "advisor", "procs", "overview")
 
 
-@compat.blank
-class Panels(Vertical):
-    DEFAULT_CSS = """
-    Panels {
-        height: 1fr;
-    }
-    """
+class Panels:
+    """The panels' widgets, each placed on the screen where the layout says (absolute
+    positions: no containers between them and the screen). Every container is one more
+    layer the compositor cuts each repainted row of, for nothing: these panels cover
+    the screen edge to edge."""
 
     def __init__(self) -> None:
-        super().__init__(id="panels")
         self.laid_out: Layout | None = None  # the layout the panels have now
         self._overview = False
+        self._views: dict[str, LineView] = {}
 
-    def compose(self) -> ComposeResult:
-        yield LineView(id="host")
-        with _Column(id="body"):
-            with _Row(id="top"):
-                yield LineView(id="gpus", classes="panel")
-                yield LineView(id="detail", classes="panel")
-            with _Row(id="bottom"):
-                yield LineView(id="advisor", classes="panel")
-                yield LineView(id="procs", classes="panel")
-        yield LineView(id="overview", classes="panel")
+    def compose(self) -> Iterator[LineView]:
+        self._views = {"host": LineView(id="host")}
+        self._views.update((name, LineView(id=name, classes="panel")) for name in _PANELS)
+        yield from self._views.values()
 
     def show(self, contents: Contents, palette: Palette, ascii: bool) -> None:
         """Lay the panels out as ``contents`` says, then paint their rows (only the rows
         that changed are painted again)."""
         self._lay_out(contents.layout, contents.overview is not None)
         if contents.host is not None:
-            host = self.query_one("#host", LineView)
-            host.set_rows([contents.host], contents.layout.width - 2, palette)
+            self._views["host"].set_rows([contents.host], contents.layout.width - 2, palette)
         for name in _PANELS:
             panel: Panel | None = getattr(contents, name)
             if panel is not None:
-                view = self.query_one(f"#{name}", LineView)
+                view = self._views[name]
                 title = border_title(panel, ascii)
                 if view.border_title != title:  # each set repaints the whole panel
                     view.border_title = title
                 view.set_rows(panel.rows, getattr(contents.layout, name).inner[0], palette)
 
     def _lay_out(self, layout: Layout, overview: bool) -> None:
-        """Panel sizes from the layout; styles are set only when the layout changed."""
+        """Panel places and sizes from the layout; styles are set only when it changed."""
         if layout == self.laid_out and overview == self._overview:
             return
         self.laid_out, self._overview = layout, overview
-        screen = self.screen
-        screen.set_class(overview, "-overview")
-        screen.set_class(layout.stacked, "-stacked")
-        screen.set_class(layout.bottom_stacked, "-bottom-stacked")
-        self.query_one("#host").display = layout.host
-        for name in ("gpus", "detail", "advisor", "procs"):
-            box = getattr(layout, name)
-            styles = self.query_one(f"#{name}").styles
-            styles.width, styles.height = box.width, box.height
-        top, bottom = layout.gpus.height, layout.advisor.height
-        self.query_one("#top").styles.height = top + layout.detail.height * layout.stacked
-        self.query_one("#bottom").styles.height = (
-            bottom + layout.procs.height * layout.bottom_stacked
-        )
+        where = places(layout)
+        for name, view in self._views.items():
+            place = where.get(name)
+            if name == "host":
+                view.display = place is not None
+            else:  # the overview, or the four panels it replaces
+                view.display = (name == "overview") is overview
+            if place is not None:
+                styles = view.styles
+                styles.offset = (place.x, place.y)
+                styles.width, styles.height = place.box.width, place.box.height

@@ -43,6 +43,39 @@ class Layout:
     overview: Box
 
 
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a panel goes on the screen: its top-left cell and its outer size."""
+
+    x: int
+    y: int
+    box: Box
+
+
+def places(laid: Layout, top: int = 1) -> dict[str, Place]:
+    """Every panel's place under ``top`` rows (the header): the host line, then the GPU
+    list beside (or above) the detail, then the advisor beside (or above) the processes;
+    the overview takes the rows of all four."""
+    out: dict[str, Place] = {}
+    if laid.host:
+        out["host"] = Place(0, top, Box(laid.width, 1))
+        top += 1
+    out["overview"] = Place(0, top, laid.overview)
+    out["gpus"] = Place(0, top, laid.gpus)
+    if laid.stacked:
+        out["detail"] = Place(0, top + laid.gpus.height, laid.detail)
+        top += laid.gpus.height + laid.detail.height
+    else:
+        out["detail"] = Place(laid.gpus.width, top, laid.detail)
+        top += laid.gpus.height
+    out["advisor"] = Place(0, top, laid.advisor)
+    if laid.bottom_stacked:
+        out["procs"] = Place(0, top + laid.advisor.height, laid.procs)
+    else:
+        out["procs"] = Place(laid.advisor.width, top, laid.procs)
+    return out
+
+
 def layout(
     width: int,
     height: int,

@@ -55,13 +55,13 @@ async def test_overview_toggle_shows_every_gpu_as_a_card(demo_app: DemoApp) -> N
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("o")
         await pilot.pause()
-        assert app.screen.has_class("-overview")
+        assert app.query_one("#overview").display and not app.query_one("#gpus").display
         overview = text_of(app, "overview")
         for i in range(8):
             assert f"╭ {i} " in overview
         assert "thermal-throttle" in overview
         await pilot.press("o")
-        assert not app.screen.has_class("-overview")
+        assert not app.query_one("#overview").display and app.query_one("#gpus").display
 
 
 async def test_findings_navigation_and_jump_to_gpu(demo_app: DemoApp) -> None:

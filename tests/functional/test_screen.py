@@ -13,7 +13,6 @@ from gputui.formats.recording import read_recording
 from gputui.launch import make_replay_app
 from gputui.ui.lines import LineView
 from gputui.ui.paint import ascii_terminal
-from gputui.ui.panels import Panels
 from gputui.ui.processes import AllProcessesScreen
 from gputui.view.cells import CardsKey, PidKey
 from tests.conftest import DemoApp
@@ -30,11 +29,11 @@ async def test_the_layout_follows_a_resize_at_once(demo_app: DemoApp) -> None:
     app = demo_app(None, 8)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
-        laid_out = app.query_one(Panels).laid_out
+        laid_out = app.panels.laid_out
         assert laid_out is not None and laid_out.width == 160
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        done = app.query_one(Panels).laid_out
+        done = app.panels.laid_out
         assert done is not None and (done.width, done.height) == (80, 24) and done.stacked
         gpus = _text(app, "gpus").splitlines()
         assert len(gpus) == 1 + 8  # column headers, then every GPU on its own line

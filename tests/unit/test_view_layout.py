@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.view.layout import Layout, layout
+from gputui.view.layout import Layout, layout, places
 
 
 def _rows(box: Layout) -> int:
@@ -28,6 +28,37 @@ def test_the_panels_fill_the_screen_exactly(width: int, height: int, gpus: int) 
         assert box.gpus.width + box.detail.width == width
     if not box.bottom_stacked:
         assert box.advisor.width + box.procs.width == width
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "gpus", "host"),
+    [(80, 24, 8, True), (100, 30, 16, True), (120, 40, 8, True), (160, 50, 8, False)],
+)
+def test_the_places_tile_the_rows_between_header_and_footer(
+    width: int, height: int, gpus: int, host: bool
+) -> None:
+    """Each cell from the row under the header to the row above the footer belongs to
+    exactly one panel (the host line included); the overview alone covers the same."""
+    laid = layout(width, height, gpus, findings=3, host=host, critical=1)
+    where = places(laid)
+    owner: dict[tuple[int, int], str] = {}
+    for name, place in where.items():
+        if name == "overview":
+            continue
+        for y in range(place.y, place.y + place.box.height):
+            for x in range(place.x, place.x + place.box.width):
+                assert (x, y) not in owner, f"{name} overlaps {owner[(x, y)]} at {x},{y}"
+                owner[(x, y)] = name
+    cells = {(x, y) for y in range(1, height - 1) for x in range(width)}
+    assert set(owner) == cells
+    assert ("host" in where) is laid.host
+    overview = where["overview"]
+    covered = {
+        (x, y)
+        for y in range(overview.y, overview.y + overview.box.height)
+        for x in range(overview.box.width)
+    }
+    assert covered == {(x, y) for x, y in cells if y >= 1 + laid.host}
 
 
 def test_eight_gpus_fit_80x24_one_line_each() -> None:
