@@ -10,7 +10,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, mul
 from typing import Final, cast
 
 from gputui.model import Frame, GpuSample, HostSample, XidEvent
@@ -120,15 +120,15 @@ class WindowStats:
         n = self.count
         if n < 2:
             return None
-        t0 = self.times[0]
-        ts = [t - t0 for t in self.times]  # relative times keep the sums well conditioned
-        t_mean = sum(ts) / n
-        var = sum((t - t_mean) ** 2 for t in ts)
+        times = self.times
+        t_mean = sum(times) / n
+        centred = [t - t_mean for t in times]  # centred times keep the sums well conditioned
+        var = sum(map(mul, centred, centred))
         if var <= 1e-12:
             return None
-        return (
-            sum((t - t_mean) * (v - self.mean) for t, v in zip(ts, self.values, strict=True)) / var
-        )
+        # sum((t - t_mean) * (v - mean)), without a pass to centre the values: the centred
+        # times sum to zero but for rounding, which the second term takes back out
+        return (sum(map(mul, centred, self.values)) - self.mean * sum(centred)) / var
 
 
 class _GpuRings:

@@ -59,6 +59,25 @@ def test_window_stats_mean_min_max_slope() -> None:
     assert stats.span_s == 10
 
 
+def test_slope_of_large_readings_at_epoch_times() -> None:
+    """VRAM in bytes (tens of GB) at epoch-second times: the slope of a 1 MB/s growth
+    under noise is the least-squares one, not lost to rounding."""
+    history = History(400)
+    noise = [((i * 7919) % 13 - 6) * 1e5 for i in range(300)]
+    for i in range(300):
+        history.add(frame(1_800_000_000.25 + i, mem_used=80e9 + 1e6 * i + noise[i]))
+    stats = history.stats(0, Metric.MEM_USED, 299)
+    assert stats is not None and stats.slope_per_s is not None
+    ts = [float(i) for i in range(300)]
+    vs = list(stats.values)
+    t_mean, v_mean = sum(ts) / 300, sum(vs) / 300
+    expected = sum((t - t_mean) * (v - v_mean) for t, v in zip(ts, vs, strict=True)) / sum(
+        (t - t_mean) ** 2 for t in ts
+    )
+    assert stats.slope_per_s == pytest.approx(expected, rel=1e-9)
+    assert stats.slope_per_s == pytest.approx(1e6, rel=0.01)
+
+
 def test_missing_readings_are_left_out_not_zero() -> None:
     history = History(10)
     history.add(frame(1.0, power_w=None))
