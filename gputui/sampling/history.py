@@ -123,12 +123,13 @@ class WindowStats:
         times = self.times
         t_mean = sum(times) / n
         centred = [t - t_mean for t in times]  # centred times keep the sums well conditioned
-        var = sum(map(mul, centred, centred))
+        var: float = sum(map(mul, centred, centred))
         if var <= 1e-12:
             return None
         # sum((t - t_mean) * (v - mean)), without a pass to centre the values: the centred
         # times sum to zero but for rounding, which the second term takes back out
-        return (sum(map(mul, centred, self.values)) - self.mean * sum(centred)) / var
+        covariance: float = sum(map(mul, centred, self.values)) - self.mean * sum(centred)
+        return covariance / var
 
 
 class _GpuRings:
