@@ -25,13 +25,12 @@ from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.sampling.monitor import Monitor
 from gputui.ui import keys
 from gputui.ui.commands import GpuTuiCommands
-from gputui.ui.containers import _MainScreen
+from gputui.ui.containers import KeysFooter, _MainScreen
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
@@ -91,7 +90,7 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
         yield from self.panels.compose()
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._drawable = True

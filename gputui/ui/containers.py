@@ -1,8 +1,9 @@
-"""The main screen, under the panels."""
+"""The main screen under the panels, and the footer."""
 
 from __future__ import annotations
 
 from textual.screen import Screen
+from textual.widgets import Footer
 
 from gputui.ui import compat
 
@@ -14,4 +15,12 @@ from gputui.ui import compat
 # GPUTUI_TEXTUAL_PUBLIC=1).
 @compat.blank
 class _MainScreen(Screen[int]):
+    pass
+
+
+# The compositor asks every widget on the screen for its rows on each repaint, whatever
+# rows changed: the footer answered through the styles cache every tick, for a row of
+# background under its keys (which draw themselves).
+@compat.blank
+class KeysFooter(Footer):
     pass
