@@ -840,15 +840,8 @@ class NvmlSource:
 
     def _memory(self, gpu: _Gpu, handle: Any, key: str) -> Any:
         # The v2 struct matches nvidia-smi's "used" on recent drivers; v1 for old ones.
-        version = getattr(pynvml, "nvmlMemory_v2", None)
-        v2 = (
-            functools.partial(pynvml.nvmlDeviceGetMemoryInfo, version=version)
-            if version is not None
-            else None
-        )
-        return self._ask_first(
-            gpu, key, [(v2, (handle,)), (pynvml.nvmlDeviceGetMemoryInfo, (handle,))]
-        )
+        v2 = _memory_v2 if _MEMORY_V2 is not None else None  # bindings from 12.535 on
+        return self._ask_first(gpu, key, [(v2, (handle,)), (_memory_v1, (handle,))])
 
     # -- one tick ----------------------------------------------------------------
     def read(self) -> Frame:
@@ -909,13 +902,16 @@ class NvmlSource:
     ) -> GpuSample:
         h = gpu.handle
         ask = functools.partial(self._ask, gpu)
-        util = ask("util", pynvml.nvmlDeviceGetUtilizationRates, h)
+        util = ask("util", _utilization, h)
         memory = self._memory(gpu, h, "memory")
         temp = self._ask_first(
             gpu,
             "temp",
             [
-                (_function("nvmlDeviceGetTemperatureV"), (h, pynvml.NVML_TEMPERATURE_GPU)),
+                (
+                    _temperature_v if _TEMPERATURE_V1 is not None else None,
+                    (h, pynvml.NVML_TEMPERATURE_GPU),
+                ),
                 (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
             ],
         )
@@ -1747,6 +1743,63 @@ def field_rows(values: Any) -> list[tuple[int, int, int, int, bytes]]:
         (fid, scope, ret, kind, raw)
         for fid, scope, _stamp, _latency, kind, ret, raw in _FIELD_ROW.iter_unpack(values)
     ]
+
+
+def _plain(struct: type[ctypes.Structure]) -> type[ctypes.Structure]:
+    """One of the bindings' structures laid out the same, without their printable base's
+    Python ``__getattribute__`` / ``__setattr__`` on every member read and write."""
+    return type("_Plain" + struct.__name__, (ctypes.Structure,), {"_fields_": struct._fields_})
+
+
+def _read_struct(
+    symbol: str, struct: type[ctypes.Structure], handle: Any, *first: Any, **preset: int
+) -> Any:
+    """``symbol(handle, *first, &out)`` into a new ``struct`` with ``preset`` members set
+    (a version); NVMLError as the bindings raise it, FunctionNotFound included."""
+    fn = pynvml._nvmlGetFunctionPointer(symbol)
+    out = struct(**preset)
+    ret = fn(handle, *first, ctypes.byref(out))
+    if ret != pynvml.NVML_SUCCESS:
+        raise pynvml.NVMLError(ret)
+    return out
+
+
+_UTILIZATION = _plain(pynvml.c_nvmlUtilization_t)
+_MEMORY_V1 = _plain(pynvml.c_nvmlMemory_t)
+_BINDINGS_MEMORY_V2 = getattr(pynvml, "c_nvmlMemory_v2_t", None)
+_MEMORY_V2 = _plain(_BINDINGS_MEMORY_V2) if _BINDINGS_MEMORY_V2 is not None else None
+# bindings from 12.570 on: the versioned temperature call, its wrapper and structure
+_BINDINGS_TEMPERATURE_V1 = getattr(pynvml, "c_nvmlTemperature_v1_t", None)
+_TEMPERATURE_V1 = (
+    _plain(_BINDINGS_TEMPERATURE_V1)
+    if _BINDINGS_TEMPERATURE_V1 is not None and _function("nvmlDeviceGetTemperatureV")
+    else None
+)
+
+
+def _utilization(handle: Any) -> Any:
+    return _read_struct("nvmlDeviceGetUtilizationRates", _UTILIZATION, handle)
+
+
+def _memory_v1(handle: Any) -> Any:
+    return _read_struct("nvmlDeviceGetMemoryInfo", _MEMORY_V1, handle)
+
+
+def _memory_v2(handle: Any) -> Any:
+    version = getattr(pynvml, "nvmlMemory_v2", None)
+    if _MEMORY_V2 is None or version is None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)  # bindings before it
+    return _read_struct("nvmlDeviceGetMemoryInfo_v2", _MEMORY_V2, handle, version=version)
+
+
+def _temperature_v(handle: Any, sensor: int) -> int:
+    version = getattr(pynvml, "nvmlTemperature_v1", None)
+    if _TEMPERATURE_V1 is None or version is None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)  # bindings before it
+    out = _read_struct(
+        "nvmlDeviceGetTemperatureV", _TEMPERATURE_V1, handle, version=version, sensorType=sensor
+    )
+    return int(out.temperature)
 
 
 def _field_number(kind: int, raw: bytes) -> int | None:
