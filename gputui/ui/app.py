@@ -109,9 +109,12 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
             self.sampler.start()
         if self.freeze_startup_heap:
             self.call_after_refresh(self._freeze_startup_heap)
-        if self.handle_signals:  # SIGTERM (a scheduler), SIGHUP (SSH dropped): end as q does
+        # SIGTERM (a scheduler), SIGHUP (SSH dropped), SIGINT (kill -INT; ctrl+c is a key in
+        # the app): end as q does. Left to Python, SIGINT raised KeyboardInterrupt wherever
+        # the main thread was, and one landing inside Textual's startup could leave it running.
+        if self.handle_signals:
             loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGHUP):
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, self.exit, 128 + signum)
 
