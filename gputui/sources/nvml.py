@@ -1708,11 +1708,14 @@ _FIELD_ROW = struct.Struct("=IIqqII8s")
 _SAMPLE_ROW = struct.Struct("=Q8s")
 
 
-class _FieldValue(ctypes.Structure):
-    """nvmlFieldValue_t, laid out as the bindings lay it out, without the Python-level
-    ``__getattribute__`` / ``__setattr__`` of their printable base class."""
+def _plain(bindings: type[ctypes.Structure]) -> type[ctypes.Structure]:
+    """One of the bindings' structures laid out the same, without their printable base's
+    Python ``__getattribute__`` / ``__setattr__`` on every member read and write."""
+    fields = {"_fields_": bindings._fields_}
+    return type("_Plain" + bindings.__name__, (ctypes.Structure,), fields)
 
-    _fields_ = list(pynvml.c_nvmlFieldValue_t._fields_)
+
+_FieldValue = _plain(pynvml.c_nvmlFieldValue_t)  # a tick reads some fifty of its members
 
 
 def _get_field_values(gpu: _Gpu, ids: Sequence[int | tuple[int, int]]) -> Any:
@@ -1745,19 +1748,13 @@ def field_rows(values: Any) -> list[tuple[int, int, int, int, bytes]]:
     ]
 
 
-def _plain(struct: type[ctypes.Structure]) -> type[ctypes.Structure]:
-    """One of the bindings' structures laid out the same, without their printable base's
-    Python ``__getattribute__`` / ``__setattr__`` on every member read and write."""
-    return type("_Plain" + struct.__name__, (ctypes.Structure,), {"_fields_": struct._fields_})
-
-
 def _read_struct(
-    symbol: str, struct: type[ctypes.Structure], handle: Any, *first: Any, **preset: int
+    symbol: str, layout: type[ctypes.Structure], handle: Any, *first: Any, **preset: int
 ) -> Any:
-    """``symbol(handle, *first, &out)`` into a new ``struct`` with ``preset`` members set
+    """``symbol(handle, *first, &out)`` into a new ``layout`` with ``preset`` members set
     (a version); NVMLError as the bindings raise it, FunctionNotFound included."""
     fn = pynvml._nvmlGetFunctionPointer(symbol)
-    out = struct(**preset)
+    out = layout(**preset)
     ret = fn(handle, *first, ctypes.byref(out))
     if ret != pynvml.NVML_SUCCESS:
         raise pynvml.NVMLError(ret)

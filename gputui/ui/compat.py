@@ -21,9 +21,9 @@ Private name (who uses it): why / public fallback
   Textual's styles cache.
 - ``DOMNode.notify_style_update`` override (lines.py): the hook Textual calls when CSS
   changes, where LineView drops the styles it resolved / ``rich_style`` read for every line.
-- ``Widget.BLANK`` (app.py, through ``blank``): the screen and containers are covered by
-  panels, and answer "only my background" at once / ordinary rendering of their background
-  (also what Textual before 7.1.0, which has no BLANK, does).
+- ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
+  and the footer, under its keys, answer "only my background" at once / ordinary rendering
+  of their background (also what Textual before 7.1.0, which has no BLANK, does).
 
 benchmarks/app_stages.py also times a few private methods (the compositor's update, the
 app's write); that is measurement only, and a stage it cannot find is left out.
