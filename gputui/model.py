@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from gputui.clock_events import decode_reasons
 from gputui.names import NoteKind, RuleId, Severity, SourceKind
@@ -178,65 +178,69 @@ class NvLinkSample:
     recovery_errors: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GpuSample:
-    """One GPU's readings at one tick."""
+    """One GPU's readings at one tick.
 
-    index: int
-    lost: bool = False
-    util_gpu: float | None = None
-    util_mem: float | None = None
-    sm_activity: float | None = None
-    tensor_activity: float | None = None
-    sm_clock_mhz: int | None = None
-    mem_clock_mhz: int | None = None
-    graphics_clock_mhz: int | None = None
-    app_sm_clock_mhz: int | None = None
-    temp_c: float | None = None
-    mem_temp_c: float | None = None
-    temp_margin_c: float | None = None
-    fan_pct: float | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    pstate: int | None = None
-    clock_reasons: int | None = None
-    mem_used: int | None = None
-    mem_free: int | None = None
-    mem_total: int | None = None
+    Immutable by contract, checked by mypy (``Final`` fields) rather than at run time: a
+    frozen dataclass sets each field through ``object.__setattr__``, and a tick builds one
+    of these per GPU and one ProcessSample per GPU process (four times the cost)."""
+
+    index: Final[int]
+    lost: Final[bool] = False
+    util_gpu: Final[float | None] = None
+    util_mem: Final[float | None] = None
+    sm_activity: Final[float | None] = None
+    tensor_activity: Final[float | None] = None
+    sm_clock_mhz: Final[int | None] = None
+    mem_clock_mhz: Final[int | None] = None
+    graphics_clock_mhz: Final[int | None] = None
+    app_sm_clock_mhz: Final[int | None] = None
+    temp_c: Final[float | None] = None
+    mem_temp_c: Final[float | None] = None
+    temp_margin_c: Final[float | None] = None
+    fan_pct: Final[float | None] = None
+    power_w: Final[float | None] = None
+    power_limit_w: Final[float | None] = None
+    pstate: Final[int | None] = None
+    clock_reasons: Final[int | None] = None
+    mem_used: Final[int | None] = None
+    mem_free: Final[int | None] = None
+    mem_total: Final[int | None] = None
     #: memory the driver reserves (DCGM's FB_RESERVED), counted in mem_total, not in used
-    mem_reserved: int | None = None
-    pcie_gen: int | None = None
-    pcie_width: int | None = None
-    pcie_rx_bps: float | None = None
-    pcie_tx_bps: float | None = None
-    pcie_replay_count: int | None = None
-    ecc_volatile_corrected: int | None = None
-    ecc_volatile_uncorrected: int | None = None
-    remapped_rows_pending: bool | None = None
-    energy_j: float | None = None
+    mem_reserved: Final[int | None] = None
+    pcie_gen: Final[int | None] = None
+    pcie_width: Final[int | None] = None
+    pcie_rx_bps: Final[float | None] = None
+    pcie_tx_bps: Final[float | None] = None
+    pcie_replay_count: Final[int | None] = None
+    ecc_volatile_corrected: Final[int | None] = None
+    ecc_volatile_uncorrected: Final[int | None] = None
+    remapped_rows_pending: Final[bool | None] = None
+    energy_j: Final[float | None] = None
     #: the driver's own utilisation samples since the previous tick (percent, oldest
     #: first; nvmlDeviceGetSamples): short stalls that the tick's average hides
-    util_samples: tuple[float, ...] = ()
+    util_samples: Final[tuple[float, ...]] = ()
     #: cumulative seconds the clocks were held down, by cause (nvmlDeviceGetViolationStatus):
     #: the "how long has this GPU been throttled" counters; rates come from their growth
-    violation_power_s: float | None = None
-    violation_thermal_s: float | None = None
-    violation_board_s: float | None = None
-    violation_reliability_s: float | None = None
+    violation_power_s: Final[float | None] = None
+    violation_thermal_s: Final[float | None] = None
+    violation_board_s: Final[float | None] = None
+    violation_reliability_s: Final[float | None] = None
     #: Xid errors the driver reported since the previous tick
-    xid_events: tuple[XidEvent, ...] = ()
+    xid_events: Final[tuple[XidEvent, ...]] = ()
     #: PCIe RX/TX source: True from the driver's byte counters (exact over the tick), False
     #: from a sampled 20 ms window (nvmlDeviceGetPcieThroughput), None with no rates
-    pcie_counter_based: bool | None = None
+    pcie_counter_based: Final[bool | None] = None
     #: MIG instances (MIG mode only), in the driver's order
-    mig_instances: tuple[MigInstance, ...] = ()
+    mig_instances: Final[tuple[MigInstance, ...]] = ()
     #: NVLinks of this GPU (read every few seconds), in link order; () without NVLink
-    nvlinks: tuple[NvLinkSample, ...] = ()
+    nvlinks: Final[tuple[NvLinkSample, ...]] = ()
     #: CRC, replay and recovery errors of all its NVLinks together (cumulative)
-    nvlink_errors: int | None = None
+    nvlink_errors: Final[int | None] = None
     #: NVSwitch fabric registration: "none" (not on a fabric), "not-started",
     #: "in-progress", "completed", "failed" (completed with an error)
-    fabric_state: str | None = None
+    fabric_state: Final[str | None] = None
 
     @property
     def reason_names(self) -> tuple[str, ...]:
@@ -250,46 +254,47 @@ class GpuSample:
         return 100.0 * self.mem_used / self.mem_total
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ProcessSample:
-    """A process using a GPU: what NVML says, joined with what the host says."""
+    """A process using a GPU: what NVML says, joined with what the host says. Immutable by
+    contract, as GpuSample."""
 
-    pid: int
-    gpu_index: int
-    gpu_memory: int | None = None
-    kind: str = "compute"
-    name: str | None = None
-    user: str | None = None
-    command: str | None = None
-    cpu_percent: float | None = None
-    rss: int | None = None
-    threads: int | None = None
-    children: int | None = None
-    visible: bool = True
+    pid: Final[int]
+    gpu_index: Final[int]
+    gpu_memory: Final[int | None] = None
+    kind: Final[str] = "compute"
+    name: Final[str | None] = None
+    user: Final[str | None] = None
+    command: Final[str | None] = None
+    cpu_percent: Final[float | None] = None
+    rss: Final[int | None] = None
+    threads: Final[int | None] = None
+    children: Final[int | None] = None
+    visible: Final[bool] = True
     #: CUDA runtime the process mapped (libcudart's version, "12" or "12.1"), where readable
-    cuda_runtime: str | None = None
+    cuda_runtime: Final[str | None] = None
     #: the few environment variables that change CUDA behaviour, "NAME=value", where readable
-    env: tuple[str, ...] = ()
+    env: Final[tuple[str, ...]] = ()
     #: the parent process's pid (ranks of one job launched by one torchrun share it)
-    ppid: int | None = None
+    ppid: Final[int | None] = None
     #: CPU % of its child processes together (data-loader workers), where readable
-    workers_cpu_percent: float | None = None
+    workers_cpu_percent: Final[float | None] = None
     #: the CUDA-related libraries it mapped (libcudart, libcuda, framework libraries), paths
-    cuda_libraries: tuple[str, ...] = ()
+    cuda_libraries: Final[tuple[str, ...]] = ()
     #: where ``cuda_runtime`` was read ("libcudart.so.12.4.127", "torch/version.py")
-    cuda_runtime_evidence: str | None = None
+    cuda_runtime_evidence: Final[str | None] = None
     #: the CPUs it may run on (Cpus_allowed_list) and the NUMA nodes they belong to
-    cpus_allowed: str | None = None
-    cpu_nodes: tuple[int, ...] = ()
+    cpus_allowed: Final[str | None] = None
+    cpu_nodes: Final[tuple[int, ...]] = ()
     #: per data-loader worker (child), the NUMA node its CPUs belong to; -1 for several
-    workers_nodes: tuple[int, ...] = ()
+    workers_nodes: Final[tuple[int, ...]] = ()
     #: bytes of its memory on each NUMA node (index = node), from /proc/PID/numa_maps
-    numa_memory: tuple[int, ...] = ()
+    numa_memory: Final[tuple[int, ...]] = ()
     #: when the process started, seconds since the epoch (psutil's create_time)
-    started: float | None = None
+    started: Final[float | None] = None
     #: % of the GPU's SMs this process kept busy, the driver's newest per-process sample
     #: (nvmlDeviceGetProcessUtilization); None where the driver gives no figure
-    sm_util: float | None = None
+    sm_util: Final[float | None] = None
 
     def __post_init__(self) -> None:
         _clean_text(self)

@@ -91,6 +91,12 @@ def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
     raise FormatError(f"{cls.__name__}.{name}: {type(value).__name__} where {base} belongs")
 
 
+def _kind(f: dataclasses.Field[Any]) -> str:
+    """A field's annotation as written, ``Final[...]`` (an immutable field) unwrapped."""
+    kind = str(f.type)
+    return kind[len("Final[") : -1] if kind.startswith("Final[") else kind
+
+
 def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     """A model dataclass from its dict, every value checked against the field's type;
     unknown keys (a newer writer) are ignored, missing ones take the default."""
@@ -99,7 +105,7 @@ def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in data:
-            kwargs[f.name] = _checked(cls, f.name, str(f.type), data[f.name])
+            kwargs[f.name] = _checked(cls, f.name, _kind(f), data[f.name])
     return cls(**kwargs)
 
 

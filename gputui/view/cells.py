@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 ELLIPSIS = "…"
 
@@ -20,9 +21,9 @@ class Role(Enum):
     ACCENT = "accent"
 
 
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """A piece of a row.
+class Cell(NamedTuple):
+    """A piece of a row (a named tuple: some hundreds are built and compared every tick,
+    and a tuple is built and compared in C).
 
     ``drop``: the width priority. 0 is always kept; when a row is too wide, cells with the
     highest ``drop`` go first. ``flex``: the cell that is cut (with an ellipsis) before
@@ -74,8 +75,7 @@ class CardsKey:
 RowKey = GpuKey | FindingKey | PidKey | CardsKey | None
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(NamedTuple):
     cells: tuple[Cell, ...]
     key: RowKey = None
     bold: bool = False  # the selected row
@@ -125,7 +125,7 @@ def fit(cells: Sequence[Cell], width: int) -> tuple[Cell, ...]:
         for i, c in reversed(list(enumerate(kept))):
             if c.flex:
                 room = max(1, c.width - (total - width))
-                kept[i] = replace(c, text=cut(c.text, room))
+                kept[i] = c._replace(text=cut(c.text, room))
                 total -= c.width - room
                 break
     if total > width:  # still too wide: cut the end
@@ -138,10 +138,10 @@ def fit(cells: Sequence[Cell], width: int) -> tuple[Cell, ...]:
                 continue
             room = width - used
             if room > 0:
-                out.append(replace(c, text=cut(c.text, room)))
+                out.append(c._replace(text=cut(c.text, room)))
             elif out:  # the cut falls between two cells: the ellipsis ends the last one
                 last = out[-1]
-                out[-1] = replace(last, text=cut(last.text + " ", last.width))
+                out[-1] = last._replace(text=cut(last.text + " ", last.width))
             break
         kept = out
     return tuple(kept)
