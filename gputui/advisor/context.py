@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -21,7 +22,10 @@ class Context:
     t: Thresholds
     # Rules ask the same questions (is GPU 3 busy?): one answer per tick.
     _memo: dict[tuple[int, str, float], WindowStats | None] = field(default_factory=dict)
-    _reasons: dict[tuple[int, float], list[int]] = field(default_factory=dict)
+    # (gpu, window) -> how many known clock-event masks, and each distinct mask's count
+    _reasons: dict[tuple[int, float], tuple[int, tuple[tuple[int, int], ...]]] = field(
+        default_factory=dict
+    )
     #: answers rules share within one judgement (a GPU's VRAM verdict, say), by key
     shared: dict[object, object] = field(default_factory=dict)
     #: per GPU, the driver's utilisation samples each frame brought: (frame time, samples
@@ -90,12 +94,15 @@ class Context:
     def fraction(self, gpu: int, bits: int, seconds: float | None = None) -> float | None:
         """Share of the window with any of ``bits`` set; None if too few known readings."""
         key = (gpu, self.t.window_s if seconds is None else seconds)
-        known = self._reasons.get(key)
-        if known is None:  # rules ask the same window with different bits
-            known = self._reasons[key] = self.history.known_reasons(*key)
-        if len(known) < self.t.min_points:
+        found = self._reasons.get(key)
+        if found is None:  # rules ask the same window with different bits, and a window
+            # holds a handful of distinct masks: counted once, in C
+            known = self.history.known_reasons(*key)
+            found = self._reasons[key] = (len(known), tuple(Counter(known).items()))
+        total, masks = found
+        if total < self.t.min_points:
             return None
-        return sum(1 for r in known if r & bits) / len(known)
+        return sum(n for mask, n in masks if mask & bits) / total
 
     def samples(self) -> Sequence[tuple[GpuSample, DeviceInfo]]:
         """Each GPU that was read this tick (lost ones left out), with its static facts;
