@@ -117,6 +117,10 @@ def main() -> int:
     print(
         f"import time: gputui.cli {cli_import * 1e3:.0f} ms, gputui.ui.app {ui_import * 1e3:.0f} ms"
     )
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # An installed gputui starts from compiled modules; with this set, an editable
+        # checkout compiles all of its own at every start (~100 ms more to the first frame).
+        print("note: PYTHONDONTWRITEBYTECODE is set: gputui's modules are compiled at each start")
     columns = ("GPUs", "Textual path", "CPU % of a core", "first frame s", "RSS start MB")
     widths = (4, 12, 16, 14, 13, 11)
     print(" ".join(f"{c:>{w}}" for c, w in zip((*columns, "RSS end MB"), widths, strict=True)))
