@@ -183,8 +183,8 @@ class GpuSample:
     """One GPU's readings at one tick.
 
     Immutable by contract, checked by mypy (``Final`` fields) rather than at run time: a
-    frozen dataclass sets each field through ``object.__setattr__``, and a tick builds one
-    of these per GPU and one ProcessSample per GPU process (four times the cost)."""
+    frozen dataclass sets each field through ``object.__setattr__`` (four times the cost to
+    build), and a tick builds one of these per GPU and one ProcessSample per GPU process."""
 
     index: Final[int]
     lost: Final[bool] = False
