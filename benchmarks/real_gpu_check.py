@@ -179,10 +179,10 @@ class CallTimer:
 def field_report(handle: Any) -> dict[str, Any]:
     import pynvml
 
-    from gputui.sources import nvml
+    from gputui.sources.nvml import bindings as nvml
 
     out: dict[str, Any] = {}
-    ids = [*nvml._CANDIDATE_FIELDS]
+    ids = [*nvml.CANDIDATE_FIELDS]
     try:
         values = pynvml.nvmlDeviceGetFieldValues(handle, ids)
     except pynvml.NVMLError as exc:
@@ -248,8 +248,8 @@ def run(gpu: int, busy_s: float) -> dict[str, Any]:
     import pynvml
 
     from gputui.formats.records import record
-    from gputui.sources import nvml
     from gputui.sources.nvml import NvmlSource
+    from gputui.sources.nvml import bindings as nvml
 
     started = time.monotonic()
     timer = CallTimer()

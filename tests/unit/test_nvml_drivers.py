@@ -12,8 +12,9 @@ import pytest
 
 from gputui import clock_events as ce
 from gputui.clocks import ManualClock
-from gputui.sources import nvml
-from gputui.sources.nvml import NvmlSource, Verdict, meaning
+from gputui.sources.nvml import NvmlSource, bindings, policy
+from gputui.sources.nvml.policy import Verdict, meaning
+from gputui.sources.nvml.sample import VIOLATION_PERIOD_S
 from tests.nvml_double import (
     GPU_NOT_FOUND,
     MIB,
@@ -103,7 +104,7 @@ def test_no_permission_is_na_and_asked_again_slowly(monkeypatch: pytest.MonkeyPa
         rig.tick()
     assert rig.lib.calls["nvmlDeviceGetPowerUsage"] == 1
     gpu.errors = {}  # permission given
-    rig.tick(nvml.RETRY_AFTER_S)
+    rig.tick(policy.RETRY_AFTER_S)
     assert rig.source.read().gpus[0].power_w == pytest.approx(612.345)
 
 
@@ -271,11 +272,11 @@ def test_field_batches_are_decoded_in_nvml_h_layout() -> None:
     """The one-pass decoding reads nvmlFieldValue_t / nvmlSample_t at the offsets the
     bindings' own structures put their members, whatever member the driver filled."""
     ref = pynvml.c_nvmlFieldValue_t
-    assert nvml._FIELD_ROW.size == ctypes.sizeof(ref) == ctypes.sizeof(nvml._FieldValue)
+    assert bindings.FIELD_ROW.size == ctypes.sizeof(ref) == ctypes.sizeof(bindings.FieldValue)
     offsets = [ref.fieldId.offset, ref.scopeId.offset, ref.valueType.offset]
     assert offsets == [0, 4, 24]
     assert (ref.nvmlReturn.offset, ref.value.offset) == (28, 32)
-    assert nvml._SAMPLE_ROW.size == ctypes.sizeof(pynvml.c_nvmlSample_t)
+    assert bindings.SAMPLE_ROW.size == ctypes.sizeof(pynvml.c_nvmlSample_t)
 
     values = (ref * 6)()  # the bindings' own array decodes too (benchmarks/real_gpu_check)
     filled = [
@@ -290,15 +291,15 @@ def test_field_batches_are_decoded_in_nvml_h_layout() -> None:
         values[i].fieldId, values[i].scopeId = 100 + i, i
         values[i].valueType, values[i].nvmlReturn = kind, i % 2 * 3
         setattr(values[i].value, member, number)
-    rows = nvml.field_rows(values)
+    rows = bindings.field_rows(values)
     assert [(fid, scope, ret) for fid, scope, ret, _, _ in rows] == [
         (100 + i, i, i % 2 * 3) for i in range(6)
     ]
-    numbers = [nvml._field_number(kind, raw) for _, _, _, kind, raw in rows]
+    numbers = [bindings.field_number(kind, raw) for _, _, _, kind, raw in rows]
     assert numbers == [41, None, 2**40, 2**63 + 5, None, None]  # all-ones, <0, NaN: none
-    counters = [nvml.field_unsigned(kind, raw) for _, _, _, kind, raw in rows]
+    counters = [bindings.field_unsigned(kind, raw) for _, _, _, kind, raw in rows]
     assert counters == [None, 0xFFFFFFFF, 2**40, 2**63 + 5, None, None]
-    assert [nvml.value_bits(kind) for _, _, _, kind, _ in rows[1:4]] == [32, 64, 64]
+    assert [bindings.value_bits(kind) for _, _, _, kind, _ in rows[1:4]] == [32, 64, 64]
 
 
 def test_r535_v3_layout_three_processes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -440,7 +441,7 @@ def test_violation_counters_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sample.violation_board_s == pytest.approx(0.002)
     assert sample.violation_reliability_s is None  # not supported: unknown, not 0
     gpu.violations_ns[0] += 3_000_000_000
-    rig.tick(nvml.VIOLATION_PERIOD_S)
+    rig.tick(VIOLATION_PERIOD_S)
     assert rig.source.read().gpus[0].violation_power_s == pytest.approx(15.5)
 
 

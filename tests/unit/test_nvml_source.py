@@ -265,8 +265,8 @@ def test_cost_bookkeeping(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- older nvidia-ml-py releases ---------------------------------------------------------
-# pyproject allows nvidia-ml-py>=12.535; 12.535.77, the oldest, lacks these names (nvml.py
-# reads them through its _constant/_function/_exception helpers). The tests below take
+# pyproject allows nvidia-ml-py>=12.535; 12.535.77, the oldest, lacks these names (the nvml
+# package reads them through bindings.constant/function/exception). The tests below take
 # them away from whatever release is installed, so the floor is covered wherever they run.
 FLOOR_MISSING = (
     "NVML_ERROR_GPU_NOT_FOUND",  # 12.550
@@ -296,13 +296,14 @@ class FloorProcessInfo(ctypes.Structure):
 
 
 def _nvml_without(monkeypatch: pytest.MonkeyPatch, *names: str) -> ModuleType:
-    """gputui.sources.nvml imported afresh over bindings that lack ``names``; the module
-    everything else imported is back in place after the test."""
+    """gputui.sources.nvml (every module of the package) imported afresh over bindings that
+    lack ``names``; the modules everything else imported are back in place after the test."""
     for name in names:
         monkeypatch.delattr(pynvml, name, raising=False)
         assert not hasattr(pynvml, name)
     monkeypatch.setattr(gputui.sources, "nvml", sys.modules["gputui.sources.nvml"])
-    monkeypatch.delitem(sys.modules, "gputui.sources.nvml")
+    for module in [m for m in sys.modules if m.startswith("gputui.sources.nvml")]:
+        monkeypatch.delitem(sys.modules, module)
     return importlib.import_module("gputui.sources.nvml")
 
 
@@ -316,14 +317,15 @@ def _floor_process_struct(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_nvml_module_names_no_binding_older_releases_lack() -> None:
     import gputui.sources.nvml as nvml
 
-    tree = ast.parse(Path(nvml.__file__).read_text())
     used = {
         node.attr
-        for node in ast.walk(tree)
+        for path in Path(nvml.__file__).parent.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "pynvml"
     }
+    assert "nvmlInit" in used  # the walk saw the package's modules
     assert used.isdisjoint(FLOOR_MISSING), used & set(FLOOR_MISSING)
 
 
@@ -433,7 +435,10 @@ def test_pcie_byte_counters_without_their_field_names(monkeypatch: pytest.Monkey
     nvml = _nvml_without(
         monkeypatch, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES", "NVML_FI_DEV_PCIE_COUNT_RX_BYTES"
     )
-    assert (nvml.FI_PCIE_TX_BYTES, nvml.FI_PCIE_RX_BYTES) == (197, 198)  # nvml.h's ids
+    assert (nvml.bindings.FI_PCIE_TX_BYTES, nvml.bindings.FI_PCIE_RX_BYTES) == (
+        197,
+        198,
+    )  # nvml.h's ids
     gpu = FakeGpu()
     lib = FakeNvmlLib([gpu])
     source = _source(monkeypatch, lib, nvml)

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from gputui.clocks import ManualClock
-from gputui.sources.nvml import NVLINK_PERIOD_S, NvmlSource, _function, cpu_list
+from gputui.sources.nvml import NvmlSource
+from gputui.sources.nvml.bindings import function
+from gputui.sources.nvml.device import cpu_list
+from gputui.sources.nvml.sample import NVLINK_PERIOD_S
 from tests.nvml_double import (
     GPU_IS_LOST,
     NO_PERMISSION,
@@ -20,7 +23,7 @@ from tests.nvml_double import (
     install,
 )
 
-HAS_NUMA_WRAPPER = _function("nvmlDeviceGetNumaNodeId") is not None
+HAS_NUMA_WRAPPER = function("nvmlDeviceGetNumaNodeId") is not None
 
 
 def _source(

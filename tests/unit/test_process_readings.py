@@ -23,9 +23,8 @@ from gputui.formats.recording import Header, header_line, read_recording, tick_l
 from gputui.formats.records import frame_dict, parse_frame
 from gputui.model import Frame, GpuSample, HostSample, ProcessSample, SourceInfo
 from gputui.names import SourceKind
-from gputui.sources import nvml
 from gputui.sources.host import GpuProcess, HostReader
-from gputui.sources.nvml import NvmlSource
+from gputui.sources.nvml import NvmlSource, policy
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.nvml_double import (
     GPU_IS_LOST,
@@ -278,7 +277,7 @@ def test_no_permission_leaves_none_and_is_asked_again_later(
     lib = UtilLib([gpu])
     rig = Rig(monkeypatch, lib)
     try:
-        for _ in range(int(nvml.RETRY_AFTER_S)):
+        for _ in range(int(policy.RETRY_AFTER_S)):
             frame = rig.source.read()
             assert sm_of(frame)[(0, 31337)] is None
             other_readings_intact(frame)

@@ -1,0 +1,479 @@
+"""One GPU's readings at one tick, each on its own cadence.
+
+Only live readings are asked for every tick; slower ones are asked for on their own period
+and the last answer is reused in between (the ``*_PERIOD_S`` constants), so a tick stays
+within about 12 NVML calls per GPU (benchmarks/tick_cost.py counts them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pynvml
+
+from gputui.model import GpuSample, MigInstance, NvLinkSample, XidEvent
+from gputui.sources.nvml import bindings as b
+from gputui.sources.nvml.policy import Gpu, GpuLost, Mig, Query, Verdict, error_code, meaning
+from gputui.sources.nvml.processes import Proc
+from gputui.sources.nvml.rates import Windows, kib_rate
+
+STATIC_PERIOD_S = 30.0  # settings: application clocks, enforced limit, MIG layout
+GPM_PERIOD_S = 2.0  # GPM samples (SM and tensor activity over the period)
+MARGIN_PERIOD_S = 2.0  # the thermal margin (R570+)
+LINK_PERIOD_S = 10.0  # current PCIe generation and width
+SLOW_PERIOD_S = 10.0  # fan, performance state, memory and graphics clocks
+VIOLATION_PERIOD_S = 10.0  # cumulative throttle counters
+MIG_PERIOD_S = 5.0  # each MIG instance's memory
+NVLINK_PERIOD_S = 10.0  # every link's state, throughput and error counters: one batch
+FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start later)
+_SAMPLE_ROOM = 128  # the driver keeps fewer utilisation samples than this
+
+
+def sample(
+    q: Query, windows: Windows, gpu: Gpu, procs: list[tuple[str, Proc]], xids: Sequence[XidEvent]
+) -> GpuSample:
+    h = gpu.handle
+    ask = functools.partial(q.ask, gpu)
+    util = ask("util", b.utilization, h)
+    memory = memory_info(q, gpu, h, "memory")
+    temp = q.ask_first(
+        gpu,
+        "temp",
+        [
+            (
+                b.temperature_v if b.TEMPERATURE_V else None,
+                (h, pynvml.NVML_TEMPERATURE_GPU),
+            ),
+            (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
+        ],
+    )
+    reasons = q.ask_first(
+        gpu,
+        "reasons",
+        [
+            (b.function("nvmlDeviceGetCurrentClocksEventReasons"), (h,)),
+            (b.function("nvmlDeviceGetCurrentClocksThrottleReasons"), (h,)),
+        ],
+    )
+    power_mw = b.clean(ask("power", pynvml.nvmlDeviceGetPowerUsage, h))
+    sm_clock = b.clean(ask("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM))
+    fields = field_values(q, gpu, gpu.fields) if gpu.fields else {}
+    util_samples = _util_samples(q, gpu)
+    margin = q.every(
+        gpu,
+        "margin",
+        MARGIN_PERIOD_S,
+        lambda: ask("margin", b.function("nvmlDeviceGetMarginTemperature"), h),
+    )
+    sm_activity, tensor_activity = q.every(gpu, "gpm", GPM_PERIOD_S, lambda: _gpm(q, gpu)) or (
+        None,
+        None,
+    )
+    slow = q.every(gpu, "slow", SLOW_PERIOD_S, lambda: _slow(q, gpu)) or {}
+    link = q.every(gpu, "link", LINK_PERIOD_S, lambda: _link(q, gpu)) or (None, None)
+    static = q.every(gpu, "static", STATIC_PERIOD_S, lambda: _static(q, gpu)) or {}
+    violations = q.every(gpu, "violations", VIOLATION_PERIOD_S, lambda: _violations(q, gpu)) or {}
+    migs = mig_instances(q, gpu, procs)
+    rx, tx, counter_based = windows.rates(gpu, fields, link)
+    nvlinks: tuple[NvLinkSample, ...] = ()
+    if gpu.nvlinks:
+        nvlinks = q.every(gpu, "nvlink", NVLINK_PERIOD_S, lambda: _nvlink(q, gpu)) or ()
+    fabric = q.every(gpu, "fabric", FABRIC_PERIOD_S, lambda: _fabric(q, gpu))
+    nvlink_errors = [
+        n
+        for link_sample in nvlinks
+        for n in (link_sample.crc_errors, link_sample.replay_errors, link_sample.recovery_errors)
+        if n is not None
+    ]
+
+    used = int(memory.used) if memory is not None else None
+    total = int(memory.total) if memory is not None else None
+    if used is not None and total is not None and used > total:
+        used = None  # a reading no card can give: unknown, not "over 100 %"
+    mem_temp = fields.get(b.FI_MEMORY_TEMP)
+    energy_mj = fields.get(b.FI_ENERGY)
+    if energy_mj is None and b.FI_ENERGY not in gpu.fields:
+        energy_mj = b.clean(ask("energy", pynvml.nvmlDeviceGetTotalEnergyConsumption, h))
+    limit_mw = fields.get(b.FI_POWER_LIMIT)
+    if limit_mw is None:
+        limit_mw = static.get("limit_mw")
+    replay = fields.get(b.FI_REPLAY)
+    if replay is None and b.FI_REPLAY not in gpu.fields:
+        replay = slow.get("replay")
+    pending = fields.get(b.FI_REMAPPED_PENDING)
+    pstate = slow.get("pstate")
+    return GpuSample(
+        index=gpu.index,
+        util_gpu=b.percent(util.gpu) if util is not None else None,
+        util_mem=b.percent(util.memory) if util is not None else None,
+        sm_activity=sm_activity,
+        tensor_activity=tensor_activity,
+        sm_clock_mhz=sm_clock,
+        mem_clock_mhz=slow.get("mem_clock"),
+        graphics_clock_mhz=slow.get("graphics_clock"),
+        app_sm_clock_mhz=static.get("app_sm_clock"),
+        temp_c=b.celsius(temp),
+        mem_temp_c=b.celsius(mem_temp) if mem_temp else None,
+        temp_margin_c=float(margin) if margin is not None and -100 < margin < 200 else None,
+        fan_pct=b.fan(slow.get("fan")),
+        power_w=power_mw / 1000.0 if power_mw is not None else None,
+        power_limit_w=limit_mw / 1000.0 if limit_mw else None,
+        pstate=pstate if pstate is not None and pstate <= 15 else None,
+        clock_reasons=int(reasons) if reasons is not None else None,
+        mem_used=used,
+        mem_free=int(memory.free) if memory is not None else None,
+        mem_total=total,
+        pcie_gen=link[0],
+        pcie_width=link[1],
+        pcie_rx_bps=rx,
+        pcie_tx_bps=tx,
+        pcie_replay_count=replay,
+        ecc_volatile_corrected=fields.get(b.FI_ECC_SBE_VOL),
+        ecc_volatile_uncorrected=fields.get(b.FI_ECC_DBE_VOL),
+        remapped_rows_pending=bool(pending) if pending is not None else None,
+        energy_j=energy_mj / 1000.0 if energy_mj is not None else None,
+        util_samples=util_samples,
+        xid_events=tuple(xids),
+        pcie_counter_based=counter_based,
+        mig_instances=migs,
+        violation_power_s=violations.get("violation_power_s"),
+        violation_thermal_s=violations.get("violation_thermal_s"),
+        violation_board_s=violations.get("violation_board_s"),
+        violation_reliability_s=violations.get("violation_reliability_s"),
+        nvlinks=nvlinks,
+        nvlink_errors=sum(nvlink_errors) if nvlink_errors else None,
+        fabric_state=fabric,
+    )
+
+
+def memory_info(q: Query, gpu: Gpu, handle: Any, key: str) -> Any:
+    # The v2 struct matches nvidia-smi's "used" on recent drivers; v1 for old ones.
+    v2 = b.memory_v2 if b.MEMORY_V2 else None  # bindings from 12.535 on
+    return q.ask_first(gpu, key, [(v2, (handle,)), (b.memory_v1, (handle,))])
+
+
+def field_values(q: Query, gpu: Gpu, ids: Sequence[int], probe: bool = False) -> dict[int, int]:
+    """Field id -> value for those that answered; at ``probe`` (open), also those that
+    said no permission or unknown, which stay in the batch."""
+    values = q.ask(gpu, "fields", b.get_field_values, gpu.field_arrays, gpu.handle, ids)
+    out: dict[int, int] = {}
+    if values is None:
+        return out
+    for fid, _scope, ret, kind, raw in b.field_rows(values):
+        if ret != pynvml.NVML_SUCCESS:
+            if meaning(ret) is Verdict.LOST:
+                raise GpuLost
+            if probe and meaning(ret) is Verdict.RETRY:
+                out[fid] = -1
+            continue
+        if fid in (b.FI_PCIE_TX_BYTES, b.FI_PCIE_RX_BYTES):
+            gpu.counter_bits = b.value_bits(kind)
+            number = b.field_unsigned(kind, raw)
+        else:
+            number = b.field_number(kind, raw)
+        if number is not None:
+            out[fid] = number
+        elif probe:
+            out[fid] = -1
+    return out
+
+
+# -- slower readings -----------------------------------------------------------------
+def _slow(q: Query, gpu: Gpu) -> dict[str, int | None]:
+    h = gpu.handle
+    ask = functools.partial(q.ask, gpu)
+    out: dict[str, int | None] = {
+        "fan": b.clean(ask("fan", pynvml.nvmlDeviceGetFanSpeed, h)),
+        "pstate": b.clean(ask("pstate", pynvml.nvmlDeviceGetPerformanceState, h)),
+        "mem_clock": b.clean(
+            ask("mem_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
+        ),
+        "graphics_clock": b.clean(
+            ask("graphics_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_GRAPHICS)
+        ),
+    }
+    if b.FI_REPLAY not in gpu.fields:
+        out["replay"] = b.clean(ask("replay", pynvml.nvmlDeviceGetPcieReplayCounter, h))
+    return out
+
+
+def _nvlink(q: Query, gpu: Gpu) -> tuple[NvLinkSample, ...]:
+    """Every link's state, error counters and throughput counters: one field batch."""
+    ids = [(fid, link) for link in range(gpu.nvlinks) for fid in b.NVLINK_FIELDS]
+    values = q.ask(gpu, "nvlink_fields", b.get_field_values, gpu.field_arrays, gpu.handle, ids)
+    if values is None:
+        return ()
+    got: dict[tuple[int, int], int] = {}
+    for fid, scope, ret, kind, raw in b.field_rows(values):
+        if ret != pynvml.NVML_SUCCESS:
+            if meaning(ret) is Verdict.LOST:
+                raise GpuLost
+            continue
+        number = b.field_unsigned(kind, raw)
+        if number is not None:
+            got[(fid, scope)] = number
+    out = []
+    for link in range(gpu.nvlinks):
+        state = got.get((b.FI_NVLINK_STATE, link))
+        tx, rx = got.get((b.FI_NVLINK_TX_KIB, link)), got.get((b.FI_NVLINK_RX_KIB, link))
+        rates: tuple[float | None, float | None] = (None, None)
+        previous = gpu.nvlink_last.get(link)
+        gpu.nvlink_last[link] = (q.now, rx, tx)
+        if previous is not None and q.now > previous[0]:
+            elapsed = q.now - previous[0]
+            rates = (kib_rate(previous[1], rx, elapsed), kib_rate(previous[2], tx, elapsed))
+        out.append(
+            NvLinkSample(
+                link=link,
+                active=bool(state == 1) if state is not None else None,
+                rx_bps=rates[0],
+                tx_bps=rates[1],
+                crc_errors=got.get((b.FI_NVLINK_CRC, link)),
+                replay_errors=got.get((b.FI_NVLINK_REPLAY, link)),
+                recovery_errors=got.get((b.FI_NVLINK_RECOVERY, link)),
+            )
+        )
+    return tuple(out)
+
+
+def _fabric(q: Query, gpu: Gpu) -> str | None:
+    """The NVSwitch fabric state: the versioned call, else the first one."""
+    return q.ask_first(  # type: ignore[no-any-return]
+        gpu,
+        "fabric",
+        [
+            (b.fabric_reader("nvmlDeviceGetGpuFabricInfoV", b.FabricInfoV2), (gpu.handle,)),
+            (b.fabric_reader("nvmlDeviceGetGpuFabricInfo", b.FabricInfoV1), (gpu.handle,)),
+        ],
+    )
+
+
+def _link(q: Query, gpu: Gpu) -> tuple[int | None, int | None]:
+    h = gpu.handle
+    return (
+        b.clean(q.ask(gpu, "pcie_gen", pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h)),
+        b.clean(q.ask(gpu, "pcie_width", pynvml.nvmlDeviceGetCurrPcieLinkWidth, h)),
+    )
+
+
+def _static(q: Query, gpu: Gpu) -> dict[str, int | None]:
+    """Settings that change only when someone changes them: asked for every 30 s."""
+    h = gpu.handle
+    out = {
+        "app_sm_clock": b.clean(
+            q.ask(gpu, "app_clock", pynvml.nvmlDeviceGetApplicationsClock, h, pynvml.NVML_CLOCK_SM)
+        )
+    }
+    if b.FI_POWER_LIMIT not in gpu.fields:
+        out["limit_mw"] = b.clean(q.ask(gpu, "limit", pynvml.nvmlDeviceGetEnforcedPowerLimit, h))
+    return out
+
+
+def _violations(q: Query, gpu: Gpu) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    fn = pynvml.nvmlDeviceGetViolationStatus
+    for name, policy in b.VIOLATIONS:
+        value = q.ask(gpu, name, fn, gpu.handle, policy)
+        ns = b.clean(int(value.violationTime)) if value is not None else None
+        out[name] = ns / 1e9 if ns is not None else None
+    return out
+
+
+def _util_samples(q: Query, gpu: Gpu) -> tuple[float, ...]:
+    """The driver's GPU utilisation samples since the previous tick, oldest first: one call
+    with a buffer sized beforehand (the bindings' wrapper makes two)."""
+    key = "util_samples"
+    if q.skip(gpu, key):
+        return ()
+    fn = q.symbol(gpu, key, "nvmlDeviceGetSamples")
+    if fn is None:
+        return ()
+    buffer = (b.Sample * _SAMPLE_ROOM)()
+    count = ctypes.c_uint(_SAMPLE_ROOM)
+    value_type = ctypes.c_int(0)
+    q.calls += 1
+    ret = fn(
+        gpu.handle,
+        ctypes.c_int(b.GPU_UTILIZATION_SAMPLES),
+        ctypes.c_ulonglong(gpu.samples_seen or 0),
+        ctypes.byref(value_type),
+        ctypes.byref(count),
+        buffer,
+    )
+    if ret == pynvml.NVML_ERROR_NOT_FOUND:
+        return ()  # no sample since the last one seen
+    if ret != pynvml.NVML_SUCCESS:
+        q.failed(gpu, key, ret)
+        return ()
+    reader = b.VALUE_READERS.get(
+        value_type.value, b.VALUE_READERS[pynvml.NVML_VALUE_TYPE_UNSIGNED_INT]
+    )
+    size = b.SAMPLE_ROW.size * min(count.value, _SAMPLE_ROOM)
+    entries = sorted(b.SAMPLE_ROW.iter_unpack(memoryview(buffer).cast("B")[:size]))
+    first = gpu.samples_seen is None
+    if entries:
+        gpu.samples_seen = max(gpu.samples_seen or 0, entries[-1][0])
+    if first:
+        return ()  # the driver's whole buffer, not "since the previous tick"
+    out = []
+    for _stamp, raw in entries:
+        value = b.percent(reader.unpack_from(raw)[0])
+        if value is not None:
+            out.append(value)
+    return tuple(out)
+
+
+# -- GPM ---------------------------------------------------------------------------------
+def free_gpm(samples: list[Any]) -> None:
+    while samples:
+        one = samples.pop()
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlGpmSampleFree(one)
+
+
+def _gpm(q: Query, gpu: Gpu) -> tuple[float | None, float | None]:
+    """SM and tensor activity from GPM (Hopper+) over the last GPM period: two samples
+    allocated at open, used in turn, freed at close whatever happens in between."""
+    if not gpu.gpm or len(gpu.gpm_samples) != 2:
+        return None, None
+    return _gpm_metrics(q, gpu, gpu, "gpm", lambda s: pynvml.nvmlGpmSampleGet(gpu.handle, s))
+
+
+def _gpm_metrics(
+    q: Query, gpu: Gpu, state: Gpu | Mig, key: str, take: Callable[[Any], Any]
+) -> tuple[float | None, float | None]:
+    current = state.gpm_samples[state.gpm_current]
+    previous = state.gpm_samples[1 - state.gpm_current]
+    if q.ask(gpu, key, take, current) is None:
+        state.gpm_have_previous = False
+        if key in gpu.stopped:
+            free_gpm(state.gpm_samples)
+        return None, None
+    had_previous, state.gpm_have_previous = state.gpm_have_previous, True
+    state.gpm_current = 1 - state.gpm_current
+    if not had_previous:
+        return None, None
+    request = pynvml.c_nvmlGpmMetricsGet_t()
+    request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = 2
+    request.sample1 = previous
+    request.sample2 = current
+    request.metrics[0].metricId = b.GPM_SM_UTIL
+    request.metrics[1].metricId = b.GPM_ANY_TENSOR_UTIL
+    if q.ask(gpu, key + ".metrics", pynvml.nvmlGpmMetricsGet, request) is None:
+        return None, None
+    sm, tensor = (
+        b.percent(request.metrics[i].value) if request.metrics[i].nvmlReturn == 0 else None
+        for i in range(2)
+    )
+    return sm, tensor
+
+
+def alloc_gpm(q: Query, samples: list[Any]) -> bool:
+    """Two GPM samples into ``samples``; none (and False) where the driver refuses."""
+    try:
+        for _ in range(2):
+            q.calls += 1
+            samples.append(pynvml.nvmlGpmSampleAlloc())
+    except pynvml.NVMLError:
+        free_gpm(samples)
+        return False
+    return True
+
+
+# -- MIG ---------------------------------------------------------------------------------
+def mig_layout(q: Query, gpu: Gpu) -> list[Mig]:
+    """The GPU's MIG instances: no root needed, nothing changed."""
+    for mig in gpu.migs:
+        free_gpm(mig.gpm_samples)
+    h = gpu.handle
+    count = b.clean(q.ask(gpu, "mig_count", pynvml.nvmlDeviceGetMaxMigDeviceCount, h))
+    out: list[Mig] = []
+    for i in range(count or 0):
+        q.calls += 1
+        try:
+            mh = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, i)
+        except pynvml.NVMLError as exc:
+            if meaning(error_code(exc)) is Verdict.LOST:
+                raise GpuLost from exc
+            continue  # an empty slot
+        key = f"mig{i}"
+        gi = q.ask(gpu, key + ".gi", pynvml.nvmlDeviceGetGpuInstanceId, mh)
+        if gi is None:
+            continue
+        ci = q.ask(gpu, key + ".ci", pynvml.nvmlDeviceGetComputeInstanceId, mh)
+        name = q.ask(gpu, key + ".name", pynvml.nvmlDeviceGetName, mh)
+        uuid = q.ask(gpu, key + ".uuid", pynvml.nvmlDeviceGetUUID, mh)
+        mig = Mig(
+            handle=mh,
+            gpu_instance=int(gi),
+            compute_instance=int(ci) if ci is not None else None,
+            profile=b.mig_profile(b.text(name)) if name is not None else None,
+            uuid=b.text(uuid) if uuid is not None else None,
+        )
+        if gpu.gpm and b.function("nvmlGpmMigSampleGet") is not None:
+            alloc_gpm(q, mig.gpm_samples)
+        out.append(mig)
+    return out
+
+
+def drop_migs(gpu: Gpu) -> None:
+    for mig in gpu.migs:
+        free_gpm(mig.gpm_samples)
+    gpu.migs = []
+
+
+def _mig_gpm(q: Query, gpu: Gpu, mig: Mig, key: str) -> tuple[float | None, float | None]:
+    def take(one: Any) -> Any:
+        return pynvml.nvmlGpmMigSampleGet(gpu.handle, mig.gpu_instance, one)
+
+    return _gpm_metrics(q, gpu, mig, key + ".gpm", take)
+
+
+def mig_instances(q: Query, gpu: Gpu, procs: list[tuple[str, Proc]]) -> tuple[MigInstance, ...]:
+    if not gpu.mig:
+        return ()
+    if q.due(gpu, "mig_layout", STATIC_PERIOD_S):
+        mode = q.ask(gpu, "mig_mode", pynvml.nvmlDeviceGetMigMode, gpu.handle)
+        if mode is not None and not mode[0]:
+            gpu.mig = False
+            drop_migs(gpu)
+            return ()
+        drop_migs(gpu)  # the layout is read anew: free the old instances' samples
+        gpu.migs = mig_layout(q, gpu)
+    by_instance: dict[int, list[int]] = {}
+    for _, proc in procs:
+        if proc.gpu_instance is not None:
+            by_instance.setdefault(proc.gpu_instance, []).append(proc.pid)
+    out = []
+    for i, mig in enumerate(gpu.migs):
+        key = f"mig{i}"
+        memory = q.every(
+            gpu,
+            key + ".memory",
+            MIG_PERIOD_S,
+            functools.partial(memory_info, q, gpu, mig.handle, key + ".mem"),
+        )
+        sm = None
+        if len(mig.gpm_samples) == 2:
+            activity = q.every(
+                gpu, key + ".gpm", GPM_PERIOD_S, functools.partial(_mig_gpm, q, gpu, mig, key)
+            )
+            sm = activity[0] if activity is not None else None
+        out.append(
+            MigInstance(
+                gpu_instance_id=mig.gpu_instance,
+                compute_instance_id=mig.compute_instance,
+                profile=mig.profile,
+                uuid=mig.uuid,
+                mem_used=int(memory.used) if memory is not None else None,
+                mem_total=int(memory.total) if memory is not None else None,
+                sm_activity=sm,
+                pids=tuple(sorted(set(by_instance.get(mig.gpu_instance, ())))),
+            )
+        )
+    return tuple(out)

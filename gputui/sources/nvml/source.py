@@ -1,0 +1,259 @@
+"""The live source: NVML opened once, read once a tick, every GPU apart from the others."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pynvml
+
+from gputui.model import DeviceInfo, Frame, GpuSample, Note, ProcessSample, XidEvent
+from gputui.names import NoteKind, SourceKind
+from gputui.sources.base import SourceUnavailable
+from gputui.sources.host import GpuProcess, HostReader
+from gputui.sources.nvml import bindings as b
+from gputui.sources.nvml.device import device_info, resolve, topology
+from gputui.sources.nvml.policy import (
+    RETRY_AFTER_S,
+    Gpu,
+    GpuLost,
+    Query,
+    Verdict,
+    error_code,
+    meaning,
+)
+from gputui.sources.nvml.processes import process_util, processes
+from gputui.sources.nvml.rates import Windows
+from gputui.sources.nvml.sample import free_gpm, sample
+
+MAX_EVENTS_PER_READ = 64
+
+
+class NvmlSource:
+    """Reads real GPUs. Initialise once; ``close`` only after the sampler has stopped."""
+
+    label = "NVML"
+    kind = SourceKind.LIVE
+
+    def __init__(
+        self,
+        host: HostReader | None = None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        pcie_throughput_fallback: bool = True,
+        sysfs: Path = Path("/sys"),
+    ) -> None:
+        self._sysfs = sysfs
+        self._host = host
+        self._clock = clock
+        self._monotonic = monotonic
+        self._q = Query()
+        self._windows = Windows(self._q, pcie_throughput_fallback)
+        self._gpus: list[Gpu] = []
+        self._system = Gpu(index=-1, handle=None)
+        self._open = False
+        self._event_set: Any = None
+        self._by_handle: dict[int, Gpu] = {}
+        #: NVML calls the last ``read`` made per GPU (benchmarks/tick_cost.py prints them).
+        self.last_calls: dict[int, int] = {}
+
+    # -- lifecycle ---------------------------------------------------------------
+    def open(self) -> tuple[DeviceInfo, ...]:
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise SourceUnavailable(_init_failure(exc)) from exc
+        self._open = True
+        q = self._q
+        q.now = self._monotonic()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as exc:
+            self.close()
+            raise SourceUnavailable(f"NVML could not count the GPUs ({exc}).") from exc
+        system = self._system
+        driver = q.ask(system, "driver", pynvml.nvmlSystemGetDriverVersion)
+        cuda = q.ask_first(
+            system,
+            "cuda",
+            [
+                (b.function("nvmlSystemGetCudaDriverVersion_v2"), ()),
+                (b.function("nvmlSystemGetCudaDriverVersion"), ()),
+            ],
+        )
+        r535 = b.r535_process_layout()
+        devices = []
+        for index in range(count):
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            except pynvml.NVMLError as exc:
+                gpu = Gpu(index=index, handle=None, lost=True)
+                self._gpus.append(gpu)
+                devices.append(DeviceInfo(index=index, name=f"unreadable GPU ({exc})"))
+                continue
+            gpu = Gpu(index=index, handle=handle)
+            self._gpus.append(gpu)
+            try:
+                info = device_info(q, gpu, driver, cuda)
+                resolve(q, gpu, r535)
+            except GpuLost:  # one DeviceInfo per GPU, lost ones too
+                gpu.lost = True
+                devices.append(DeviceInfo(index=index, name="lost GPU"))
+            else:
+                devices.append(info)
+        devices = topology(q, self._gpus, devices, self._sysfs)
+        self._open_events()
+        return tuple(devices)
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._windows.close()  # every thread out of NVML before it shuts down
+        for gpu in self._gpus:
+            free_gpm(gpu.gpm_samples)
+            for mig in gpu.migs:
+                free_gpm(mig.gpm_samples)
+        if self._event_set is not None:
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlEventSetFree(self._event_set)
+            self._event_set = None
+        self._open = False
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+    # -- one tick ----------------------------------------------------------------
+    def read(self) -> Frame:
+        now = self._clock()
+        q = self._q
+        q.now = self._monotonic()
+        xids = self._poll_events(now)
+        self._windows.harvest(self._gpus)
+        samples: list[GpuSample] = []
+        found: list[GpuProcess] = []
+        for gpu in self._gpus:
+            if gpu.lost:
+                samples.append(GpuSample(index=gpu.index, lost=True))
+                continue
+            q.calls = 0
+            try:
+                procs = processes(q, gpu)
+                one = sample(q, self._windows, gpu, procs, xids.get(gpu.index, ()))
+                sm_util = process_util(q, gpu, procs)
+                samples.append(one)
+                found.extend(
+                    GpuProcess(p.pid, gpu.index, p.memory, kind, sm_util.get(p.pid))
+                    for kind, p in procs
+                )
+            except GpuLost:
+                gpu.lost = True
+                samples.append(GpuSample(index=gpu.index, lost=True))
+            self.last_calls[gpu.index] = q.calls
+        self._windows.start(self._gpus, self.last_calls)
+        notes: tuple[Note, ...] = ()
+        if self._host is None:
+            out = tuple(
+                ProcessSample(
+                    pid=p.pid,
+                    gpu_index=p.gpu_index,
+                    gpu_memory=p.gpu_memory,
+                    kind=p.kind,
+                    sm_util=p.sm_util,
+                )
+                for p in found
+            )
+            host = None
+        else:
+            out, notes = self._host.join_processes(found)
+            host = self._host.read_host()
+        lost = [s.index for s in samples if s.lost]
+        if lost:
+            notes += (
+                Note(
+                    NoteKind.GPU_LOST,
+                    "GPU " + ", ".join(str(i) for i in lost) + " fell off the bus (GPU is lost): "
+                    "check dmesg for Xid 79; it needs a reset or a reboot.",
+                ),
+            )
+        return Frame(time=now, gpus=tuple(samples), host=host, processes=out, notes=notes)
+
+    def wait_windows(self, timeout: float = 2.0) -> None:
+        """Wait until the PCIe throughput windows in flight are done (tests and the real-GPU
+        check; the app never waits: a tick uses the newest finished window)."""
+        self._windows.wait(self._gpus, timeout)
+
+    # -- events ------------------------------------------------------------------
+    def _open_events(self) -> None:
+        """One event set for every GPU, registered for critical Xid errors."""
+        create = b.function("nvmlEventSetCreate")
+        register = b.function("nvmlDeviceRegisterEvents")
+        if create is None or register is None or not self._gpus:
+            return
+        try:
+            self._event_set = create()
+        except pynvml.NVMLError:
+            return
+        for gpu in self._gpus:
+            if gpu.lost:
+                continue
+            try:
+                register(gpu.handle, b.XID_EVENT, self._event_set)
+            except pynvml.NVMLError as exc:
+                if meaning(error_code(exc)) is Verdict.LOST:
+                    gpu.lost = True
+                continue
+            gpu.events = True
+            key = b.handle_key(gpu.handle)
+            if key is not None:
+                self._by_handle[key] = gpu
+        if not self._by_handle:
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlEventSetFree(self._event_set)
+            self._event_set = None
+
+    def _poll_events(self, now: float) -> dict[int, list[XidEvent]]:
+        """Xid errors since the previous tick: the event set drained without waiting."""
+        out: dict[int, list[XidEvent]] = {}
+        q = self._q
+        if self._event_set is None or q.now < self._system.retry_at.get("events", 0.0):
+            return out
+        for _ in range(MAX_EVENTS_PER_READ):
+            try:
+                data = pynvml.nvmlEventSetWait_v2(self._event_set, 0)
+            except pynvml.NVMLError as exc:
+                code = error_code(exc)
+                if code != pynvml.NVML_ERROR_TIMEOUT:  # anything but "nothing waiting"
+                    if meaning(code) is Verdict.STOP:
+                        with contextlib.suppress(pynvml.NVMLError):
+                            pynvml.nvmlEventSetFree(self._event_set)
+                        self._event_set = None
+                    else:
+                        self._system.retry_at["events"] = q.now + RETRY_AFTER_S
+                break
+            gpu = self._by_handle.get(b.handle_key(data.device) or -1)
+            if gpu is not None and int(data.eventType) & b.XID_EVENT:
+                out.setdefault(gpu.index, []).append(XidEvent(code=int(data.eventData), time=now))
+        return out
+
+
+def _init_failure(exc: BaseException) -> str:
+    code = error_code(exc)
+    if code in (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, pynvml.NVML_ERROR_DRIVER_NOT_LOADED):
+        return (
+            "No NVIDIA driver found on this machine (libnvidia-ml.so.1 could not be loaded), "
+            "so there are no GPUs to read; run `gputui --demo` to see gputui on a simulated node."
+        )
+    if code == pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        return (
+            "The NVIDIA driver's library and kernel module are different versions "
+            "(driver updated without a reboot?); reload the nvidia module or reboot, "
+            "or run `gputui --demo`."
+        )
+    if code == pynvml.NVML_ERROR_NO_PERMISSION:
+        return (
+            "Not allowed to open the NVIDIA devices (/dev/nvidia*): check your group "
+            "membership or container device mounts, or run `gputui --demo`."
+        )
+    return f"NVML failed to start ({exc}); run `gputui --demo` to see a simulated node."
