@@ -109,6 +109,9 @@ class DeviceInfo:
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     gpm_supported: bool | None = None
+    #: the temperature the board regulates its fans and clocks to under load (GeForce's
+    #: "target", NVML's acoustic threshold); None where the board has none
+    temp_target_c: float | None = None
     #: the node it lives on, and its index there, when read from a remote source
     node: str | None = None
     node_index: int | None = None
@@ -127,6 +130,10 @@ class DeviceInfo:
     #: down at open); () no NVLink; None: NVLink could not be read
     nvlink_remote: tuple[str, ...] | None = None
     nvlink_version: int | None = None
+    #: facts of this record the board, driver or machine does not offer at all (NVML's
+    #: NotSupported, a NUMA node of -1), by field name: rules that need them do not apply,
+    #: where a reading that is merely missing (no permission) leaves them unjudged
+    unsupported: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _clean_text(self)
@@ -216,7 +223,19 @@ class GpuSample:
     pcie_replay_count: Final[int | None] = None
     ecc_volatile_corrected: Final[int | None] = None
     ecc_volatile_uncorrected: Final[int | None] = None
+    #: uncorrectable ECC errors over the board's life (the driver's aggregate counter)
+    ecc_aggregate_uncorrected: Final[int | None] = None
     remapped_rows_pending: Final[bool | None] = None
+    #: row remapping (Ampere+): rows remapped for correctable and uncorrectable errors so
+    #: far, and whether a remap failed (no spare row left: the memory is degraded)
+    remapped_rows_corrected: Final[int | None] = None
+    remapped_rows_uncorrected: Final[int | None] = None
+    remapped_rows_failure: Final[bool | None] = None
+    #: page retirement (before Ampere): pages retired for single- and double-bit errors,
+    #: and whether a retirement waits for the next reset
+    retired_pages_sbe: Final[int | None] = None
+    retired_pages_dbe: Final[int | None] = None
+    retired_pages_pending: Final[bool | None] = None
     energy_j: Final[float | None] = None
     #: the driver's own utilisation samples since the previous tick (percent, oldest
     #: first; nvmlDeviceGetSamples): short stalls that the tick's average hides
@@ -241,6 +260,9 @@ class GpuSample:
     #: NVSwitch fabric registration: "none" (not on a fabric), "not-started",
     #: "in-progress", "completed", "failed" (completed with an error)
     fabric_state: Final[str | None] = None
+    #: readings of this record the board or driver does not offer (NVML's NotSupported), by
+    #: field name: a rule that needs one does not apply here, rather than "not judged"
+    unsupported: Final[tuple[str, ...]] = ()
 
     @property
     def reason_names(self) -> tuple[str, ...]:
@@ -279,6 +301,9 @@ class ProcessSample:
     ppid: Final[int | None] = None
     #: CPU % of its child processes together (data-loader workers), where readable
     workers_cpu_percent: Final[float | None] = None
+    #: how many of its children use at least ``config.WORKER_ACTIVE_PCT`` of a core: the
+    #: workers that do the loading (idle helpers, such as compile workers, left out)
+    workers_active: Final[int | None] = None
     #: the CUDA-related libraries it mapped (libcudart, libcuda, framework libraries), paths
     cuda_libraries: Final[tuple[str, ...]] = ()
     #: where ``cuda_runtime`` was read ("libcudart.so.12.4.127", "torch/version.py")
@@ -317,6 +342,9 @@ class HostSample:
     swap_used: int | None = None
     iowait_pct: float | None = None
     disk_read_bps: float | None = None
+    #: threads ready to run right now, gputui's own reader left out (/proc/loadavg): more
+    #: than there are CPUs means work waits for a core
+    run_queue: int | None = None
     hostname: str | None = None
     #: seconds since the host booted
     uptime_s: float | None = None

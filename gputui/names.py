@@ -77,6 +77,8 @@ class RuleId(_Name):
     CUDA_DRIVER_MISMATCH = "cuda-driver-mismatch"
     PERSISTENCE_OFF = "persistence-off"
     GPU_ERRORS = "gpu-errors"
+    MEMORY_HEALTH = "memory-health"
+    GPU_SHARED = "gpu-shared"
     NOT_REPORTING = "not-reporting"
     VRAM_RESERVED = "vram-reserved"
     UNDER_USED = "under-used"
@@ -123,6 +125,7 @@ class Metric(_Name):
     PCIE_TX_BPS = "pcie_tx_bps"
     PCIE_REPLAY_COUNT = "pcie_replay_count"
     ECC_VOLATILE_UNCORRECTED = "ecc_volatile_uncorrected"
+    ECC_VOLATILE_CORRECTED = "ecc_volatile_corrected"
     #: cumulative seconds throttled, by cause: their growth over a window is the time held
     VIOLATION_POWER_S = "violation_power_s"
     VIOLATION_THERMAL_S = "violation_thermal_s"
@@ -140,3 +143,4 @@ class HostMetric(_Name):
     MEM_AVAILABLE = "mem_available"
     SWAP_USED = "swap_used"
     DISK_READ_BPS = "disk_read_bps"
+    RUN_QUEUE = "run_queue"

@@ -142,10 +142,18 @@ def test_every_field_not_supported(monkeypatch: pytest.MonkeyPatch) -> None:
     readings = {
         f.name: getattr(sample, f.name)
         for f in dataclasses.fields(sample)
-        if f.name not in ("index", "lost")
+        if f.name not in ("index", "lost", "unsupported")
     }
     assert all(v is None or v == () for v in readings.values()), readings
     assert not sample.lost
+    # every reading of the board is said to be not offered (the rules then do not apply),
+    # but for the lists that are merely empty (no Xid, no MIG instance, no NVLink); PCIe
+    # throughput once its first sampled window has said so
+    source.wait_windows()
+    sample = source.read().gpus[0]
+    lists = {"xid_events", "mig_instances", "nvlinks", "nvlink_errors", "pcie_counter_based"}
+    assert set(sample.unsupported) == set(readings) - lists - {"mem_reserved"}
+    assert {"numa_node", "pcie_max_gen", "temp_slowdown_c"} <= set(device.unsupported)
 
 
 def test_gpu_lost_mid_run_keeps_the_others(monkeypatch: pytest.MonkeyPatch) -> None:

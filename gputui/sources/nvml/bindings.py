@@ -85,10 +85,17 @@ COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclu
 # a GPU does not answer when it is opened are left out of its batch.
 FI_ECC_SBE_VOL = 3  # NVML_FI_DEV_ECC_SBE_VOL_TOTAL
 FI_ECC_DBE_VOL = 4  # NVML_FI_DEV_ECC_DBE_VOL_TOTAL
+FI_ECC_DBE_AGG = 6  # NVML_FI_DEV_ECC_DBE_AGG_TOTAL: over the board's life
+FI_RETIRED_SBE = 29  # NVML_FI_DEV_RETIRED_SBE: pages retired (before Ampere)
+FI_RETIRED_DBE = 30  # NVML_FI_DEV_RETIRED_DBE
+FI_RETIRED_PENDING = 31  # NVML_FI_DEV_RETIRED_PENDING: 1 until the next reset
 FI_MEMORY_TEMP = 82  # NVML_FI_DEV_MEMORY_TEMP
 FI_ENERGY = 83  # NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ
 FI_REPLAY = 94  # NVML_FI_DEV_PCIE_REPLAY_COUNTER
+FI_REMAPPED_COR = 142  # NVML_FI_DEV_REMAPPED_COR: rows remapped (Ampere+)
+FI_REMAPPED_UNC = 143  # NVML_FI_DEV_REMAPPED_UNC
 FI_REMAPPED_PENDING = 144  # NVML_FI_DEV_REMAPPED_PENDING
+FI_REMAPPED_FAILURE = 145  # NVML_FI_DEV_REMAPPED_FAILURE: no spare row was left
 FI_POWER_LIMIT = 190  # NVML_FI_DEV_POWER_CURRENT_LIMIT, mW
 FI_PCIE_TX_BYTES = constant("NVML_FI_DEV_PCIE_COUNT_TX_BYTES", 197)  # cumulative, R555+
 FI_PCIE_RX_BYTES = constant("NVML_FI_DEV_PCIE_COUNT_RX_BYTES", 198)  # cumulative, R555+
@@ -96,13 +103,35 @@ CANDIDATE_FIELDS = (
     FI_REPLAY,
     FI_ECC_SBE_VOL,
     FI_ECC_DBE_VOL,
+    FI_ECC_DBE_AGG,
+    FI_RETIRED_SBE,
+    FI_RETIRED_DBE,
+    FI_RETIRED_PENDING,
+    FI_REMAPPED_COR,
+    FI_REMAPPED_UNC,
     FI_REMAPPED_PENDING,
+    FI_REMAPPED_FAILURE,
     FI_PCIE_TX_BYTES,
     FI_PCIE_RX_BYTES,
     FI_MEMORY_TEMP,
     FI_ENERGY,
     FI_POWER_LIMIT,
 )
+#: the model field each plain field id fills (the counters, energy and limit have their
+#: own paths and fallbacks)
+FIELD_READINGS = {
+    FI_MEMORY_TEMP: "mem_temp_c",
+    FI_ECC_SBE_VOL: "ecc_volatile_corrected",
+    FI_ECC_DBE_VOL: "ecc_volatile_uncorrected",
+    FI_ECC_DBE_AGG: "ecc_aggregate_uncorrected",
+    FI_RETIRED_SBE: "retired_pages_sbe",
+    FI_RETIRED_DBE: "retired_pages_dbe",
+    FI_RETIRED_PENDING: "retired_pages_pending",
+    FI_REMAPPED_COR: "remapped_rows_corrected",
+    FI_REMAPPED_UNC: "remapped_rows_uncorrected",
+    FI_REMAPPED_PENDING: "remapped_rows_pending",
+    FI_REMAPPED_FAILURE: "remapped_rows_failure",
+}
 
 # NVLink fields, asked per link (scopeId = the link) in one batch
 FI_NVLINK_TX_KIB = 138  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, cumulative KiB

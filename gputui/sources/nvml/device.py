@@ -17,6 +17,8 @@ from gputui.sources.nvml.policy import Gpu, GpuLost, Query
 from gputui.sources.nvml.processes import ENTRY_R535, ENTRY_V1, ENTRY_V2, PROCESS_KINDS
 from gputui.sources.nvml.sample import alloc_gpm, field_values, memory_info, mig_layout
 
+_ACOUSTIC_CURR = b.constant("NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR", 5)  # the target
+
 
 def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
     h = gpu.handle
@@ -74,6 +76,7 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
         temp_shutdown_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
         temp_gpu_max_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
         temp_mem_max_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+        temp_target_c=threshold(_ACOUSTIC_CURR),
         power_limit_w=watts("limit", pynvml.nvmlDeviceGetEnforcedPowerLimit),
         power_default_limit_w=watts(
             "default_limit", pynvml.nvmlDeviceGetPowerManagementDefaultLimit
@@ -143,6 +146,12 @@ def topology(
                 levels[(a.index, other.index)] = levels[(other.index, a.index)] = (
                     b.TOPOLOGY_LEVELS.get(int(level), "")
                 )
+    # the PCIe paths are offered unless the driver said "not supported" and gave none
+    topology_offered = (
+        bool(levels)
+        or count == 1
+        or not any(f"topology{other.index}" in a.stopped for a in gpus for other in gpus)
+    )
     out = []
     for gpu, device in zip(gpus, devices, strict=True):
         if gpu.lost or gpu.handle is None:
@@ -150,10 +159,11 @@ def topology(
             continue
         try:
             nvlink_remote, nvlink_version = _nvlink_layout(q, gpu)
+            numa, numa_offered = _numa_node(q, gpu, device.pci_bus_id, sysfs)
             out.append(
                 dataclasses.replace(
                     device,
-                    numa_node=_numa_node(q, gpu, device.pci_bus_id, sysfs),
+                    numa_node=numa,
                     cpu_affinity=_cpu_affinity(q, gpu),
                     pcie_topology=(
                         tuple(
@@ -165,6 +175,7 @@ def topology(
                     ),
                     nvlink_remote=nvlink_remote,
                     nvlink_version=nvlink_version,
+                    unsupported=_not_offered(gpu, numa_offered, topology_offered),
                 )
             )
         except GpuLost:
@@ -173,7 +184,11 @@ def topology(
     return out
 
 
-def _numa_node(q: Query, gpu: Gpu, bus_id: str | None, sysfs: Path) -> int | None:
+def _numa_node(q: Query, gpu: Gpu, bus_id: str | None, sysfs: Path) -> tuple[int | None, bool]:
+    """The GPU's NUMA node, and whether the machine offers one at all: a kernel that says
+    -1 (one node, or a VM that hides them), or NVML without the call and no word from the
+    kernel, offers none; NVML refusing (no permission) with no word from the kernel is an
+    unknown node on a machine that has them."""
     node = q.ask(gpu, "numa_node", b.function("nvmlDeviceGetNumaNodeId"), gpu.handle)
     if node is None and bus_id:
         # the kernel's view: /sys/bus/pci/devices/0000:18:00.0/numa_node
@@ -182,8 +197,44 @@ def _numa_node(q: Query, gpu: Gpu, bus_id: str | None, sysfs: Path) -> int | Non
             text = (sysfs / "bus" / "pci" / "devices" / name / "numa_node").read_text()
             node = int(text.strip())
         except (OSError, ValueError):
-            return None
-    return int(node) if node is not None and 0 <= int(node) < 4096 else None
+            return None, "numa_node" not in gpu.stopped
+    if node is not None and 0 <= int(node) < 4096:
+        return int(node), True
+    return None, False
+
+
+# Static facts read at open, by the query keys that read them: a key the policy stopped
+# asking (not supported) makes the fact "unsupported" for the rules.
+_FACTS_OF: dict[str, str] = {
+    "cpu_affinity": "cpu_affinity",
+    "default_limit": "power_default_limit_w",
+    "limit": "power_limit_w",
+    "persistence": "persistence_mode",
+    "compute_mode": "compute_mode",
+    "mig_mode": "mig_mode",
+    "ecc_mode": "ecc_enabled",
+    "max_gen": "pcie_max_gen",
+    "max_width": "pcie_max_width",
+    "gpu_max_gen": "pcie_gpu_max_gen",
+    f"max_clock{pynvml.NVML_CLOCK_SM}": "max_sm_clock_mhz",
+    f"max_clock{pynvml.NVML_CLOCK_MEM}": "max_mem_clock_mhz",
+    f"default_app{pynvml.NVML_CLOCK_SM}": "default_app_sm_clock_mhz",
+    f"threshold{pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN}": "temp_slowdown_c",
+    f"threshold{pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN}": "temp_shutdown_c",
+    f"threshold{pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX}": "temp_gpu_max_c",
+    f"threshold{pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX}": "temp_mem_max_c",
+    f"threshold{_ACOUSTIC_CURR}": "temp_target_c",
+    "nvlink0.state": "nvlink_remote",
+}
+
+
+def _not_offered(gpu: Gpu, numa_offered: bool, topology_offered: bool) -> tuple[str, ...]:
+    names = {name for key, name in _FACTS_OF.items() if key in gpu.stopped}
+    if not numa_offered:
+        names.add("numa_node")
+    if not topology_offered:
+        names.add("pcie_topology")
+    return tuple(sorted(names))
 
 
 def _cpu_affinity(q: Query, gpu: Gpu) -> str | None:

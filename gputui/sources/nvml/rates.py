@@ -36,7 +36,8 @@ class Windows:
 
     def __init__(self, query: Query, fallback: bool) -> None:
         self._q = query
-        self._fallback = fallback
+        #: whether a GPU without byte counters gets sampled windows
+        self.fallback = fallback
         self._pool: ThreadPoolExecutor | None = None
 
     def rates(
@@ -51,7 +52,7 @@ class Windows:
                 return None, None, None
             # 32-bit counters on a link that can wrap them more than once a tick
             gpu.cache["want_window"] = True
-        elif self._fallback and "throughput" not in gpu.stopped:
+        elif self.fallback and "throughput" not in gpu.stopped:
             gpu.cache["want_window"] = True
         window = gpu.window
         if window is None or self._q.now - window[0] > THROUGHPUT_STALE_S:

@@ -104,7 +104,6 @@ def sample(
     replay = fields.get(b.FI_REPLAY)
     if replay is None and b.FI_REPLAY not in gpu.fields:
         replay = slow.get("replay")
-    pending = fields.get(b.FI_REMAPPED_PENDING)
     pstate = slow.get("pstate")
     return GpuSample(
         index=gpu.index,
@@ -134,7 +133,14 @@ def sample(
         pcie_replay_count=replay,
         ecc_volatile_corrected=fields.get(b.FI_ECC_SBE_VOL),
         ecc_volatile_uncorrected=fields.get(b.FI_ECC_DBE_VOL),
-        remapped_rows_pending=bool(pending) if pending is not None else None,
+        ecc_aggregate_uncorrected=fields.get(b.FI_ECC_DBE_AGG),
+        remapped_rows_pending=_flag(fields.get(b.FI_REMAPPED_PENDING)),
+        remapped_rows_corrected=fields.get(b.FI_REMAPPED_COR),
+        remapped_rows_uncorrected=fields.get(b.FI_REMAPPED_UNC),
+        remapped_rows_failure=_flag(fields.get(b.FI_REMAPPED_FAILURE)),
+        retired_pages_sbe=fields.get(b.FI_RETIRED_SBE),
+        retired_pages_dbe=fields.get(b.FI_RETIRED_DBE),
+        retired_pages_pending=_flag(fields.get(b.FI_RETIRED_PENDING)),
         energy_j=energy_mj / 1000.0 if energy_mj is not None else None,
         util_samples=util_samples,
         xid_events=tuple(xids),
@@ -147,7 +153,64 @@ def sample(
         nvlinks=nvlinks,
         nvlink_errors=sum(nvlink_errors) if nvlink_errors else None,
         fabric_state=fabric,
+        unsupported=unsupported(gpu, windows.fallback),
     )
+
+
+def _flag(value: int | None) -> bool | None:
+    return bool(value) if value is not None else None
+
+
+# The readings each query key of the tick asks for, by model field: a key the policy has
+# stopped asking (not supported here) makes them "unsupported" on the GPU's samples.
+_READINGS_OF: dict[str, tuple[str, ...]] = {
+    "util": ("util_gpu", "util_mem"),
+    "memory": ("mem_used", "mem_free", "mem_total"),
+    "temp": ("temp_c",),
+    "reasons": ("clock_reasons",),
+    "power": ("power_w",),
+    "sm_clock": ("sm_clock_mhz",),
+    "margin": ("temp_margin_c",),
+    "fan": ("fan_pct",),
+    "pstate": ("pstate",),
+    "mem_clock": ("mem_clock_mhz",),
+    "graphics_clock": ("graphics_clock_mhz",),
+    "pcie_gen": ("pcie_gen",),
+    "pcie_width": ("pcie_width",),
+    "app_clock": ("app_sm_clock_mhz",),
+    "util_samples": ("util_samples",),
+    "fabric": ("fabric_state",),
+    **{name: (name,) for name, _ in b.VIOLATIONS},
+}
+# Readings with two paths: unsupported only when neither answers.
+_EITHER: tuple[tuple[int, str, str], ...] = (
+    (b.FI_REPLAY, "replay", "pcie_replay_count"),
+    (b.FI_ENERGY, "energy", "energy_j"),
+    (b.FI_POWER_LIMIT, "limit", "power_limit_w"),
+)
+
+
+def unsupported(gpu: Gpu, fallback: bool) -> tuple[str, ...]:
+    """The readings this GPU does not offer, worked out again only when the policy stops
+    asking for one more."""
+    cached = gpu.cache.get("unsupported")
+    if cached is not None and cached[0] == len(gpu.stopped):
+        return cached[1]  # type: ignore[no-any-return]
+    names = {n for key, fields in _READINGS_OF.items() if key in gpu.stopped for n in fields}
+    if "fields" in gpu.stopped:
+        names.update(b.FIELD_READINGS.values())
+    elif gpu.fields:  # the batch answered at open: the ids it left out are not offered
+        names.update(n for fid, n in b.FIELD_READINGS.items() if fid not in gpu.fields)
+    for fid, key, name in _EITHER:
+        if fid not in gpu.fields and key in gpu.stopped:
+            names.add(name)
+    if not gpu.gpm or "gpm" in gpu.stopped:
+        names.update(("sm_activity", "tensor_activity"))
+    if not gpu.counters and ("throughput" in gpu.stopped or not fallback):
+        names.update(("pcie_rx_bps", "pcie_tx_bps"))
+    found = tuple(sorted(names))
+    gpu.cache["unsupported"] = (len(gpu.stopped), found)
+    return found
 
 
 def memory_info(q: Query, gpu: Gpu, handle: Any, key: str) -> Any:
