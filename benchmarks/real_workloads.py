@@ -294,16 +294,17 @@ def probe() -> dict[str, Any]:  # pragma: no cover - GPU only
             last = 0
             for _ in range(6):
                 time.sleep(0.5)
-                got = ask(pynvml.nvmlDeviceGetSamples, h, 1, last)
-                if isinstance(got, tuple | list) and len(got) == 2:
-                    _vtype, samples = got
-                    for s in samples:
-                        stamp = int(s.timeStamp)
-                        if stamp > last:
-                            stamps.append(stamp)
-                            values.append(s.sampleValue.uiVal)
-                    if stamps:
-                        last = max(stamps)
+                try:
+                    _vtype, samples = pynvml.nvmlDeviceGetSamples(h, 1, last)
+                except pynvml.NVMLError:
+                    samples = []
+                for s in samples:
+                    stamp = int(s.timeStamp)
+                    if stamp > last:
+                        stamps.append(stamp)
+                        values.append(s.sampleValue.uiVal)
+                if stamps:
+                    last = max(stamps)
             gaps = [b - a for a, b in itertools.pairwise(stamps)]
             gpu["util_samples"] = {
                 "count_in_3s": len(stamps),

@@ -25,10 +25,12 @@ EXIT_NO_SOURCE = 3
 PROMETHEUS_INTERVAL_S = 15.0
 #: `gputui doctor`'s exit statuses, as its --help prints them (the numbers: gputui/doctor.py)
 DOCTOR_EXIT_CODES = (
-    "0 everything was judged and nothing was found (info lines are context, not problems); "
-    "1 warnings; 2 critical findings; 3 no GPUs could be read; "
-    "4 nothing found so far, but not everything was judged (too little history sampled, "
-    "or a rule lacked a reading: the report lists what)"
+    "0 everything that can be judged here was, and nothing was found (info lines, rules "
+    "that do not apply to this board and verdicts that need a longer watch are context, not "
+    "problems); 1 warnings; 2 critical findings; 3 no GPUs could be read; "
+    "4 nothing found so far, but not everything could be judged (too little history "
+    "sampled, a reading that should be there and is not, such as no permission or a GPU "
+    "that stopped answering, or a source that cannot say: the report lists what)"
 )
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
@@ -142,13 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
         "advisor's findings with their evidence and remedies. A point-in-time test: a "
         "condition that held through the whole sampled window is reported even when the "
         "window is shorter than the live screen's hold, and its evidence says over how long. "
-        "Rules that could not judge (too little history, a reading this board lacks) are "
-        "listed as not judged. Exit status: " + DOCTOR_EXIT_CODES + ". Good for a cron job "
-        "or a pre-flight check before a training run (--duration 30 or more gives every "
-        "rule's verdict).",
+        "Rules that could not judge (too little history, a reading that should be there "
+        "and is not) are listed as not judged; rules that do not apply to this board (a "
+        "reading it does not offer) as not applicable. Exit status: "
+        + DOCTOR_EXIT_CODES
+        + ". Good for a cron job or a health gate before a training run: the default 30 s "
+        "gives every rule its window.",
     )
     doctor.add_argument(
-        "--duration", type=float, default=10.0, metavar="SECONDS", help="default 10"
+        "--duration", type=float, default=30.0, metavar="SECONDS", help="default 30"
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     _secrets_option(doctor, for_command=True)

@@ -12,6 +12,9 @@ MAX_INTERVAL_S = 60.0
 # tick would add one call per GPU). The screen's legend says so.
 PROCESS_UTIL_PERIOD_S = 10.0
 DEFAULT_HISTORY_S = 3600.0
+# A child process using at least this much of a core does work (a data-loader worker that
+# makes batches); idle helpers below it (compile workers, a logger) are not counted.
+WORKER_ACTIVE_PCT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +52,12 @@ class Thresholds:
     hot_temp_c: float = 85.0
     hot_mean_s: float = 10.0  # temperature judged on this short mean
     hot_margin_c: float = 3.0  # within this of the board's lowest limit is "hot"
+    lone_hot_gap_c: float = 10.0  # hotter than its peers' median by this: look at it first
     power_cap_fraction: float = 0.5
     power_at_limit: float = 0.95  # power / enforced limit
+    # At its default limit a board under heavy load holds most of its clock (an H200 in
+    # bf16 GEMMs at 700 W: 76 % of max); far below this share the cap is worth a look.
+    power_cap_clock_floor: float = 0.55
     app_clock_lowered: float = 0.98  # application clock below this share of its default
     # HW slowdown: critical only when sustained under load, as a share of the busy ticks,
     # for at least hw_slowdown_min_s; a blip (a load change) is an info line at most.
@@ -59,6 +66,8 @@ class Thresholds:
     limit_lowered_w: float = 1.0  # enforced below default by more than this
     held_window_s: float = 60.0  # time throttled (the driver's violation counters) over this
     xid_window_s: float = 600.0  # an Xid is news for this long
+    retired_pages_limit: int = 64  # DCGM health fails a GPU with this many retired pages
+    ecc_storm_per_min: float = 1000.0  # corrected ECC errors a minute: the memory wears
     # VRAM: frameworks reserve most of the card (PyTorch's cache, TF/JAX preallocation,
     # vLLM's 90 %): high and flat is normal. Pressure is growth toward the total, or the
     # ceiling reached while the GPU's work falls.
@@ -76,17 +85,28 @@ class Thresholds:
     pcie_replays_per_min: float = 1.0
     pcie_replays_critical_per_min: float = 100.0
     pcie_replay_window_s: float = 60.0
+    # Input starvation as the driver shows it: a starved job rarely reads 0 % for a whole
+    # tick (the driver averages the stalls), it reads 30-60 % tick after tick.
+    starved_fed_pct: float = 80.0  # mean utilisation below this: the GPU waits >= 20 %
+    starved_running_pct: float = 5.0  # ... and at least this: it does run
+    full_util_pct: float = 90.0  # a tick below this is short of full
+    starved_short_share: float = 0.6  # most ticks short of full: a steady shortfall
     starved_idle_util_pct: float = 10.0  # a tick at or below this is "waiting"
-    starved_idle_fraction: float = 0.25  # ... and this share of the window waits
-    starved_busy_util_pct: float = 50.0  # yet it does run: some tick above this
-    cpu_bound_pct: float = 90.0  # a process at >= 90 % of one core is GIL-bound
-    cpu_bound_max_pct: float = 115.0  # ... and at most this (more is real multithreading)
+    starved_idle_fraction: float = 0.25  # ... or this share of the window waits
+    starved_busy_util_pct: float = 50.0  # ... rising above this at least twice (bursts)
+    cpu_bound_pct: float = 90.0  # a main process at >= 90 % of a core is CPU-bound
+    # The process table marks a process between cpu_bound_pct and this: one busy core,
+    # the Python GIL's signature (a context, not a verdict: the advisor judges the GPU)
+    cpu_bound_max_pct: float = 115.0
+    worker_saturated_pct: float = 85.0  # loader workers at this share of a core each
     host_cpu_saturated_pct: float = 90.0
+    run_queue_per_cpu: float = 1.0  # more runnable threads than this per CPU: saturated
     iowait_pct: float = 20.0
     io_bound_util_pct: float = 60.0  # the GPU busy less than this while iowait is high
     straggler_clock_gap: float = 0.10  # SM clock (share of max) below the peers' median
     straggler_util_gap_pct: float = 20.0
     idle_allocated_s: float = 300.0
+    shared_sm_pct: float = 5.0  # a process with this SM share works on the GPU
     idle_allocated_bytes: int = 1 << 30
     idle_util_pct: float = 2.0
     # "Under-used, cause not visible from here": a process on the GPU, busy less than this

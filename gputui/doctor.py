@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
+from gputui.advisor.coverage import context_lines
+from gputui.advisor.groups import group as finding_groups
 from gputui.advisor.nodes import is_cluster, node_dict, node_rows
 from gputui.clock_events import describe_reasons
 from gputui.model import Finding
@@ -260,56 +262,75 @@ def report_lines(
     if monitor.source.detail:
         detail = monitor.source.detail
         lines += wrapped(Text(detail, style="dim"), width, _label_indent(detail))
+    findings = point_in_time_findings(monitor)
+    judgement = judgement_of(monitor)
+    lines += wrapped(_verdict(findings, judgement, monitor, simulated_warmup_s), width, 2)
     lines += _device_table(monitor, width)
     lines += _node_lines(monitor, width)
     for note in frame.notes if frame is not None else ():
         warn = note.kind in (NoteKind.NODE_DOWN, NoteKind.NODE_EMPTY, NoteKind.GPU_LOST)
         lines += wrapped(Text(f"! {note.text}", style="yellow" if warn else "dim"), width, 2)
-    lines.append(Text())
-    findings = point_in_time_findings(monitor)
-    judgement = judgement_of(monitor)
-    for said in describe(judgement):
-        lines += wrapped(Text(said, style="yellow"), width, _label_indent(said))
-    if describe(judgement):
+    said = describe(judgement)
+    if said:
         lines.append(Text())
-    if not findings:
-        if judgement.complete:
-            over = (
-                f"{fmt_duration(judgement.seen_s)} of simulated history"
-                if simulated_warmup_s is not None and monitor.source.kind is SourceKind.SIMULATED
-                else f"{fmt_duration(judgement.seen_s)} sampled"
-            )
-            verdict = Text(
-                f"No findings over the {over}: nothing slows these GPUs down right now.",
-                style="green",
-            )
-        elif judgement.gathering:
-            verdict = Text(f"No verdict yet ({judgement.gathering_text()}).", style="yellow")
-        else:
-            verdict = Text(
-                "Nothing found in what could be judged (see not judged above).", style="yellow"
-            )
-        return lines + wrapped(verdict, width, 2)
-    for finding in findings:
-        where = "host" if finding.gpu is None else f"GPU {finding.gpu}"
-        severity = f"{finding.severity.upper():8} "
+    for line in said:
+        lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
+    for block in finding_groups(findings):
+        lines.append(Text())
+        severity = f"{block.severity.upper():8} "
         title_line = Text.assemble(
-            (severity.rstrip(), SEVERITY_STYLE[finding.severity]),
+            (severity.rstrip(), SEVERITY_STYLE[block.severity]),
             " " * (len(severity) - len(severity.rstrip())),
-            (finding.rule, "bold"),
-            f" ({where}) ",
-            finding.title,
+            (block.rule, "bold"),
+            f" ({block.where}) ",
+            block.title,
         )
         lines += wrapped(title_line, width, len(severity))
-        for line in finding.evidence:
+        for line in block.evidence:
             lines += wrapped(Text(f"    · {line}"), width, 6)
-        for remedy in finding.remedies:
+        for remedy in block.remedies:
             lines += wrapped(Text(f"    → {remedy}", style="dim"), width, 6)
-    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in SEVERITY_STYLE}
-    summary = ", ".join(f"{n} {sev}" for sev, n in counts.items() if n)
-    lines.append(Text())
-    lines += wrapped(Text(f"{len(findings)} finding(s): {summary}", style="bold"), width, 2)
+    context = context_lines(judgement)
+    if context:
+        lines.append(Text())
+    for line in context:
+        lines += wrapped(Text(line, style="dim"), width, _label_indent(line))
     return lines
+
+
+def _verdict(
+    findings: Sequence[Finding],
+    judgement: Judgement,
+    monitor: Monitor,
+    simulated_warmup_s: float | None,
+) -> Text:
+    """The report's first line after its header: what the exit status says, in words."""
+    status = exit_status(findings, judgement)
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in SEVERITY_STYLE}
+    summary = ", ".join(
+        f"{n} {sev}" if sev is Severity.INFO or n == 1 else f"{n} {sev}s"
+        for sev, n in counts.items()
+        if n
+    )
+    if status in (EXIT_CRITICAL, EXIT_WARNING):
+        style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
+        return Text(f"verdict: {summary} (exit {status})", style=f"bold {style}")
+    context = f"; {summary}, context only" if summary else ""
+    if status == EXIT_NOT_JUDGED:
+        if judgement.gathering:
+            why = f"no verdict yet, {judgement.gathering_text()}"
+        else:
+            why = "nothing found in what could be judged, but not everything could be (below)"
+        return Text(f"verdict: {why}{context} (exit {status})", style="bold yellow")
+    over = (
+        f"{fmt_duration(judgement.seen_s)} of simulated history"
+        if simulated_warmup_s is not None and monitor.source.kind is SourceKind.SIMULATED
+        else f"{fmt_duration(judgement.seen_s)} sampled"
+    )
+    return Text(
+        f"verdict: nothing slows these GPUs down right now (over the {over}{context}; exit 0)",
+        style="bold green",
+    )
 
 
 def render_report(

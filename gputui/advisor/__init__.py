@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gputui.advisor import cuda, health, memory, pcie, pipeline, power, thermal, topology
+from gputui.advisor import (
+    cuda,
+    health,
+    memory,
+    pcie,
+    pipeline,
+    power,
+    sharing,
+    thermal,
+    topology,
+)
 from gputui.advisor.coverage import Judgement, describe, judge_coverage
 from gputui.advisor.engine import Advisor
 from gputui.advisor.rule import Rule
@@ -18,6 +28,7 @@ RULES: tuple[Rule, ...] = (
     *memory.RULES,
     *pcie.RULES,
     *pipeline.RULES,
+    *sharing.RULES,
     *cuda.RULES,
     *health.RULES,
     *topology.RULES,

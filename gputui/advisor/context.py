@@ -8,10 +8,43 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from gputui.advisor.undecided import Undecided, not_offered
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
 from gputui.names import Metric, RuleId
 from gputui.sampling.history import History, WindowStats
+
+#: one frame's driver utilisation samples of a GPU: (frame time, samples above
+#: ``sample_busy_pct``, samples at or below ``starved_idle_util_pct``, all, their sum)
+DriverSamples = tuple[float, int, int, int, float]
+#: one frame's CPU of a GPU process: (frame time, its own CPU %, its children's CPU %
+#: together, how many children work, how many children)
+ProcessCpuTick = tuple[float, float | None, float | None, int | None, int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessCpu:
+    """A GPU process's CPU over a window: its own and its data-loader workers'."""
+
+    ticks: int
+    main_pct: float | None  # mean, % of one core
+    workers_pct: float | None  # the children together, mean
+    workers_active: float | None  # children that work, mean count
+    children: int | None  # the latest count
+
+    @property
+    def working(self) -> float | None:
+        """How many children work: counted, or (a reading without the count: an older
+        recording) all of them."""
+        return self.workers_active if self.workers_active is not None else self.children
+
+    @property
+    def per_worker_pct(self) -> float | None:
+        """The working children's CPU each, on average (% of a core)."""
+        working = self.working
+        if self.workers_pct is None or not working:
+            return None
+        return self.workers_pct / working
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,26 +61,65 @@ class Context:
     )
     #: answers rules share within one judgement (a GPU's VRAM verdict, say), by key
     shared: dict[object, object] = field(default_factory=dict)
-    #: per GPU, the driver's utilisation samples each frame brought: (frame time, samples
-    #: above ``sample_busy_pct``, samples at or below ``starved_idle_util_pct``, all)
-    driver_samples: Mapping[int, Sequence[tuple[float, int, int, int]]] = field(
-        default_factory=dict
-    )
-    #: (rule, gpu) -> why the rule could not judge it this tick (rules report it)
-    undecided: dict[tuple[RuleId, int | None], str] = field(default_factory=dict)
+    #: per GPU, the driver's utilisation samples each frame brought (``DriverSamples``)
+    driver_samples: Mapping[int, Sequence[DriverSamples]] = field(default_factory=dict)
+    #: per GPU process (pid), its CPU each frame (``ProcessCpuTick``)
+    process_cpu: Mapping[int, Sequence[ProcessCpuTick]] = field(default_factory=dict)
+    #: (rule, gpu) -> why the rule could not judge it this tick, and what that means
+    undecided: dict[tuple[RuleId, int | None], tuple[str, Undecided]] = field(default_factory=dict)
 
-    def cannot_judge(self, rule: RuleId, gpu: int | None, why: str) -> None:
-        """A rule says it could not reach a verdict on this GPU (a reading, or time)."""
-        self.undecided.setdefault((rule, gpu), why)
+    def cannot_judge(
+        self, rule: RuleId, gpu: int | None, why: str, kind: Undecided = Undecided.UNREADABLE
+    ) -> None:
+        """A rule says it could not reach a verdict on this GPU: a reading that should be
+        there is missing (the default), the board does not offer it, or it needs longer."""
+        self.undecided.setdefault((rule, gpu), (why, kind))
+
+    def lacks(
+        self, rule: RuleId, sample: GpuSample, device: DeviceInfo, name: str, why: str
+    ) -> None:
+        """``cannot_judge`` for a missing reading ``name``: not applicable where the board
+        does not offer it, not judged where it should be there."""
+        offered = name not in not_offered(sample, device)
+        kind = Undecided.UNREADABLE if offered else Undecided.NOT_OFFERED
+        self.cannot_judge(rule, sample.index, why, kind)
 
     def driver_counts(self, gpu: int, seconds: float) -> tuple[int, int, int]:
         """(busy, waiting, all) driver utilisation samples of the last ``seconds``."""
         cutoff = self.frame.time - seconds
         busy = waiting = total = 0
-        for when, b, w, n in self.driver_samples.get(gpu, ()):
+        for when, b, w, n, _sum in self.driver_samples.get(gpu, ()):
             if when >= cutoff:
                 busy, waiting, total = busy + b, waiting + w, total + n
         return busy, waiting, total
+
+    def driver_mean(self, gpu: int, seconds: float) -> tuple[float, int] | None:
+        """The mean of the driver's utilisation samples of the last ``seconds`` and how
+        many there were; None without any."""
+        cutoff = self.frame.time - seconds
+        total, count = 0.0, 0
+        for when, _b, _w, n, value in self.driver_samples.get(gpu, ()):
+            if when >= cutoff:
+                total, count = total + value, count + n
+        return (total / count, count) if count else None
+
+    def cpu_of(self, pid: int, seconds: float | None = None) -> ProcessCpu | None:
+        """A GPU process's CPU over the window (means of what was read); None with fewer
+        than ``min_points`` readings of its own CPU."""
+        cutoff = self.frame.time - (self.t.window_s if seconds is None else seconds)
+        ticks = [tick for tick in self.process_cpu.get(pid, ()) if tick[0] >= cutoff]
+        main = [tick[1] for tick in ticks if tick[1] is not None]
+        if len(main) < self.t.min_points:
+            return None
+        workers = [tick[2] for tick in ticks if tick[2] is not None]
+        active = [tick[3] for tick in ticks if tick[3] is not None]
+        return ProcessCpu(
+            ticks=len(main),
+            main_pct=sum(main) / len(main),
+            workers_pct=sum(workers) / len(workers) if workers else None,
+            workers_active=sum(active) / len(active) if active else None,
+            children=ticks[-1][4],
+        )
 
     def sampled_s(self, seconds: float | None = None) -> float:
         """The history actually sampled, up to ``seconds`` (the window by default)."""

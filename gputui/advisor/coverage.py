@@ -1,9 +1,15 @@
 """What the advisor could judge: "no findings" is a verdict only over what it saw.
 
 Every rule declares the history it needs and the readings it cannot do without. Until a
-GPU has that history every surface says "gathering: 4 s of 10 s"; a rule that lacks a
-reading (not supported on this board, MIG mode, a remote source) or could not decide is
-listed as "not judged: <what is missing>" rather than counted as a clean bill of health.
+GPU has that history every surface says it is still judging and for how long. A rule that
+lacks a reading is one of three things, never a clean bill of health by silence:
+
+- **not judged** (``Undecided.UNREADABLE``): the reading should be there and is not (no
+  permission, a GPU that stopped answering, a source that cannot say): ``doctor`` exits 4;
+- **not applicable** (``Undecided.NOT_OFFERED``): the board, driver or machine does not
+  offer it at all (NVML's NotSupported, a NUMA node of -1): listed, calmly, not exit 4;
+- **watching** (``Undecided.PENDING``): the rule's verdict needs a longer stretch than the
+  window (an abandoned allocation after 5 minutes): listed, not exit 4.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.advisor.rule import Rule
+from gputui.advisor.undecided import Undecided, not_offered
 from gputui.config import Thresholds
 from gputui.model import DeviceInfo, Frame, GpuSample, HostSample
 from gputui.names import RuleId
@@ -50,11 +57,20 @@ WORDS: Mapping[str, str] = {
 }
 
 
+#: the JSON key each kind is listed under
+_KEYS = {
+    Undecided.UNREADABLE: "not_judged",
+    Undecided.NOT_OFFERED: "not_applicable",
+    Undecided.PENDING: "watching",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class NotJudged:
     rule: RuleId
     gpu: int | None  # None: the host
     missing: str
+    kind: Undecided = Undecided.UNREADABLE
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.value, "gpu": self.gpu, "missing": self.missing}
@@ -66,21 +82,38 @@ class Judgement:
 
     seen_s: float  # history actually sampled
     needed_s: float  # the history the rules need before "nothing found" means anything
-    not_judged: tuple[NotJudged, ...] = ()
+    #: every rule that reached no verdict somewhere, whatever the reason (``kind``)
+    undecided: tuple[NotJudged, ...] = ()
     readings: int = 0
 
     @property
+    def not_judged(self) -> tuple[NotJudged, ...]:
+        """The rules that could not judge a reading that should be there."""
+        return self.of(Undecided.UNREADABLE)
+
+    def of(self, kind: Undecided) -> tuple[NotJudged, ...]:
+        return tuple(item for item in self.undecided if item.kind is kind)
+
+    @property
     def gathering(self) -> bool:
-        return self.readings == 0 or self.seen_s < self.needed_s
+        # a quarter second of slack: 31 readings a second apart span 30 s, give or take
+        # the sampler's jitter
+        return self.readings == 0 or self.seen_s + 0.25 < self.needed_s
 
     @property
     def complete(self) -> bool:
-        """Everything was judged: enough history, and every rule on every GPU decided."""
+        """Everything that can be judged here was: enough history, and no rule lacked a
+        reading that should be there (rules that do not apply to this board, and verdicts
+        that need a longer watch, do not count against it)."""
         return not self.gathering and not self.not_judged
 
     def gathering_text(self) -> str:
-        """'gathering: 4 s of 10 s'."""
-        return f"gathering: {fmt_duration(self.seen_s)} of {fmt_duration(self.needed_s)}"
+        """'still judging: 18 s to go, every rule needs 30 s of readings'."""
+        left = max(0.0, self.needed_s - self.seen_s)
+        return (
+            f"still judging: {fmt_duration(left)} to go, every rule needs "
+            f"{fmt_duration(self.needed_s)} of readings"
+        )
 
     def missing_on(self, gpu: int) -> str | None:
         """'not judged: utilisation (MIG mode)' for a GPU that some rule could not judge."""
@@ -91,22 +124,25 @@ class Judgement:
         return "not judged: " + "; ".join(missing) if missing else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "complete": self.complete,
             "gathering": self.gathering,
             "sampled_s": round(self.seen_s, 3),
             "needed_s": self.needed_s,
-            "not_judged": [item.to_dict() for item in self.not_judged],
         }
+        for kind, key in _KEYS.items():
+            out[key] = [item.to_dict() for item in self.of(kind)]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Judgement:
         return cls(
             seen_s=float(data.get("sampled_s", 0.0)),
             needed_s=float(data.get("needed_s", 0.0)),
-            not_judged=tuple(
-                NotJudged(RuleId(i["rule"]), i.get("gpu"), str(i.get("missing", "")))
-                for i in data.get("not_judged", ())
+            undecided=tuple(
+                NotJudged(RuleId(i["rule"]), i.get("gpu"), str(i.get("missing", "")), kind)
+                for kind, key in _KEYS.items()
+                for i in data.get(key, ())
             ),
             readings=1 if data.get("sampled_s") is not None else 0,
         )
@@ -133,10 +169,12 @@ def _options(rule: Rule) -> tuple[tuple[str, ...], ...]:
 
 def missing_readings(
     rule: Rule, sample: GpuSample, device: DeviceInfo, host: HostSample | None
-) -> str | None:
-    """What ``rule`` lacks on this GPU to judge it, in words; None if it has it all."""
+) -> tuple[str, Undecided] | None:
+    """What ``rule`` lacks on this GPU to judge it, in words, and whether that makes it not
+    judged or not applicable; None if it has it all."""
     names = {name for options in _options(rule) for name in options}
-    return _missing(rule, _readings_present(names, sample, device, host), device.mig_mode)
+    present = _readings_present(names, sample, device, host)
+    return _missing(rule, present, not_offered(sample, device), device.mig_mode)
 
 
 def _readings_present(
@@ -145,37 +183,47 @@ def _readings_present(
     return frozenset(name for name in names if _present(name, sample, device, host))
 
 
-def _missing(rule: Rule, present: frozenset[str], mig: bool | None) -> str | None:
+def _missing(
+    rule: Rule, present: frozenset[str], unsupported: frozenset[str], mig: bool | None
+) -> tuple[str, Undecided] | None:
     missing: list[str] = []
+    unreadable = False
     for options in _options(rule):
         if not any(name in present for name in options):
             words = " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
             if words not in missing:
                 missing.append(words)
+            unreadable |= not all(name in unsupported for name in options)
     if not missing:
         return None
     text = ", ".join(missing)
     if mig and "utilisation" in text:
         text += " (MIG mode)"
-    return f"{rule.id}: no {text}"
+    if not unreadable:
+        return f"{rule.id}: this board does not offer {text}", Undecided.NOT_OFFERED
+    return f"{rule.id}: no {text}", Undecided.UNREADABLE
 
 
-# (the rules, the readings a GPU has, MIG mode) -> what each rule lacks. A GPU's readings
-# are the same from one judgement to the next: the words are worked out once, not 28 x N
-# times a judgement.
-_Lacks = tuple[tuple[RuleId, str], ...]
-_GPU_MISSING: dict[tuple[tuple[RuleId, ...], frozenset[str], bool], _Lacks] = {}
+# (the rules, the readings a GPU has, those it does not offer, MIG mode) -> what each rule
+# lacks. A GPU's readings are the same from one judgement to the next: the words are worked
+# out once, not 28 x N times a judgement.
+_Lacks = tuple[tuple[RuleId, str, Undecided], ...]
+_GPU_MISSING: dict[tuple[tuple[RuleId, ...], frozenset[str], frozenset[str], bool], _Lacks] = {}
 
 
 def _gpu_missing(
-    rules: tuple[Rule, ...], ids: tuple[RuleId, ...], present: frozenset[str], mig: bool
+    rules: tuple[Rule, ...],
+    ids: tuple[RuleId, ...],
+    present: frozenset[str],
+    unsupported: frozenset[str],
+    mig: bool,
 ) -> _Lacks:
     """What each of ``rules`` (their ``ids``) lacks on a GPU with these readings."""
-    key = (ids, present, mig)
+    key = (ids, present, unsupported, mig)
     found = _GPU_MISSING.get(key)
     if found is None:
-        pairs = ((r.id, _missing(r, present, mig)) for r in rules)
-        found = tuple((rule_id, text) for rule_id, text in pairs if text is not None)
+        pairs = ((r.id, _missing(r, present, unsupported, mig)) for r in rules)
+        found = tuple((rule_id, lack[0], lack[1]) for rule_id, lack in pairs if lack is not None)
         if len(_GPU_MISSING) > 256:
             _GPU_MISSING.clear()
         _GPU_MISSING[key] = found
@@ -188,7 +236,7 @@ def judge_coverage(
     frame: Frame | None,
     times: Sequence[float],
     t: Thresholds,
-    undecided: Iterable[tuple[tuple[RuleId, int | None], str]] = (),
+    undecided: Iterable[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]] = (),
 ) -> Judgement:
     needed = max((r.history_needed_s(t) for r in rules), default=0.0)
     seen = times[-1] - times[0] if len(times) > 1 else 0.0
@@ -196,9 +244,9 @@ def judge_coverage(
     host_rules = [r for r in rules if r.needs and all(n.startswith("host.") for n in r.needs)]
     if frame is not None and any(not s.lost for s in frame.gpus):
         for rule in host_rules:  # judged once, for the host
-            missing = missing_readings(rule, GpuSample(index=-1), DeviceInfo(-1, ""), frame.host)
-            if missing is not None:
-                items[(rule.id, None)] = NotJudged(rule.id, None, missing)
+            lack = missing_readings(rule, GpuSample(index=-1), DeviceInfo(-1, ""), frame.host)
+            if lack is not None:
+                items[(rule.id, None)] = NotJudged(rule.id, None, *lack)
     if frame is not None:
         gpu_rules = tuple(r for r in rules if r not in host_rules)
         ids = tuple(r.id for r in gpu_rules)
@@ -208,24 +256,63 @@ def judge_coverage(
             if device is None or sample.lost:
                 continue
             present = _readings_present(names, sample, device, frame.host)
-            for rule_id, missing in _gpu_missing(gpu_rules, ids, present, bool(device.mig_mode)):
-                items[(rule_id, sample.index)] = NotJudged(rule_id, sample.index, missing)
-    for (rule_id, gpu), why in undecided:
-        items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}"))
+            lacks = _gpu_missing(
+                gpu_rules, ids, present, not_offered(sample, device), bool(device.mig_mode)
+            )
+            for rule_id, missing, kind in lacks:
+                items[(rule_id, sample.index)] = NotJudged(rule_id, sample.index, missing, kind)
+    for (rule_id, gpu), (why, kind) in undecided:
+        items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}", kind))
     return Judgement(
-        seen_s=seen, needed_s=needed, not_judged=tuple(items.values()), readings=len(times)
+        seen_s=seen, needed_s=needed, undecided=tuple(items.values()), readings=len(times)
     )
 
 
+def _places(items: Sequence[NotJudged]) -> str:
+    gpus = sorted({i.gpu for i in items if i.gpu is not None})
+    where = ["host"] if any(i.gpu is None for i in items) else []
+    if gpus:
+        where.append(gpu_list(gpus))
+    return ", ".join(where)
+
+
+def gpu_list(gpus: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 6] -> 'GPUs 0-3, 6'; [2] -> 'GPU 2'."""
+    ordered = sorted(set(gpus))
+    runs: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        runs.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ("GPU " if len(ordered) == 1 else "GPUs ") + ", ".join(runs)
+
+
+def grouped(items: Sequence[NotJudged]) -> list[tuple[str, str]]:
+    """(where, what) with one line for what several GPUs lack alike: ('GPUs 0-7',
+    'numa-mismatch: ...'), in the order first seen."""
+    by_text: dict[str, list[NotJudged]] = {}
+    for item in items:
+        by_text.setdefault(item.missing, []).append(item)
+    return [(_places(same), text) for text, same in by_text.items()]
+
+
 def describe(judgement: Judgement) -> list[str]:
-    """The judgement as lines for a report: what was sampled, what could not be judged."""
+    """What could not be judged, as lines for a report (the verdict says whether it is
+    still judging; ``context_lines`` what does not apply here or needs a longer watch)."""
     lines = []
-    if judgement.gathering:
-        lines.append(
-            f"{judgement.gathering_text()}: too little history to judge yet "
-            f"(the rules need {fmt_duration(judgement.needed_s)})"
-        )
-    for item in judgement.not_judged:
-        where = "host" if item.gpu is None else f"GPU {item.gpu}"
-        lines.append(f"not judged ({where}): {item.missing}")
+    for where, what in grouped(judgement.not_judged):
+        lines.append(f"not judged ({where}): {what}")
+    return lines
+
+
+def context_lines(judgement: Judgement) -> list[str]:
+    """What does not apply to this board, or needs a longer watch: context, not problems."""
+    lines = []
+    for where, what in grouped(judgement.of(Undecided.PENDING)):
+        lines.append(f"watching ({where}): {what}")
+    for where, what in grouped(judgement.of(Undecided.NOT_OFFERED)):
+        lines.append(f"not applicable ({where}): {what}")
     return lines

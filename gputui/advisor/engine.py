@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from gputui.advisor.context import Context
+from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
 from gputui.advisor.coverage import Judgement, judge_coverage
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
@@ -54,7 +54,8 @@ class Advisor:
         #: how far the verdict reaches: history sampled, rules that could not judge
         self.judgement = Judgement(seen_s=0.0, needed_s=self._needed_s())
         self._first_time: float | None = None
-        self._driver_samples: dict[int, deque[tuple[float, int, int, int]]] = {}
+        self._driver_samples: dict[int, deque[DriverSamples]] = {}
+        self._process_cpu: dict[int, deque[ProcessCpuTick]] = {}
         self._ready_at: float | None = None  # the first judgement with enough readings
 
     def _needed_s(self) -> float:
@@ -75,6 +76,7 @@ class Advisor:
         if frame is None:
             return self.findings
         self._keep_driver_samples(frame)
+        self._keep_process_cpu(frame)
         last = self._judged_at
         # Within a tolerance of a tick's jitter: "every 2 s" must not become every 3 ticks.
         # A lost GPU is judged at once: that one cannot wait.
@@ -88,6 +90,7 @@ class Advisor:
             frame=frame,
             t=self._t,
             driver_samples=self._driver_samples,
+            process_cpu=self._process_cpu,
         )
         now = frame.time
         if self._first_time is None or now < self._first_time:
@@ -101,6 +104,7 @@ class Advisor:
                     seen.setdefault(candidate.key, candidate)
             except Exception as exc:  # a bug in one rule must not silence the others
                 self.rule_errors[rule.id] = f"{type(exc).__name__}: {exc}"
+        _name_straggler_causes(seen)
         for key, candidate in seen.items():
             state = self._states.get(key)
             if state is None:
@@ -158,9 +162,37 @@ class Advisor:
             busy = sum(1 for v in values if v > t.sample_busy_pct)
             waiting = sum(1 for v in values if v <= t.starved_idle_util_pct)
             ring = self._driver_samples.setdefault(sample.index, deque())
-            ring.append((frame.time, busy, waiting, len(values)))
+            ring.append((frame.time, busy, waiting, len(values), sum(values)))
             while ring and ring[0][0] < frame.time - keep:
                 ring.popleft()
+
+    def _keep_process_cpu(self, frame: Frame) -> None:
+        """Each GPU process's CPU, every frame, over the window: a starved job is judged on
+        its loaders' CPU over the window, not one tick's reading."""
+        keep = self._t.window_s * 1.1
+        seen = set()
+        for proc in frame.processes:
+            if proc.pid in seen or proc.cpu_percent is None:
+                continue  # a process on several GPUs: one reading a frame
+            seen.add(proc.pid)
+            ring = self._process_cpu.setdefault(proc.pid, deque())
+            ring.append(
+                (
+                    frame.time,
+                    proc.cpu_percent,
+                    proc.workers_cpu_percent,
+                    proc.workers_active,
+                    proc.children,
+                )
+            )
+            while ring and ring[0][0] < frame.time - keep:
+                ring.popleft()
+        for pid in [p for p, ring in self._process_cpu.items() if p not in seen]:
+            ring = self._process_cpu[pid]
+            while ring and ring[0][0] < frame.time - keep:
+                ring.popleft()
+            if not ring:
+                del self._process_cpu[pid]
 
     def point_in_time(self) -> tuple[Finding, ...]:
         """The findings for a point-in-time test (``gputui doctor``).
@@ -193,6 +225,35 @@ class Advisor:
         }
         return tuple(
             sorted((f for f in (*self.findings, *extra) if f.key not in hidden), key=finding_order)
+        )
+
+
+def _name_straggler_causes(seen: dict[tuple[RuleId, int | None], Candidate]) -> None:
+    """A straggler names what was found on it: the job runs at that GPU's pace, and its
+    own cause is what to fix first."""
+    for key, candidate in list(seen.items()):
+        if candidate.rule is not RuleId.STRAGGLER:
+            continue
+        causes = [
+            c
+            for c in seen.values()
+            if c.gpu == candidate.gpu
+            and c.rule not in (RuleId.STRAGGLER, RuleId.UNDER_USED)
+            and c.severity.rank >= Severity.WARNING.rank
+        ]
+        if not causes:
+            continue
+        names = ", ".join(f"{c.rule} ({c.title})" for c in causes[:2])
+        seen[key] = replace(
+            candidate,
+            evidence=(*candidate.evidence, f"found on this GPU: {names}"),
+            remedies=(
+                f"Fix GPU {candidate.gpu}'s {causes[0].rule} first: the whole job runs at this "
+                f"GPU's pace ({causes[0].remedies[0]})"
+                if causes[0].remedies
+                else f"Fix GPU {candidate.gpu}'s {causes[0].rule} first",
+                *candidate.remedies[1:],
+            ),
         )
 
 

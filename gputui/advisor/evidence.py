@@ -61,8 +61,11 @@ def held_down(ctx: Context, sample: GpuSample, bits: int) -> list[str]:
             continue
         growth = ctx.history.growth(sample.index, metric, ctx.t.held_window_s)
         if growth is not None and growth[0] >= 1.0:
+            # the counter is read every few seconds: its growth can run past the window's
+            # span by up to that period, and no GPU is held longer than it was watched
+            held = min(growth[0], growth[1])
             lines.append(
-                f"held down by {cause} {growth[0]:.0f} s of the last "
+                f"held down by {cause} {held:.0f} s of the last "
                 f"{fmt_duration(growth[1])} (the driver's violation counter)"
             )
     return lines

@@ -1,4 +1,5 @@
-"""Hardware health: a lost GPU, uncorrectable memory errors, pending row remaps."""
+"""Hardware health: a lost GPU, Xid errors by class, and the memory's health as the driver
+keeps it (ECC counters, row remapping, page retirement) with DCGM health's meaning."""
 
 from __future__ import annotations
 
@@ -7,18 +8,22 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.model import GpuSample
 from gputui.names import Metric, RuleId, Severity
 from gputui.units import fmt_duration
-from gputui.xid import describe_xid, xid_origin
+from gputui.xid import xid_info
 
-_DRAIN = (
-    "Drain the node: stop scheduling jobs on it",
-    "Check `dmesg` / `journalctl -k` for Xid messages on this GPU",
-    "Reset the GPU when idle (nvidia-smi -r, root) or reboot; RMA if it recurs",
+_LOST = (
+    "Reboot the node: a lost GPU rarely comes back with a reset",
+    "Check `dmesg` / `journalctl -k` for Xid 79 on this GPU; reseat the card, its power "
+    "cables and riser if it recurs",
 )
+_LEVELS = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}
 
 
 def gpu_errors(ctx: Context) -> Iterator[Candidate]:
+    """A lost GPU, and the Xids of the last ``xid_window_s``, each by its class: the
+    application's ones point at the program, memory, bus, NVLink and GSP ones at the GPU."""
     for sample in ctx.frame.gpus:
         if sample.lost:
             yield Candidate(
@@ -27,45 +32,134 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
                 gpu=sample.index,
                 title="GPU lost: it no longer answers the driver",
                 evidence=("NVML reports the GPU as lost (typically Xid 79: fell off the bus)",),
-                remedies=_DRAIN,
+                remedies=_LOST,
                 hold_s=0.0,
             )
             continue
-        lines = []
-        ecc = ctx.history.stats(sample.index, Metric.ECC_VOLATILE_UNCORRECTED, ctx.t.window_s)
-        if ecc is not None and ecc.last > ecc.first:
-            lines.append(
-                f"uncorrectable ECC errors +{ecc.last - ecc.first:.0f} in the last "
-                f"{fmt_duration(ecc.span_s)} (total {ecc.last:.0f} since the driver loaded)"
-            )
-        if sample.remapped_rows_pending:
-            lines.append("a memory row remap is pending: it takes effect at the next GPU reset")
         xids = [
             x
             for x in ctx.history.xids(sample.index, ctx.t.xid_window_s)
-            if xid_origin(x.code) != "benign"
+            if xid_info(x.code).origin != "benign"
         ]
-        hardware_xid = any(xid_origin(x.code) == "hardware" for x in xids)
-        for xid in xids[-3:]:
-            lines.append(
-                f"Xid {xid.code} ({describe_xid(xid.code)}), "
-                f"{fmt_duration(max(0.0, ctx.frame.time - xid.time))} ago"
-            )
-        if xids and not hardware_xid:
-            lines.append(
-                "Xid 13/31/43 usually come from the application (a bad kernel or memory "
-                "access): check its log before the hardware"
-            )
-        if not lines:
+        if not xids:
             continue
-        rising = ecc is not None and ecc.last > ecc.first
+        infos = [(x, xid_info(x.code)) for x in xids]
+        worst = max(_LEVELS[info.level].rank for _x, info in infos)
+        severity = next(sev for sev in _LEVELS.values() if sev.rank == worst)
+        lines = [
+            f"Xid {x.code} ({info.meaning}; {info.origin}), "
+            f"{fmt_duration(max(0.0, ctx.frame.time - x.time))} ago"
+            for x, info in infos[-3:]
+        ]
+        remedies: list[str] = []
+        for _x, info in sorted(infos, key=lambda pair: -_LEVELS[pair[1].level].rank):
+            for remedy in info.remedies:
+                text = remedy.format(gpu=sample.index)
+                if text not in remedies:
+                    remedies.append(text)
+        only_app = all(info.origin == "application" for _x, info in infos)
+        title = (
+            "Application error on this GPU: look at the program first"
+            if only_app
+            else "Hardware errors on this GPU"
+        )
         yield Candidate(
             rule=RuleId.GPU_ERRORS,
-            severity=Severity.CRITICAL if rising or hardware_xid else Severity.WARNING,
+            severity=severity,
             gpu=sample.index,
-            title="Hardware errors on this GPU",
+            title=title,
             evidence=tuple(lines),
-            remedies=_DRAIN,
+            remedies=tuple(remedies[:4]),
+            hold_s=0.0,
+        )
+
+
+def _memory_lines(ctx: Context, sample: GpuSample) -> tuple[list[str], list[str], list[str]]:
+    """(critical, warning) lines of the memory's state, and context for them."""
+    t = ctx.t
+    critical: list[str] = []
+    warning: list[str] = []
+    context: list[str] = []
+    if sample.remapped_rows_failure:
+        critical.append("a row remap failed: the memory has no spare row left for a bad one")
+    volatile = sample.ecc_volatile_uncorrected
+    if volatile:
+        rise = ctx.history.growth(sample.index, Metric.ECC_VOLATILE_UNCORRECTED, t.window_s)
+        new = f", +{rise[0]:.0f} in the last {fmt_duration(rise[1])}" if rise and rise[0] else ""
+        critical.append(
+            f"{volatile} uncorrectable ECC error(s) since the driver loaded{new}: work on this "
+            "GPU may have read bad data"
+        )
+    retired = (sample.retired_pages_sbe or 0) + (sample.retired_pages_dbe or 0)
+    if retired >= t.retired_pages_limit:
+        critical.append(
+            f"{retired} memory pages retired, at DCGM's limit of {t.retired_pages_limit}"
+        )
+    if sample.remapped_rows_pending:
+        warning.append("a memory row remap is pending: it takes effect at the next GPU reset")
+    if sample.retired_pages_pending:
+        warning.append("a page retirement is pending: it takes effect at the next GPU reset")
+    aggregate = sample.ecc_aggregate_uncorrected
+    if aggregate and not volatile:
+        warning.append(
+            f"{aggregate} uncorrectable ECC error(s) over the board's life (none since the "
+            "driver loaded)"
+        )
+    storm = ctx.history.growth(sample.index, Metric.ECC_VOLATILE_CORRECTED, t.window_s)
+    if storm is not None and storm[1] > 0:
+        per_min = storm[0] * 60.0 / storm[1]
+        if per_min >= t.ecc_storm_per_min:
+            warning.append(
+                f"corrected ECC errors +{storm[0]:.0f} in {fmt_duration(storm[1])} "
+                f"({per_min:.0f} a minute): the memory is wearing"
+            )
+    if sample.remapped_rows_uncorrected or sample.remapped_rows_corrected:
+        context.append(
+            f"rows remapped so far: {sample.remapped_rows_uncorrected or 0} for uncorrectable, "
+            f"{sample.remapped_rows_corrected or 0} for correctable errors"
+        )
+    if retired and retired < t.retired_pages_limit:
+        context.append(f"{retired} memory page(s) retired so far")
+    return critical, warning, context
+
+
+def memory_health(ctx: Context) -> Iterator[Candidate]:
+    """The memory's state as the driver keeps it, read whether or not it changed while
+    gputui watched, with DCGM health's meaning: a remap failure or uncorrectable errors
+    fail the GPU; a pending remap (or retirement) warns until a reset."""
+    for sample, _device in ctx.samples():
+        critical, warning, context = _memory_lines(ctx, sample)
+        if not critical and not warning:
+            continue
+        index = sample.index
+        remedies: tuple[str, ...]
+        if critical:
+            remedies = (
+                "Drain the node: stop scheduling jobs on this GPU",
+                f"Reset it when idle (sudo nvidia-smi -r -i {index}) and watch the counters "
+                f"(nvidia-smi -q -d ECC,ROW_REMAPPER -i {index})",
+                "A remap failure, or errors that come back after a reset: run dcgmi diag -r 3 "
+                "and open an RMA with the board's serial number",
+            )
+            severity, title = Severity.CRITICAL, "Memory errors: this GPU's memory is failing"
+        else:
+            remedies = (
+                f"Reset the GPU when it is idle (sudo nvidia-smi -r -i {index}) or reboot: "
+                "the repair takes effect then",
+                "Drain it first so no job is on it during the reset; it may keep working "
+                "until then",
+            )
+            severity, title = (
+                Severity.WARNING,
+                "Memory health: a repair waits for a reset, or errors to watch",
+            )
+        yield Candidate(
+            rule=RuleId.MEMORY_HEALTH,
+            severity=severity,
+            gpu=index,
+            title=title,
+            evidence=tuple(critical + warning + context),
+            remedies=remedies,
             hold_s=0.0,
         )
 
@@ -102,14 +196,32 @@ RULES = (
     Rule(
         RuleId.GPU_ERRORS,
         "hardware",
-        "GPU lost, volatile uncorrectable ECC count, remapped rows pending, Xid events",
-        "a GPU is lost, uncorrectable ECC errors rise or a hardware Xid was reported in the "
-        "last {t.xid_window_s:g} s (critical); a row remap is pending or an application Xid "
-        "(13, 31, 43) was reported (warning); at once, no waiting",
-        "drain the node, check dmesg for Xid, reset or RMA",
+        "GPU lost, Xid events (NVIDIA's Xid catalogue: meaning, class, severity, remedy)",
+        "a GPU is lost (critical), or an Xid was reported in the last {t.xid_window_s:g} s, "
+        "at its class's severity: application Xids (13, 31, 43, ...) a warning that points at "
+        "the program; 63 (row remap recorded) a warning to reset when idle; 48, 64, 79, 95, "
+        "NVLink and GSP Xids critical, each with its remedy; at once, no waiting",
+        "by class: the program, a reset when idle, the bus, NVLink, GSP, RMA",
         gpu_errors,
         needs_history="",
-        never_claims="that a board without ECC reporting (most GeForce cards) is error-free",
+        never_claims="a hardware fault from an application Xid (13, 31, 43): those point at "
+        "the program; anything from Xid 45 alone (cleanup after another error)",
+    ),
+    Rule(
+        RuleId.MEMORY_HEALTH,
+        "hardware",
+        "the driver's memory-health state, read at start and every tick: volatile and "
+        "aggregate uncorrectable ECC counts, corrected ECC growth, row remapping (rows "
+        "remapped, pending, failure), retired pages and their pending flag",
+        "critical: a row remap failed, uncorrectable ECC errors since the driver loaded, or "
+        ">= {t.retired_pages_limit} retired pages (DCGM health's fail); warning: a remap or "
+        "retirement pending (reset when idle), uncorrectable errors earlier in the board's "
+        "life, or corrected errors at >= {t.ecc_storm_per_min:g} a minute; at once",
+        "drain and reset; RMA on a remap failure or errors that come back",
+        memory_health,
+        needs_history="",
+        never_claims="that a board without ECC reporting (most GeForce cards) is error-free; "
+        "a failure from rows remapped successfully (the board repaired itself)",
     ),
     Rule(
         RuleId.NOT_REPORTING,

@@ -9,6 +9,7 @@ from typing import cast
 from gputui.advisor.context import Context, gib
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.advisor.undecided import Undecided
 from gputui.config import Thresholds
 from gputui.model import GpuSample, ProcessSample
 from gputui.names import HostMetric, Metric, RuleId, Severity
@@ -19,6 +20,18 @@ _VRAM_REMEDIES = (
     "Use mixed precision (torch.autocast with bf16/fp16): about half the activations",
     "Turn on gradient (activation) checkpointing",
     "Reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+)
+# Memory that keeps growing step after step is most often held on purpose by the program:
+# find what holds it before shrinking the batch.
+_LEAK_REMEDIES = (
+    "Find what holds the memory: torch.cuda.memory._record_memory_history() early in the "
+    "run, then torch.cuda.memory._dump_snapshot('snap.pickle') and open it at "
+    "pytorch.org/memory_viz",
+    "Usual causes: tensors kept across steps (losses appended without .item(), outputs "
+    "kept for logging), caches that grow with every new shape, retain_graph=True",
+    "torch.cuda.memory_summary() every few hundred steps shows which allocations grow",
+    "If the model needs the memory: a smaller batch with gradient accumulation, bf16 "
+    "autocast, activation checkpointing",
 )
 
 
@@ -201,13 +214,14 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
         if severity is None:
             continue
         lines += _holders(ctx, sample.index)
+        growing = v.rate is not None and to_full is not None and to_full <= t.vram_full_warning_s
         yield Candidate(
             rule=RuleId.VRAM_PRESSURE,
             severity=severity,
             gpu=sample.index,
             title=title,
             evidence=tuple(lines),
-            remedies=_VRAM_REMEDIES,
+            remedies=_LEAK_REMEDIES if growing else _VRAM_REMEDIES,
             # Growth shows only once it has lasted half the growth window: a framework's
             # warm-up climbs for a while and then stays flat.
             hold_s=t.vram_growth_s / 2 if v.rate is not None else None,
@@ -334,6 +348,7 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
                 sample.index,
                 f"idle with memory held for {fmt_duration(util.span_s)}; needs "
                 f"{fmt_duration(t.idle_allocated_s)} to call it abandoned",
+                Undecided.PENDING,
             )
             continue
         lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.advisor.undecided import Undecided
 from gputui.model import GpuSample, ProcessSample
 from gputui.names import HostMetric, Metric, RuleId, Severity
 from gputui.units import fmt_duration
@@ -28,83 +30,183 @@ def _working(
             yield sample, procs, ticks
 
 
-def input_starved(ctx: Context) -> Iterator[Candidate]:
+@dataclass(frozen=True, slots=True)
+class _Shortfall:
+    """A GPU that works but waits: how busy it was over the window, and how that reads."""
+
+    mean: float  # mean utilisation per tick
+    lines: tuple[str, ...]
+
+
+def _shortfall(ctx: Context, index: int, ticks: Sequence[float]) -> _Shortfall | None:
+    """The GPU runs (not idle) yet waits for a good part of the window, tick after tick (a
+    steady shortfall) or in bursts (it runs, waits, runs): the shape of a starved job. One
+    long gap among full ticks (a checkpoint, an evaluation) is neither."""
+    t = ctx.t
+    mean = sum(ticks) / len(ticks)
+    if not t.starved_running_pct <= mean < t.starved_fed_pct:
+        return None
+    short = sum(1 for u in ticks if u < t.full_util_pct) / len(ticks)
+    idle = t.starved_idle_util_pct
+    waiting = sum(1 for u in ticks if u <= idle) / len(ticks)
+    bursts = sum(
+        1 for a, b in itertools.pairwise(ticks) if a <= idle < t.starved_busy_util_pct <= b
+    )
+    steady = short >= t.starved_short_share
+    bursty = waiting >= t.starved_idle_fraction and bursts >= 2
+    if not steady and not bursty:
+        return None
+    span = fmt_duration(ctx.sampled_s())
+    lines = [
+        f"GPU busy {mean:.0f} % of the last {span} (utilisation per tick {min(ticks):.0f}-"
+        f"{max(ticks):.0f} %, below {t.full_util_pct:.0f} % in {100 * short:.0f} % of the "
+        "ticks): it waits between steps"
+    ]
+    driver = ctx.driver_mean(index, t.window_s)
+    if driver is not None and driver[1] >= 2 * len(ticks):
+        _busy_n, waiting_n, total_n = ctx.driver_counts(index, t.window_s)
+        lines.append(
+            f"the driver's own samples agree: mean {driver[0]:.0f} % over {total_n} samples, "
+            f"{waiting_n} of them idle"
+        )
+    activity = ctx.stats(index, Metric.SM_ACTIVITY)
+    if activity is not None:
+        lines.append(f"SM activity {activity.mean:.0f} % (GPM) over the same window")
+    return _Shortfall(mean, tuple(lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _Cause:
+    """What on the CPU side keeps the GPU waiting, in words, with what to change."""
+
+    kind: str  # "workers", "main", "host"
+    lines: tuple[str, ...]
+    remedies: tuple[str, ...]
+
+
+def _who(proc: ProcessSample) -> str:
+    return f"pid {proc.pid} {proc.name or ''}".rstrip()
+
+
+def _host_saturated(ctx: Context) -> tuple[bool, str | None]:
+    """Whether every host core is busy (CPU share or run queue), and the line that says it."""
     t = ctx.t
     host = ctx.frame.host
-    for sample, procs, ticks in _working(ctx, t.window_s):
-        idle = t.starved_idle_util_pct
-        waiting = sum(1 for u in ticks if u <= idle) / len(ticks)
-        mean = sum(ticks) / len(ticks)
-        # Starving oscillates: it runs, waits, runs again. One start after idle is not it.
-        bursts = sum(
-            1 for a, b in itertools.pairwise(ticks) if a <= idle < t.starved_busy_util_pct <= b
+    cpu = ctx.history.host_stats(HostMetric.CPU_PERCENT, t.window_s)
+    queue = ctx.history.host_stats(HostMetric.RUN_QUEUE, t.window_s)
+    cores = host.cpu_count if host is not None else None
+    if cpu is None:
+        return False, None
+    line = f"host CPU {cpu.mean:.0f} % busy over {cores or '?'} cores"
+    if queue is not None:
+        line += f", run queue {queue.mean:.0f}"
+    saturated = cpu.mean >= t.host_cpu_saturated_pct or (
+        queue is not None and cores is not None and queue.mean > t.run_queue_per_cpu * cores
+    )
+    return saturated, line
+
+
+_LOADER = (
+    "pin_memory=True, prefetch_factor=4 and persistent_workers=True in the DataLoader",
+    "Profile a few steps (torch.profiler): the gaps before each step are the wait for data",
+)
+
+
+def _cpu_cause(ctx: Context, procs: Sequence[ProcessSample]) -> _Cause | None:
+    """Which CPU-side cause keeps the GPU waiting: its data-loader workers all busy, the
+    main process loading every batch itself (num_workers=0), or a host whose every core is
+    taken."""
+    t = ctx.t
+    saturated, host_line = _host_saturated(ctx)
+    host_lines = (host_line,) if host_line else ()
+    for proc in procs:
+        cpu = ctx.cpu_of(proc.pid)
+        if cpu is None or cpu.main_pct is None:
+            continue
+        each = cpu.per_worker_pct
+        working = cpu.working
+        if each is not None and each >= t.worker_saturated_pct and working:
+            n = round(working)
+            lines = (
+                f"{_who(proc)}: {n} data-loader worker{'s' if n != 1 else ''} at "
+                f"{each:.0f} % of a core each ({cpu.workers_pct:.0f} % together): they "
+                "cannot make batches as fast as the GPU uses them",
+                *host_lines,
+            )
+            remedies: tuple[str, ...]
+            if saturated:
+                remedies = (
+                    "Every host core is busy: more workers will not help. Make each batch "
+                    "cheaper to produce: decode and resize once, offline; GPU-side decoding "
+                    "and augmentation (NVIDIA DALI, torchvision.io.decode_jpeg on the GPU)",
+                    "Or give the job more CPU cores per GPU (a larger instance, fewer jobs "
+                    "per node)",
+                    *_LOADER,
+                )
+            else:
+                remedies = (
+                    f"Raise DataLoader num_workers (now {n}): the host has idle cores",
+                    "Make each sample cheaper: pre-resized or pre-decoded data, lighter "
+                    "augmentation, GPU-side augmentation (DALI)",
+                    *_LOADER,
+                )
+            return _Cause("workers", lines, remedies)
+        if cpu.main_pct < t.cpu_bound_pct or working:
+            # A busy main process beside working loaders says nothing: a CUDA program spins
+            # a core while it waits for the GPU, and copies, so it reads ~100 % either way.
+            continue
+        lines = (
+            f"{_who(proc)} at {cpu.main_pct:.0f} % CPU with no data-loader workers "
+            "(num_workers=0): the training process does its own loading between steps, and "
+            "the GPU waits meanwhile",
+            *host_lines,
         )
-        busy_n, waiting_n, total_n = ctx.driver_counts(sample.index, t.window_s)
-        stalls = ""
-        if total_n >= 4 * len(ticks) and busy_n and waiting_n:
-            # The driver's own samples see stalls between ticks that the average hides.
-            share = waiting_n / total_n
-            if share > waiting:
-                waiting = share
-                bursts = max(bursts, 2)
-                stalls = f" ({waiting_n} of {total_n} driver utilisation samples idle)"
-        if waiting < t.starved_idle_fraction or bursts < 2:
+        remedies = (
+            "Load in worker processes: DataLoader(num_workers=N) with N about the CPU cores "
+            "per GPU",
+            *_LOADER,
+            "Not a data loader (an RL environment, a server)? torch.profiler shows the host "
+            "work between the steps",
+        )
+        return _Cause("main", lines, remedies)
+    if saturated and host_line is not None:
+        lines = (
+            host_line + ": other work takes the cores the job's loading needs",
+            "the job's own processes are not at their limit",
+        )
+        remedies = (
+            "See what else runs: top -o %CPU; move it off this node or give the job its own "
+            "cores (cgroups, taskset, the scheduler's CPU allocation)",
+            "Keep OMP_NUM_THREADS / torch.set_num_threads small in each worker",
+        )
+        return _Cause("host", lines, remedies)
+    return None
+
+
+_TITLES = {
+    "workers": "Input pipeline starves the GPU: its data-loader workers cannot keep up",
+    "main": "Input pipeline starves the GPU: the training process loads every batch itself",
+    "host": "Input pipeline starves the GPU: the host's CPUs are all taken",
+}
+
+
+def input_starved(ctx: Context) -> Iterator[Candidate]:
+    t = ctx.t
+    for sample, procs, ticks in _working(ctx, t.window_s):
+        short = _shortfall(ctx, sample.index, ticks)
+        if short is None:
             continue
-        # ~100 % of one core: the main Python thread is saturated (the GIL). A main process
-        # well above one core is multithreaded (its own threads do the work): not that.
-        bound = [p for p in procs if _gil_bound(p, t.cpu_bound_pct, t.cpu_bound_max_pct)]
-        host_cpu = ctx.history.host_stats(HostMetric.CPU_PERCENT, t.window_s)
-        host_saturated = host_cpu is not None and host_cpu.mean >= t.host_cpu_saturated_pct
-        if not bound and not host_saturated:
+        cause = _cpu_cause(ctx, [p for p in procs if p.visible])
+        if cause is None:
             continue
-        lines = [
-            f"GPU utilisation mean {mean:.0f} %, at or below {t.starved_idle_util_pct:.0f} % "
-            f"in {100 * waiting:.0f} % of the last {fmt_duration(ctx.sampled_s())}{stalls} "
-            "(it waits for data)"
-        ]
-        for proc in bound[:2]:
-            workers = (
-                f", {proc.children} data-loader worker(s)" if proc.children is not None else ""
-            )
-            if proc.workers_cpu_percent is not None and proc.children:
-                workers += f" using {proc.workers_cpu_percent:.0f} % CPU together"
-            lines.append(
-                f"pid {proc.pid} {proc.name or ''} at {proc.cpu_percent:.0f} % CPU "
-                f"(one core: the Python GIL){workers}"
-            )
-        if host_cpu is not None and host is not None:
-            lines.append(f"host CPU {host_cpu.mean:.0f} % of {host.cpu_count or '?'} cores")
         yield Candidate(
             rule=RuleId.INPUT_STARVED,
             severity=Severity.WARNING,
             gpu=sample.index,
-            title="Input pipeline starves the GPU: it waits for the CPU between steps",
-            evidence=tuple(lines),
-            remedies=_starved_remedies(bound),
+            title=_TITLES[cause.kind],
+            evidence=short.lines + cause.lines,
+            remedies=cause.remedies,
         )
-
-
-def _gil_bound(proc: ProcessSample, low: float, high: float) -> bool:
-    """The job's main process sits at one core while it starves the GPU; its workers (if
-    any) do not carry the load: the process with its workers and threads counted."""
-    main = proc.cpu_percent
-    if main is None or not low <= main <= high:
-        return False
-    workers = proc.workers_cpu_percent
-    # Workers that each burn a core are the bottleneck themselves, not the main's GIL:
-    # then the host CPU gate (saturated) decides.
-    return not (workers is not None and proc.children and workers >= low * proc.children)
-
-
-def _starved_remedies(bound: list[ProcessSample]) -> tuple[str, ...]:
-    remedies = [
-        "DataLoader(num_workers=N): load and decode batches in worker processes",
-        "pin_memory=True, prefetch_factor=4 and persistent_workers=True",
-        "Decode faster (pillow-simd, DALI, pre-resized data); profile with torch.profiler",
-    ]
-    if bound and all(p.children == 0 for p in bound):
-        remedies.insert(0, "The process has no data-loader workers: start with num_workers > 0")
-    return tuple(remedies)
 
 
 def io_bound(ctx: Context) -> Iterator[Candidate]:
@@ -113,15 +215,14 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
     if iowait is None or iowait.count < t.min_points or iowait.mean < t.iowait_pct:
         return
     disk = ctx.history.host_stats(HostMetric.DISK_READ_BPS, t.window_s)
-    for sample, _device in ctx.samples():
-        if not ctx.processes(sample.index):
-            continue
-        util = ctx.stats(sample.index, Metric.UTIL_GPU)
-        if util is None or util.mean >= t.io_bound_util_pct:
+    for sample, _procs, ticks in _working(ctx, t.window_s):
+        short = _shortfall(ctx, sample.index, ticks)
+        if short is None or short.mean >= t.io_bound_util_pct:
             continue
         lines = [
-            f"GPU utilisation mean {util.mean:.0f} %",
-            f"host iowait {iowait.mean:.0f} % over the last {fmt_duration(iowait.span_s)}",
+            *short.lines,
+            f"host iowait {iowait.mean:.0f} % over the last {fmt_duration(iowait.span_s)}: "
+            "the CPUs wait for storage",
         ]
         if disk is not None:
             lines.append(f"disk reads {disk.mean / 1e6:.0f} MB/s")
@@ -204,11 +305,11 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
     host = ctx.frame.host
     for sample, procs, ticks in _working(ctx, t.under_used_s):
         span = ctx.sampled_s(t.under_used_s)
-        busy_n, _waiting_n, total_n = ctx.driver_counts(sample.index, t.under_used_s)
-        if total_n >= 4 * len(ticks):
-            share = busy_n / total_n
+        driver = ctx.driver_mean(sample.index, t.under_used_s)
+        if driver is not None and driver[1] >= 4 * len(ticks):
+            share = driver[0] / 100.0
             how = (
-                f"in {busy_n} of {total_n} of the driver's utilisation samples (stalls "
+                f"the mean of {driver[1]} of the driver's utilisation samples (stalls "
                 "shorter than a tick included)"
             )
         else:
@@ -222,6 +323,7 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
                 sample.index,
                 f"busy {100 * share:.0f} % so far; needs {fmt_duration(t.under_used_s)} of "
                 f"history to call it under-used, has {fmt_duration(span)}",
+                Undecided.PENDING,
             )
             continue
         cpu = ", ".join(
@@ -261,26 +363,34 @@ RULES = (
     Rule(
         RuleId.INPUT_STARVED,
         "5 software",
-        "GPU utilisation per tick, process CPU % and workers, host CPU",
-        "with a process on the GPU, utilisation <= {t.starved_idle_util_pct:g} % in >= "
-        "{t.starved_idle_fraction:share} of the last {t.window_s:g} s and rising from there to >= "
-        "{t.starved_busy_util_pct:g} % at least twice (it runs, waits, runs), while a process on "
-        "it uses {t.cpu_bound_pct:g}-{t.cpu_bound_max_pct:g} % CPU (one core: the GIL) or the "
-        "host CPU >= {t.host_cpu_saturated_pct:g} %",
-        "DataLoader num_workers, pin_memory, prefetch_factor, persistent_workers, faster "
-        "decoding, torch.profiler",
+        "GPU utilisation per tick and the driver's samples between ticks, SM activity (GPM); "
+        "each GPU process's CPU and its data-loader workers' over the window; host CPU and "
+        "run queue",
+        "with a process on the GPU, mean utilisation over the last {t.window_s:g} s between "
+        "{t.starved_running_pct:g} % and {t.starved_fed_pct:g} % and below "
+        "{t.full_util_pct:g} % in >= {t.starved_short_share:share} of the ticks (or idle in >= "
+        "{t.starved_idle_fraction:share} of them, rising above {t.starved_busy_util_pct:g} % at "
+        "least twice), while the CPU side is at its limit: its working data-loader workers at "
+        ">= {t.worker_saturated_pct:g} % of a core each, or its main process at >= "
+        "{t.cpu_bound_pct:g} % with no working workers (num_workers=0), or the host >= "
+        "{t.host_cpu_saturated_pct:g} % busy or more runnable threads than cores; the finding "
+        "names which",
+        "num_workers (or cheaper batches when the host is full), pin_memory, prefetch_factor, "
+        "persistent_workers, GPU-side decoding, torch.profiler",
         input_starved,
         needs=("util_gpu",),
-        never_claims="a CPU cause for a process above {t.cpu_bound_max_pct:g} % (multithreaded: "
-        "its threads and workers carry the load) unless the host CPU is saturated; a job "
-        "starting on an idle GPU",
+        never_claims="starvation on an idle GPU or one that runs flat out; from one long gap "
+        "among full ticks (a checkpoint, an evaluation); from a busy main process beside "
+        "working loaders (a CUDA program spins a core while it waits for the GPU or a copy); "
+        "a CPU cause the CPU readings do not show (under-used then says the GPU waits on "
+        "something not visible from here)",
     ),
     Rule(
         RuleId.IO_BOUND,
         "5 software",
-        "host iowait and disk reads, GPU utilisation",
-        "with a process on the GPU, utilisation mean < {t.io_bound_util_pct:g} % while host "
-        "iowait >= {t.iowait_pct:g} %",
+        "host iowait and disk reads, GPU utilisation per tick",
+        "with a process on the GPU, a starved shape (as input-starved) with mean utilisation "
+        "< {t.io_bound_util_pct:g} % while host iowait >= {t.iowait_pct:g} %",
         "local NVMe or RAM cache, more workers, sharded/streaming formats",
         io_bound,
         needs=("util_gpu", "host.iowait_pct"),
@@ -305,11 +415,10 @@ RULES = (
         "GPU utilisation per tick and the driver's own samples between ticks "
         "(nvmlDeviceGetSamples), processes on the GPU, every other rule's verdict",
         "info: with a process on the GPU, busy less than {t.under_used_busy_share:share} of the "
-        "last {t.under_used_s:g} s (share of driver samples above {t.sample_busy_pct:g} %, else "
-        "mean utilisation) and no warning or critical finding explains it",
+        "last {t.under_used_s:g} s (the mean of the driver's samples, else of the ticks) and no "
+        "warning or critical finding explains it",
         "profile: torch.profiler, Nsight Systems (nsys profile)",
         under_used,
-        needs_history="judge_min_s",
         needs=("util_gpu",),
         never_claims="a cause: only that the GPU waits and where to look",
     ),

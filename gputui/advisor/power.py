@@ -9,10 +9,34 @@ from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.model import DeviceInfo
 from gputui.names import Metric, RuleId, Severity
 
 
+def _heat(ctx: Context, index: int, device: DeviceInfo) -> str | None:
+    """Why the capped GPU is also hot, if it is: thermal reasons set, or the core or its
+    memory at its board's limit (leakage rises with temperature: a hot board reaches its
+    power limit at lower clocks)."""
+    t = ctx.t
+    share = ctx.fraction(index, ce.THERMAL_BITS)
+    if share is not None and share >= t.thermal_fraction:
+        return f"thermal slowdown set too, in {100 * share:.0f} % of the window"
+    temp = ctx.stats(index, Metric.TEMP_C, t.hot_mean_s)
+    limits = [x for x in (device.temp_gpu_max_c, device.temp_slowdown_c) if x is not None]
+    if temp is not None and limits and temp.mean >= min(limits) - t.hot_margin_c:
+        return f"{temp.mean:.0f} °C, at the board's limit ({min(limits):.0f} °C)"
+    mem = ctx.stats(index, Metric.MEM_TEMP_C, t.hot_mean_s)
+    mem_max = device.temp_mem_max_c
+    if mem is not None and mem_max is not None and mem.mean >= mem_max - t.hot_margin_c:
+        return f"memory {mem.mean:.0f} °C, at its maximum ({mem_max:.0f} °C)"
+    return None
+
+
 def power_cap(ctx: Context) -> Iterator[Candidate]:
+    """At the power limit. On a board at its default limit under a heavy load that is the
+    board working as designed (H100/H200 training sits at 700 W): info, with the figures.
+    A warning needs a cause to act on: a limit below the default, capping together with
+    heat, or clocks far below what the board holds at its limit."""
     t = ctx.t
     for sample, device in ctx.samples():
         if ctx.under_load(sample.index) is False:
@@ -29,21 +53,71 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
             f"({100 * power.mean / limit.mean:.0f} %)"
         ]
         default = device.power_default_limit_w
+        causes = []
         if default is not None and limit.mean < default - t.limit_lowered_w:
-            lines.append(f"the limit is lowered from the default {default:.0f} W")
+            causes.append(f"the limit is lowered from the default {default:.0f} W")
+        heat = _heat(ctx, sample.index, device)
+        if heat is not None:
+            causes.append(f"capped while hot: {heat}")
+        clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
+        if (
+            clock is not None
+            and device.max_sm_clock_mhz
+            and clock.mean < t.power_cap_clock_floor * device.max_sm_clock_mhz
+        ):
+            causes.append(
+                f"SM clock {clock.mean:.0f} MHz, under {t.power_cap_clock_floor:.0%} of its "
+                f"{device.max_sm_clock_mhz} MHz maximum: far below what the board holds at its "
+                "limit"
+            )
+        lines += causes
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.SW_POWER_CAP, share)
+        if causes:
+            yield Candidate(
+                rule=RuleId.POWER_CAP,
+                severity=Severity.WARNING,
+                gpu=sample.index,
+                title="Power capped: clocks held down to stay within the power limit",
+                evidence=tuple(lines),
+                remedies=_cap_remedies(sample.index, default, heat is not None),
+            )
+            continue
+        which = f"its {default:.0f} W default" if default is not None else "its"
         yield Candidate(
             rule=RuleId.POWER_CAP,
-            severity=Severity.WARNING,
+            severity=Severity.INFO,
             gpu=sample.index,
-            title="Power capped: clocks held down to stay within the power limit",
-            evidence=tuple(lines),
+            title=f"At {which} power limit under a heavy load: normal for this board",
+            evidence=(
+                *lines,
+                "no cause to act on: the limit is the default, the board is not hot, and the "
+                "clocks are where a board at its limit holds them",
+            ),
             remedies=(
-                "Expected for some heavy loads; compare with the card's specified TDP",
-                f"Check the limit: nvidia-smi -i {sample.index} -q -d POWER",
-                "Better cooling lowers power at a given clock (leakage falls with temperature)",
+                "Nothing to fix: data-centre boards spend heavy steps at their power limit by "
+                "design",
+                "A limit below the default, or capping together with heat, would be worth "
+                "acting on: gputui says so when it sees one",
             ),
         )
+
+
+def _cap_remedies(index: int, default: float | None, hot: bool) -> tuple[str, ...]:
+    remedies = []
+    if default is not None:
+        remedies.append(
+            f"Check the limit: nvidia-smi -i {index} -q -d POWER; restore the default "
+            f"(root): sudo nvidia-smi -i {index} -pl {default:.0f}"
+        )
+    else:
+        remedies.append(f"Check the limit: nvidia-smi -i {index} -q -d POWER")
+    if hot:
+        remedies.append(
+            "Cool the board: a hot GPU leaks more power and reaches its limit at lower "
+            "clocks (airflow, fan curve, inlet temperature)"
+        )
+    remedies.append("Check the power delivery (PSU, cables) if clocks stay low at the limit")
+    return tuple(remedies)
 
 
 def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
@@ -110,12 +184,18 @@ RULES = (
         "power",
         "clock-event reasons (SW power cap), power draw, enforced limit, SM clock",
         "not idle, SW power cap set in >= {t.power_cap_fraction:share} of the last "
-        "{t.window_s:g} s "
-        "and power >= {t.power_at_limit:share} of the limit",
-        "expected for some loads; check the limit; better cooling lowers power at a given clock",
+        "{t.window_s:g} s and power >= {t.power_at_limit:share} of the limit: a warning when "
+        "the limit is below the default, the board is hot too (thermal reasons, or within "
+        "{t.hot_margin_c:g} °C of its limits) or the SM clock is under "
+        "{t.power_cap_clock_floor:share} of its maximum; else info (a board at its default "
+        "limit under heavy load works as designed)",
+        "nothing at the default limit; else restore the limit, cool the board, check power "
+        "delivery",
         power_cap,
         needs=("clock_reasons", "power_w", "power_limit_w"),
-        never_claims="a cap from the reason bit alone: power must sit at the limit too",
+        never_claims="a problem from a board at its default limit under a heavy load (H100/H200 "
+        "training sits at 700 W); a cap from the reason bit alone: power must sit at the "
+        "limit too",
     ),
     Rule(
         RuleId.POWER_LIMIT_LOWERED,

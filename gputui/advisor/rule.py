@@ -27,8 +27,9 @@ class Rule:
     suggests: str
     check: Check
     #: the ``Thresholds`` field that says how much history the rule needs before "nothing
-    #: found" means anything; "" for rules over static facts, judged at once
-    needs_history: str = "judge_min_s"
+    #: found" means anything (its window, by default); "" for rules over static facts and
+    #: states, judged at once
+    needs_history: str = "window_s"
     #: readings without which it cannot judge (a GpuSample or DeviceInfo field; "host.x" a
     #: HostSample field); "a|b" is either. Missing ones make it "not judged" on that GPU.
     needs: tuple[str, ...] = ()

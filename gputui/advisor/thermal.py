@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 
 from gputui import clock_events as ce
@@ -22,11 +23,65 @@ COOLING = (
 )
 
 
-def _throttling(ctx: Context, index: int, slowdown: float | None) -> tuple[bool, float | None]:
+def _throttling(ctx: Context, index: int, device: DeviceInfo) -> tuple[bool, float | None]:
     share = ctx.fraction(index, ce.THERMAL_BITS)
     temp = ctx.stats(index, Metric.TEMP_C, ctx.t.hot_mean_s)
+    slowdown = device.temp_slowdown_c
     over = temp is not None and slowdown is not None and temp.mean >= slowdown
+    mem = ctx.stats(index, Metric.MEM_TEMP_C, ctx.t.hot_mean_s)
+    mem_max = device.temp_mem_max_c
+    over |= mem is not None and mem_max is not None and mem.mean >= mem_max
     return (share is not None and share >= ctx.t.thermal_fraction) or over, share
+
+
+def _memory_hot(ctx: Context, index: int, device: DeviceInfo) -> str | None:
+    """The HBM at its limit while the core is not: 'memory (HBM) 94 °C, its maximum
+    95 °C; the core at 61 °C is not the cause'."""
+    t = ctx.t
+    mem = ctx.stats(index, Metric.MEM_TEMP_C, t.hot_mean_s)
+    if mem is None or device.temp_mem_max_c is None:
+        return None
+    if mem.mean < device.temp_mem_max_c - t.hot_margin_c:
+        return None
+    text = f"memory (HBM) {mem.mean:.0f} °C, its maximum {device.temp_mem_max_c:.0f} °C"
+    core = ctx.stats(index, Metric.TEMP_C, t.hot_mean_s)
+    limits = _limits(device)
+    if core is not None and limits and core.mean < limits[0][0] - t.hot_margin_c:
+        text += (
+            f": the memory is at its limit, not the core ({core.mean:.0f} °C, "
+            f"{limits[0][1]} at {limits[0][0]:.0f} °C)"
+        )
+    return text
+
+
+def _cooling(ctx: Context, index: int, memory: bool) -> tuple[str, ...]:
+    """The cooling checks, this GPU's own first when it alone is hot: its peers on the
+    same machine run cooler, so the room is not the cause."""
+    t = ctx.t
+    mine = ctx.stats(index, Metric.TEMP_C, t.hot_mean_s)
+    device = ctx.devices.get(index)
+    peers = [
+        stats.mean
+        for other, dev in ctx.samples()
+        if other.index != index
+        and (device is None or dev.node == device.node)
+        and (stats := ctx.stats(other.index, Metric.TEMP_C, t.hot_mean_s)) is not None
+    ]
+    remedies: list[str] = []
+    if mine is not None and peers:
+        median = statistics.median(peers)
+        if mine.mean - median >= t.lone_hot_gap_c:
+            remedies.append(
+                f"Only this GPU is hot ({mine.mean:.0f} °C, its {len(peers)} peer(s) "
+                f"{median:.0f} °C): check its own fan, slot and airflow path first (a blocked "
+                "intake, a failed fan, a missing blanking panel beside it), the room last"
+            )
+    if memory:
+        remedies.append(
+            "The HBM heats with memory traffic: check the airflow over the memory stacks; "
+            "a board whose memory runs hot while the core is cool may need service"
+        )
+    return (*remedies, *COOLING)
 
 
 def _load_lines(ctx: Context, index: int) -> tuple[bool, list[str]]:
@@ -41,18 +96,25 @@ def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
         judge, load = _load_lines(ctx, sample.index)
         if not judge:
             continue
-        throttling, share = _throttling(ctx, sample.index, device.temp_slowdown_c)
+        throttling, share = _throttling(ctx, sample.index, device)
         if not throttling:
             continue
+        memory = _memory_hot(ctx, sample.index, device)
+        only_memory = memory is not None and "not the core" in memory
         lines = [evidence.temperature(sample, device)]
+        if memory is not None:  # the cause first when it is the memory alone
+            lines.insert(0 if only_memory else 1, memory)
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.THERMAL_BITS, share)
+        title = "Thermal throttling: the GPU slows itself down to cool off"
+        if only_memory:
+            title = "Thermal throttling: the HBM memory is at its temperature limit"
         yield Candidate(
             rule=RuleId.THERMAL_THROTTLE,
             severity=Severity.CRITICAL,
             gpu=sample.index,
-            title="Thermal throttling: the GPU slows itself down to cool off",
+            title=title,
             evidence=tuple(lines + load),
-            remedies=COOLING,
+            remedies=_cooling(ctx, sample.index, only_memory),
         )
 
 
@@ -75,8 +137,12 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         temp = ctx.stats(sample.index, Metric.TEMP_C, t.hot_mean_s)
         if temp is None:
             continue
-        if _throttling(ctx, sample.index, device.temp_slowdown_c)[0]:
+        if _throttling(ctx, sample.index, device)[0]:
             continue
+        target = device.temp_target_c
+        memory = _memory_hot(ctx, sample.index, device)
+        if target is not None and temp.mean <= target + t.hot_margin_c and memory is None:
+            continue  # a board that regulates itself to its target: there by design
         limits = _limits(device)
         reasons: list[str] = []
         if limits:
@@ -91,31 +157,30 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         margin = sample.temp_margin_c
         if margin is not None and margin <= t.hot_margin_c and not reasons:
             reasons.append(f"the driver's thermal margin is {margin:.0f} °C")
-        mem = ctx.stats(sample.index, Metric.MEM_TEMP_C, t.hot_mean_s)
-        if (
-            mem is not None
-            and device.temp_mem_max_c is not None
-            and mem.mean >= device.temp_mem_max_c - t.hot_margin_c
-        ):
-            reasons.append(
-                f"memory (HBM) {mem.mean:.0f} °C, its maximum {device.temp_mem_max_c:.0f} °C"
-            )
+        only_memory = memory is not None and "not the core" in memory
+        if memory is not None:
+            reasons.insert(0, memory)
         if not reasons:
             continue
         lines = [evidence.temperature(sample, device), *reasons]
+        if only_memory:  # the cause first
+            lines = [*reasons, evidence.temperature(sample, device)]
         trend = ctx.stats(sample.index, Metric.TEMP_C)
         if trend is not None and trend.slope_per_s is not None:
             lines.append(
                 f"trend {60 * trend.slope_per_s:+.1f} °C/min over the last "
                 f"{fmt_duration(trend.span_s)}"
             )
+        title = "Running hot: at the board's own temperature limit"
+        if only_memory:
+            title = "Running hot: the HBM memory is at its temperature limit"
         yield Candidate(
             rule=RuleId.THERMAL_HOT,
             severity=Severity.WARNING,
             gpu=sample.index,
-            title="Running hot: at the board's own temperature limit",
+            title=title,
             evidence=tuple(lines + load),
-            remedies=COOLING,
+            remedies=_cooling(ctx, sample.index, only_memory),
         )
 
 
@@ -182,7 +247,9 @@ RULES = (
         "clock-event reasons, temperature, SM clock; load from utilisation (or, without it, "
         "SM activity or power)",
         "not idle, SW or HW thermal slowdown set in >= {t.thermal_fraction:share} of the last "
-        "{t.window_s:g} s, or temperature at or above the slowdown threshold",
+        "{t.window_s:g} s, or temperature at or above the slowdown threshold, or the memory "
+        "(HBM) at or above its maximum; when the HBM is the one at its limit the finding names "
+        "it, not the core",
         "airflow and fan curve, dust, room < 25 °C, GPU spacing, thermal paste",
         thermal_throttle,
         needs=("clock_reasons|temp_c",),
@@ -197,12 +264,13 @@ RULES = (
         "not idle, within {t.hot_margin_c:g} °C of the board's lowest GPU limit, or the "
         "driver's margin <= {t.hot_margin_c:g} °C, or HBM within {t.hot_margin_c:g} °C of its "
         "maximum; >= {t.hot_temp_c:g} °C only on a board that reports no limit; not yet "
-        "throttling",
+        "throttling; a board at its own target temperature (GeForce) is left alone",
         "the same cooling checks, before it throttles",
         thermal_hot,
         needs=("temp_c",),
         never_claims="that a fixed figure is hot: consumer cards run in the 80s by design, "
-        "judged against their own limits",
+        "judged against their own limits; a board at the target temperature it regulates to; "
+        "the room as the first suspect when this GPU alone is hot",
     ),
     Rule(
         RuleId.HW_SLOWDOWN,

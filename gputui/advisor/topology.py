@@ -69,7 +69,9 @@ def numa_mismatch(ctx: Context) -> Iterator[Candidate]:
             continue
         node = device.numa_node
         if node is None:
-            ctx.cannot_judge(RuleId.NUMA_MISMATCH, sample.index, "the GPU's NUMA node unknown")
+            ctx.lacks(
+                RuleId.NUMA_MISMATCH, sample, device, "numa_node", "the GPU's NUMA node unknown"
+            )
             continue
         findings = [_far(p, node, ctx) for p in processes]
         if all(f is None for f in findings):

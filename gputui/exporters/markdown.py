@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputui.advisor.coverage import Judgement, describe
+from gputui.advisor.coverage import Judgement, context_lines, describe
 from gputui.clock_events import describe_reasons
 from gputui.formats.snapshot import dumps, parse_snapshot
 from gputui.names import SourceKind
@@ -126,7 +126,7 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
                 lines.append(f"  - → {md(remedy)}")
     judgement = Judgement.from_dict(snap.judgement) if snap.judgement is not None else None
     if judgement is not None:
-        lines += [f"- {md(line)}" for line in describe(judgement)]
+        lines += [f"- {md(line)}" for line in (*describe(judgement), *context_lines(judgement))]
     if not snap.findings:
         if lines[-1]:
             lines.append("")  # a paragraph of its own, not the last item's lazy continuation

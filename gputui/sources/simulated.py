@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from gputui import clock_events as ce
+from gputui.config import WORKER_ACTIVE_PCT
 from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, NvLinkSample, ProcessSample
 from gputui.names import SourceKind
 from gputui.pcie import link_bandwidth
@@ -217,6 +218,8 @@ class _Gpu:
         self.scenario = scenario
         self.spec = _BY_NAME[scenario].card
         self.host_pcie_gen = _BY_NAME[scenario].host_pcie_gen or self.spec.pcie_gen
+        # the enforced power limit: the default, unless the scenario lowered it
+        self.limit = self.spec.power_default * (_BY_NAME[scenario].power_limit_share or 1.0)
         self.noise = _Noise(seed, index)
         self.pid = 2100 + 97 * index
         self.gpus = gpus
@@ -299,7 +302,7 @@ class _Gpu:
             temp_shutdown_c=s.temp_shutdown,
             temp_gpu_max_c=s.temp_gpu_max,
             temp_mem_max_c=s.temp_mem_max,
-            power_limit_w=s.power_default,
+            power_limit_w=self.limit,
             power_default_limit_w=s.power_default,
             power_min_limit_w=s.power_min,
             power_max_limit_w=s.power_default,
@@ -340,6 +343,7 @@ class _Gpu:
         runtime: str = "12.4",
         libraries: tuple[str, ...] = (),
         util_samples: tuple[float, ...] = (),
+        worker_cpu: float = 62.0,
     ) -> _Reading:
         s, n = self.spec, self.noise
         gen, width = link if link is not None else (min(s.pcie_gen, self.host_pcie_gen), 16)
@@ -360,7 +364,7 @@ class _Gpu:
             util_samples=util_samples,
             fan_pct=None,
             power_w=round(power, 1),
-            power_limit_w=s.power_default,
+            power_limit_w=self.limit,
             pstate=0,
             clock_reasons=reasons,
             mem_used=mem_used,
@@ -411,9 +415,16 @@ class _Gpu:
             sm_util=sample.util_gpu,  # the GPU's one process: all of its utilisation
             **self.near(rss, workers),  # type: ignore[arg-type]
         )
-        cores = tuple(n.around(_WORKER_CORES + k, t, 62.0, 14.0) for k in range(workers))
+        spread = 14.0 if worker_cpu < 90.0 else 1.0  # a saturated worker sits at its core
+        cores = tuple(
+            min(100.0, n.around(_WORKER_CORES + k, t, worker_cpu, spread)) for k in range(workers)
+        )
         if workers:
-            process = replace(process, workers_cpu_percent=round(sum(cores), 1))
+            process = replace(
+                process,
+                workers_cpu_percent=round(sum(cores), 1),
+                workers_active=sum(1 for c in cores if c >= WORKER_ACTIVE_PCT),
+            )
         return _Reading(sample, process, cores)
 
     def idle(self, t: float) -> _Reading:
@@ -485,14 +496,30 @@ class _Gpu:
         )
 
     def powercap(self, t: float) -> _Reading:
-        n, s = self.noise, self.spec
+        """A power limit set below the board's default (a site policy, a forgotten
+        nvidia-smi -pl): capped all the time, clocks well below where the default holds."""
+        n = self.noise
         return self._training(
             t,
             util=n.around(_UTIL, t, 99.0, 1.0),
-            clock_factor=n.around(_CLOCK, t, 0.83, 0.02),
-            temp=_approach(52.0, 76.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
-            power=s.power_default * n.around(_POWER, t, 0.993, 0.006),
+            clock_factor=n.around(_CLOCK, t, 0.62, 0.02),
+            temp=_approach(50.0, 66.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
+            power=self.limit * n.around(_POWER, t, 0.993, 0.006),
             mem_frac=0.71 + 0.004 * n(_MEM, t),
+            reasons=ce.SW_POWER_CAP,
+        )
+
+    def at_power_limit(self, t: float) -> _Reading:
+        """A healthy big job at the board's default limit, as an H200 runs bf16 GEMMs: 692 W
+        of 700, the SW power cap set all the time, the SM clock at 76 % of its maximum."""
+        n, s = self.noise, self.spec
+        return self._training(
+            t,
+            util=n.around(_UTIL, t, 99.0, 0.8),
+            clock_factor=n.around(_CLOCK, t, 0.76, 0.01),
+            temp=_approach(50.0, 68.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
+            power=s.power_default * n.around(_POWER, t, 0.989, 0.004),
+            mem_frac=0.74 + 0.004 * n(_MEM, t),
             reasons=ce.SW_POWER_CAP,
         )
 
@@ -530,6 +557,32 @@ class _Gpu:
             link=(3, 8),
             cpu=240.0,
             workers=12,
+        )
+
+    def loader_bound(self, t: float) -> _Reading:
+        """Starvation as the driver shows it: four data-loader workers each burn a core and
+        cannot keep up, the GPU busy 30-60 % tick after tick and never idle, the driver's
+        samples (six a second) alike."""
+        n, s = self.noise, self.spec
+        util = n.around(_UTIL, t, 42.0, 9.0)
+        samples = tuple(
+            round(min(100.0, max(0.0, util + 12.0 * (n(_STEP_IDLE_UTIL, t + k / 6) - 0.5))), 0)
+            for k in range(6)
+        )
+        return self._training(
+            t,
+            util=util,
+            clock_factor=n.around(_CLOCK, t, 0.99, 0.005),
+            temp=_approach(45.0, 57.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
+            power=n.around(_POWER, t, 0.45 * s.power_default, 15.0),
+            mem_frac=0.38,
+            cpu=n.around(_PROC_CPU, t, 41.0, 3.0),
+            workers=4,
+            threads=12,
+            command="python train_resnet.py --data /data/imagenet --workers 4 --batch-size 256",
+            env=(),  # its own single-process job: no rank of the node's training job
+            util_samples=samples,
+            worker_cpu=99.5,
         )
 
     def starved(self, t: float) -> _Reading:
@@ -687,6 +740,8 @@ class Scenario:
     mix_slots: tuple[int, ...] = ()
     #: the host's PCIe generation when it is older than the card's
     host_pcie_gen: int | None = None
+    #: the enforced power limit as a share of the default, when the scenario lowered it
+    power_limit_share: float | None = None
 
 
 # Every scenario, once: its card, what it does, and where it sits in the default mix, so
@@ -694,11 +749,12 @@ class Scenario:
 SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     Scenario("healthy", H100_SXM, _Gpu.healthy, mix_slots=(0, 7)),
     Scenario("thermal", H100_SXM, _Gpu.thermal, mix_slots=(1,)),
-    Scenario("powercap", H100_SXM, _Gpu.powercap, mix_slots=(4,)),
+    Scenario("powercap", H100_SXM, _Gpu.powercap, mix_slots=(4,), power_limit_share=0.7),
     Scenario("vram", H100_SXM, _Gpu.vram, mix_slots=(2,)),
     # a Gen4 x16 card running at Gen3 x8
     Scenario("pcie", A100_PCIE, _Gpu.pcie, mix_slots=(5,)),
     Scenario("starved", H100_SXM, _Gpu.starved, mix_slots=(3,)),
+    Scenario("loader-bound", H100_SXM, _Gpu.loader_bound),
     Scenario("idle", H100_SXM, _Gpu.idle, mix_slots=(6,)),
     # Calm verdicts, outside the default mix: each looks alarming to a naive rule.
     Scenario("pytorch-plateau", H100_SXM, _Gpu.pytorch_plateau),
@@ -707,6 +763,7 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     Scenario("warm-4090", RTX_4090, _Gpu.warm_4090),
     Scenario("hw-blip", H100_SXM, _Gpu.hw_blip),
     Scenario("minor-compat", H100_SXM, _Gpu.minor_compat),
+    Scenario("at-power-limit", H100_SXM, _Gpu.at_power_limit),
     # Topology, outside the default mix: a rank on the far socket, NVLinks down.
     Scenario("numa", H100_SXM, _Gpu.numa),
     Scenario("nvlink-down", H100_SXM, _Gpu.nvlink_down),

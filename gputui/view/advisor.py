@@ -36,9 +36,11 @@ def advisor(
     height: int,
     notes: Sequence[str] = (),
     gathering: str | None = None,
+    unjudged: Sequence[str] = (),
 ) -> Panel:
-    """``gathering`` ("gathering: 4 s of 10 s") replaces the all-clear until the rules have
-    their history; the source's notes (a node down, rules that cannot run) come last."""
+    """``gathering`` ("still judging: 18 s to go ...") replaces the all-clear until every
+    rule has had its window; ``unjudged`` (what could not be judged, where) makes the
+    all-clear say it covers only what was judged; the source's notes come last."""
     note_rows = [
         Row((Cell(cut(f"! {n}", width), Role.WARN if "down" in n else Role.DIM),)) for n in notes
     ]
@@ -47,10 +49,12 @@ def advisor(
         if waiting:
             rows = [Row((Cell("collecting the first readings…", Role.DIM),))]
         elif gathering:
-            rows = [
-                Row((Cell(gathering, Role.DIM),)),
-                Row((Cell("no verdict yet: the rules need more history", Role.DIM),)),
-            ]
+            rows = [Row((Cell(line, Role.DIM),)) for line in wrap(gathering, width)]
+            rows.append(Row((Cell("no all-clear before every rule has looked", Role.DIM),)))
+        elif unjudged:
+            rows = [Row((Cell("nothing found in what could be judged", Role.PLAIN, bold=True),))]
+            for line in unjudged:
+                rows += [Row((Cell(part, Role.DIM),)) for part in wrap(line, width)]
         else:
             rows = [Row((Cell("✓ nothing slows these GPUs down right now", Role.OK, bold=True),))]
             rows += [Row((Cell(line, Role.DIM),)) for line in wrap(WATCHING, width)]

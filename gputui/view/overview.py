@@ -63,8 +63,8 @@ def card(
         status: Line = (
             Cell(f"{SEVERITY_MARK[f.severity]} {f.rule}{more}", SEVERITY_ROLE[f.severity], True),
         )
-    elif not_judged:  # "✓ ok" only for a GPU the rules could judge
-        status = (Cell(not_judged, Role.WARN, flex=True),)
+    elif not_judged:  # "✓ ok" only for a GPU the rules could judge; said calmly
+        status = (Cell(not_judged, Role.DIM, flex=True),)
     else:
         status = (Cell("✓ ok", Role.OK),)
     if sample is None or sample.lost:

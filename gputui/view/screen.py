@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.advisor import judgement_of
+from gputui.advisor.coverage import grouped
 from gputui.model import Frame
 from gputui.names import NoteKind
 from gputui.sampling.monitor import Monitor
@@ -109,17 +110,28 @@ class ScreenView:
         waiting = frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points
         judgement = judgement_of(monitor)
         gathering = judgement.gathering_text() if judgement.gathering else None
+        unjudged = tuple(
+            f"not judged ({where}): {what}" for where, what in grouped(judgement.not_judged)
+        )
         findings = monitor.findings
         now = frame.time if frame else None
         # The advisor judges every few seconds and ages are coarse: most ticks the pane
         # would be built only to find it unchanged.
         ages = tuple(fmt_age(now - f.since) for f in findings) if now is not None else None
-        key = (findings, choices.finding, ages, waiting, width, height, notes, gathering)
+        key = (findings, choices.finding, ages, waiting, width, height, notes, gathering, unjudged)
         memo = self._advisor_memo
         if memo is not None and memo[0] == key:
             return memo[1]
         panel = advisor(
-            findings, choices.finding, now, waiting, width, height, notes=notes, gathering=gathering
+            findings,
+            choices.finding,
+            now,
+            waiting,
+            width,
+            height,
+            notes=notes,
+            gathering=gathering,
+            unjudged=unjudged,
         )
         self._advisor_memo = (key, panel)
         return panel

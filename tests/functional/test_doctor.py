@@ -89,7 +89,9 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
     topology |= {"fabric-not-ready"}
     # a remote GPU whose readings stopped arriving (issue 13)
     remote = {"not-reporting"}
-    assert {r.id for r in RULES} == brief | calm | topology | remote
+    # issue 25: the memory's health as the driver keeps it, several jobs on one GPU
+    health = {"memory-health", "gpu-shared"}
+    assert {r.id for r in RULES} == brief | calm | topology | remote | health
 
 
 @pytest.mark.parametrize(
@@ -105,7 +107,7 @@ def test_doctor_help_documents_every_exit_status(capsys: pytest.CaptureFixture[s
     from gputui.doctor import EXIT_CRITICAL, EXIT_NOT_JUDGED, EXIT_OK, EXIT_WARNING
 
     for number, words in (
-        (EXIT_OK, "everything was judged"),
+        (EXIT_OK, "everything that can be judged here was"),
         (EXIT_WARNING, "warnings"),
         (EXIT_CRITICAL, "critical"),
         (EXIT_NO_SOURCE, "no GPUs"),
@@ -115,7 +117,8 @@ def test_doctor_help_documents_every_exit_status(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for code in ("0 everything was judged", "1 warnings", "2 critical", "3 no GPUs", "4 nothing"):
+    codes = ("0 everything that can be judged", "1 warnings", "2 critical", "3 no GPUs")
+    for code in (*codes, "4 nothing found so far"):
         assert code in text, code
 
 
@@ -127,7 +130,8 @@ def test_doctor_before_the_rules_have_their_history_says_gathering_and_exits_4(
     )
     out = capsys.readouterr().out
     assert status == 4
-    assert "gathering: 3 s of 10 s" in out and "No findings" not in out
+    assert "still judging: 27 s to go, every rule needs 30 s of" in out
+    assert "nothing slows" not in out
 
 
 def test_doctor_shorter_than_the_live_hold_still_reports_what_held_throughout(
@@ -140,10 +144,15 @@ def test_doctor_shorter_than_the_live_hold_still_reports_what_held_throughout(
     assert "held through the whole sampled window (7 s" in out
 
 
-def test_doctor_lists_rules_it_could_not_judge(capsys: pytest.CaptureFixture[str]) -> None:
-    # the starved GPU is idle a third of the time: under-used needs minutes to say so
-    main(["doctor", "--demo", "starved", "--gpus", "1", "--warmup", "0", "--duration", "12"])
-    assert "not judged (GPU 0): under-used" in " ".join(capsys.readouterr().out.split())
+def test_doctor_lists_what_needs_a_longer_watch_calmly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the loader-bound GPU is busy 40 % of the time: under-used needs minutes to say so,
+    # and that is no reason to call the run unjudged (exit 4)
+    args = ["doctor", "--demo", "loader-bound", "--gpus", "1", "--warmup", "0"]
+    assert main([*args, "--duration", "40"]) == 1  # the starvation itself is found
+    out = " ".join(capsys.readouterr().out.split())
+    assert "watching (GPU 0): under-used: busy 4" in out and "not judged" not in out
 
 
 def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
@@ -156,4 +165,5 @@ def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
     args = ["snapshot", "--demo", "healthy", "--gpus", "1", "--warmup", "0", "-o", str(report)]
     assert main(args) == 0
     text = report.read_text()
-    assert "No findings" not in text and "No verdict yet (gathering: 2 s of 10 s)" in text
+    assert "No findings" not in text
+    assert "No verdict yet (still judging: 28 s to go, every rule needs 30 s of readings)" in text

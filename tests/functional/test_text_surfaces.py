@@ -92,7 +92,7 @@ def test_doctor_demo_does_not_call_simulated_history_sampled() -> None:
     assert "simulated 2 s after 2 min 00 s of simulated warm-up (demo: nothing sampled live)" in (
         text
     )
-    assert "No findings over the 2 min 02 s of simulated history" in text
+    assert "nothing slows these GPUs down right now (over the 2 min 02 s of simulated" in text
     assert took < 120  # a bound for the machine, not the claim: the claim is the words
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from gputui import clock_events as ce
 from gputui.advisor.cuda import compat_library
 from gputui.advisor.memory import likely_allocator
+from gputui.advisor.undecided import Undecided
 from gputui.model import DeviceInfo, GpuSample
 from tests.advisor_kit import (
     BUSY,
@@ -295,28 +296,35 @@ def _bursty(i: int) -> GpuSample:
     return replace(BUSY, util_gpu=95.0 if i % 3 == 0 else 2.0)
 
 
-def test_multithreaded_main_at_400_percent_is_not_under_one_core() -> None:
+def test_num_workers_0_main_at_280_percent_is_starved_as_on_a_real_h200() -> None:
+    # An H200 recording (benchmarks/real_workloads.py, starved-main): the main process makes
+    # every batch itself at 282 % CPU (PyTorch's OpenMP threads spin beside it), the GPU
+    # reads 34-41 % tick after tick and is never idle.
     sim = Sim()
-    sim.run(40, _bursty, processes=(replace(TRAINER, cpu_percent=400.0, children=0),))
-    assert "input-starved" not in sim.rules()
+    main = replace(TRAINER, cpu_percent=282.0, children=0, workers_cpu_percent=0.0)
+    sim.run(40, lambda i: replace(BUSY, util_gpu=36.0 + i % 5), processes=(main,))
+    f = next(f for f in sim.findings if f.rule == "input-starved")
+    assert "loads every batch itself" in f.title
+    assert any("282 % CPU with no data-loader workers (num_workers=0)" in e for e in f.evidence)
 
 
-def test_main_at_one_core_with_workers_idle_is_still_starved() -> None:
+def test_a_busy_main_beside_idle_workers_names_no_loader_cause() -> None:
+    # A CUDA program spins a core while it waits for the GPU or a copy: a main process at
+    # one core beside workers that keep up is no evidence of a loading bottleneck.
     sim = Sim()
     proc = replace(TRAINER, cpu_percent=99.0, children=2, workers_cpu_percent=20.0)
     sim.run(40, _bursty, processes=(proc,))
-    f = next(f for f in sim.findings if f.rule == "input-starved")
-    assert any("2 data-loader worker(s) using 20 % CPU together" in e for e in f.evidence)
+    assert "input-starved" not in sim.rules()
 
 
 def test_short_stalls_between_ticks_show_in_the_driver_samples() -> None:
-    # every tick averages 70 %: the 1 s mean hides that the GPU waits 30 % of the time
+    # every tick averages 67 %: the 1 s mean hides that the GPU waits a third of the time
     stalls = (100.0, 100.0, 0.0, 100.0, 100.0, 0.0) * 1
     sim = Sim()
     proc = replace(TRAINER, cpu_percent=99.0, children=0)
     sim.run(40, replace(BUSY, util_gpu=67.0, util_samples=stalls), processes=(proc,))
     f = next(f for f in sim.findings if f.rule == "input-starved")
-    assert any("driver utilisation samples idle" in e for e in f.evidence)
+    assert any("samples agree: mean 67 % over" in e and "of them idle" in e for e in f.evidence)
 
 
 # -- under-used, cause not visible ---------------------------------------------------
@@ -326,7 +334,8 @@ def test_under_used_with_no_known_cause_is_an_info_finding_after_minutes() -> No
     samples = (100.0, 0.0, 0.0, 100.0, 0.0, 0.0)
     sim.run(30, replace(BUSY, util_gpu=34.0, util_samples=samples), processes=(quiet,))
     assert "under-used" not in sim.rules()  # not yet: it needs minutes
-    assert any(n.rule == "under-used" for n in sim.advisor.judgement.not_judged)
+    watching = sim.advisor.judgement.of(Undecided.PENDING)
+    assert any(n.rule == "under-used" for n in watching)
     sim.run(120, replace(BUSY, util_gpu=34.0, util_samples=samples), processes=(quiet,))
     (f,) = [f for f in sim.findings if f.rule == "under-used"]
     assert f.severity == "info"
@@ -347,8 +356,11 @@ def test_gathering_until_the_rules_have_their_history() -> None:
     sim = Sim()
     sim.run(4, BUSY)
     judgement = sim.advisor.judgement
-    assert judgement.gathering and judgement.gathering_text() == "gathering: 2 s of 10 s"
-    sim.run(8, BUSY)
+    assert judgement.gathering
+    assert judgement.gathering_text() == (
+        "still judging: 28 s to go, every rule needs 30 s of readings"
+    )
+    sim.run(30, BUSY)
     assert not sim.advisor.judgement.gathering and sim.advisor.judgement.complete
 
 

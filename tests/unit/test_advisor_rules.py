@@ -195,14 +195,13 @@ def starved_gpu(i: int) -> GpuSample:
 GIL_BOUND = replace(TRAINER, cpu_percent=99.0, children=0)
 
 
-def test_input_starved_names_the_gil_and_workers() -> None:
+def test_input_starved_names_a_main_process_without_workers() -> None:
     sim = Sim()
     sim.run(40, starved_gpu, processes=(GIL_BOUND,))
     f = finding(sim, "input-starved")
-    assert any(
-        "99 % CPU (one core: the Python GIL), 0 data-loader worker(s)" in e for e in f.evidence
-    )
-    assert f.remedies[0].startswith("The process has no data-loader workers")
+    assert "loads every batch itself" in f.title
+    assert any("99 % CPU with no data-loader workers (num_workers=0)" in e for e in f.evidence)
+    assert f.remedies[0].startswith("Load in worker processes: DataLoader(num_workers=N)")
 
 
 def test_input_starved_needs_a_cpu_side_cause() -> None:
@@ -295,10 +294,13 @@ def test_gpu_lost_is_critical_at_once() -> None:
 def test_uncorrectable_ecc_and_pending_remap() -> None:
     sim = Sim()
     sim.run(10, lambda i: replace(BUSY, ecc_volatile_uncorrected=0 if i < 5 else 2))
-    assert finding(sim, "gpu-errors").severity == "critical"
+    f = finding(sim, "memory-health")
+    assert f.severity == "critical"
+    assert any("2 uncorrectable ECC error(s) since the driver loaded, +2" in e for e in f.evidence)
     sim2 = Sim()
     sim2.run(3, replace(BUSY, remapped_rows_pending=True))
-    assert finding(sim2, "gpu-errors").severity == "warning"
+    f = finding(sim2, "memory-health")
+    assert f.severity == "warning" and "Reset the GPU when it is idle" in f.remedies[0]
 
 
 # -- missing readings: silent, never a guess -------------------------------------------
@@ -344,7 +346,7 @@ def test_a_hardware_xid_is_critical_at_once_and_names_its_meaning() -> None:
     sim.run(3, BUSY)  # the event arrived once; the rule keeps it in view
     f = finding(sim, "gpu-errors")
     assert f.severity == "critical"
-    assert any("Xid 48 (double-bit ECC error)" in e for e in f.evidence)
+    assert any("Xid 48 (double-bit ECC error; memory)" in e for e in f.evidence)
 
 
 def test_an_application_xid_is_a_warning_that_points_at_the_application() -> None:

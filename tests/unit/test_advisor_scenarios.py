@@ -14,10 +14,12 @@ EXPECTED = {
     "healthy": set(),
     "idle": set(),
     "thermal": {"thermal-throttle"},
-    "powercap": {"power-cap"},
+    # a limit set below the default: capped, and the lowered limit named
+    "powercap": {"power-cap", "power-limit-lowered"},
     "vram": {"vram-pressure"},
     "pcie": {"pcie-link-degraded", "pcie-saturated"},
     "starved": {"input-starved"},
+    "loader-bound": {"input-starved"},
     # the calm verdicts: at most an info line
     "pytorch-plateau": {"vram-reserved"},
     "sweep": set(),
@@ -25,8 +27,17 @@ EXPECTED = {
     "warm-4090": set(),
     "hw-blip": set(),
     "minor-compat": {"cuda-driver-mismatch"},
+    "at-power-limit": {"power-cap"},  # info: a board at its default limit under load
 }
-CALM = ("pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat")
+CALM = (
+    "pytorch-plateau",
+    "sweep",
+    "gen5-in-gen4",
+    "warm-4090",
+    "hw-blip",
+    "minor-compat",
+    "at-power-limit",
+)
 
 
 def simulate(scenario: str, gpus: int, seconds: int) -> list[set[tuple[RuleId, int | None]]]:

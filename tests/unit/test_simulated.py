@@ -108,8 +108,10 @@ def test_mix_shows_several_scenarios_and_scales_to_16() -> None:
         "warm-4090",
         "hw-blip",
         "minor-compat",
+        "at-power-limit",
         "numa",  # topology (issue 17): by name only, so the screenshots stay
         "nvlink-down",
+        "loader-bound",  # starvation as real drivers show it (issue 25): by name only
     }
     frames = run("mix", 3, gpus=16)
     assert len(frames[-1].gpus) == 16
