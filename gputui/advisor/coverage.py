@@ -85,6 +85,15 @@ class Judgement:
     #: every rule that reached no verdict somewhere, whatever the reason (``kind``)
     undecided: tuple[NotJudged, ...] = ()
     readings: int = 0
+    #: the time between readings: a reading covers the interval before it (utilisation,
+    #: power and the reasons' share are the driver's view of the last period), so 30
+    #: readings a second apart saw 30 s of the GPU, over 29 s between the first and last
+    step_s: float = 0.0
+
+    @property
+    def covered_s(self) -> float:
+        """The time the readings saw: their span and the interval the first one covers."""
+        return self.seen_s + self.step_s if self.readings > 1 else 0.0
 
     @property
     def not_judged(self) -> tuple[NotJudged, ...]:
@@ -96,9 +105,8 @@ class Judgement:
 
     @property
     def gathering(self) -> bool:
-        # a quarter second of slack: 31 readings a second apart span 30 s, give or take
-        # the sampler's jitter
-        return self.readings == 0 or self.seen_s + 0.25 < self.needed_s
+        # a quarter second of slack for the sampler's jitter
+        return self.readings == 0 or self.covered_s + 0.25 < self.needed_s
 
     @property
     def complete(self) -> bool:
@@ -109,7 +117,7 @@ class Judgement:
 
     def gathering_text(self) -> str:
         """'still judging: 18 s to go, every rule needs 30 s of readings'."""
-        left = max(0.0, self.needed_s - self.seen_s)
+        left = max(0.0, self.needed_s - self.covered_s)
         return (
             f"still judging: {fmt_duration(left)} to go, every rule needs "
             f"{fmt_duration(self.needed_s)} of readings"
@@ -128,6 +136,7 @@ class Judgement:
             "complete": self.complete,
             "gathering": self.gathering,
             "sampled_s": round(self.seen_s, 3),
+            "step_s": round(self.step_s, 3),
             "needed_s": self.needed_s,
         }
         for kind, key in _KEYS.items():
@@ -144,7 +153,8 @@ class Judgement:
                 for kind, key in _KEYS.items()
                 for i in data.get(key, ())
             ),
-            readings=1 if data.get("sampled_s") is not None else 0,
+            readings=2 if data.get("sampled_s") is not None else 0,
+            step_s=float(data.get("step_s", 0.0)),
         )
 
 
@@ -264,7 +274,11 @@ def judge_coverage(
     for (rule_id, gpu), (why, kind) in undecided:
         items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}", kind))
     return Judgement(
-        seen_s=seen, needed_s=needed, undecided=tuple(items.values()), readings=len(times)
+        seen_s=seen,
+        needed_s=needed,
+        undecided=tuple(items.values()),
+        readings=len(times),
+        step_s=seen / (len(times) - 1) if len(times) > 1 else 0.0,
     )
 
 

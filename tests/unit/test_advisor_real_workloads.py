@@ -358,7 +358,7 @@ def test_gathering_until_the_rules_have_their_history() -> None:
     judgement = sim.advisor.judgement
     assert judgement.gathering
     assert judgement.gathering_text() == (
-        "still judging: 28 s to go, every rule needs 30 s of readings"
+        "still judging: 27 s to go, every rule needs 30 s of readings"
     )
     sim.run(30, BUSY)
     assert not sim.advisor.judgement.gathering and sim.advisor.judgement.complete

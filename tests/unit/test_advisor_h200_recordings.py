@@ -1,0 +1,76 @@
+"""The advisor over real recordings of an NVIDIA H200 (driver 580.159.04, a Firecracker VM
+without NUMA information): five training-shaped loads from benchmarks/real_workloads.py,
+30 s each, recorded by ``gputui record`` while ``gputui doctor`` judged them live. The
+verdicts below are the ones doctor gave on the machine; replayed, the rules must give them
+again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gputui.advisor import judgement_of, make_monitor, point_in_time_findings
+from gputui.advisor.undecided import Undecided
+from gputui.config import Config
+from gputui.doctor import exit_status
+from gputui.formats.recording import read_recording
+from gputui.model import Finding, SourceInfo
+from gputui.names import SourceKind
+from gputui.sampling.monitor import Monitor
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h200"
+
+
+def replayed(name: str) -> Monitor:
+    recording = read_recording(FIXTURES / f"{name}.jsonl.gz")
+    monitor = make_monitor(
+        recording.header.devices, Config(), SourceInfo("REPLAY", SourceKind.REPLAY)
+    )
+    for tick in recording.ticks:
+        monitor.ingest(tick.frame)
+    return monitor
+
+
+def verdict(name: str) -> tuple[int, tuple[Finding, ...]]:
+    monitor = replayed(name)
+    findings = point_in_time_findings(monitor)
+    return exit_status(findings, judgement_of(monitor)), findings
+
+
+@pytest.mark.parametrize("name", ["idle", "heavy", "fed"])
+def test_healthy_h200_loads_exit_0_without_numa_or_topology(name: str) -> None:
+    monitor = replayed(name)
+    findings = point_in_time_findings(monitor)
+    judgement = judgement_of(monitor)
+    assert exit_status(findings, judgement) == 0, [f.title for f in findings]
+    assert judgement.complete and not judgement.not_judged
+    # the VM gives no NUMA node: the NUMA rule does not apply, calmly
+    assert all(i.kind is not Undecided.UNREADABLE for i in judgement.undecided)
+
+
+def test_h200_at_its_700_w_default_limit_is_info_with_the_figures() -> None:
+    _status, findings = verdict("heavy")
+    (cap,) = findings
+    assert cap.rule == "power-cap" and cap.severity == "info"
+    assert any("of the 700 W enforced limit" in e for e in cap.evidence)
+    assert any("SM clock 14" in e and "/ 1980 MHz max" in e for e in cap.evidence)
+
+
+def test_h200_starved_by_four_saturated_workers_names_the_workers() -> None:
+    status, findings = verdict("starved-workers")
+    assert status == 1
+    (f,) = findings
+    assert f.rule == "input-starved" and "data-loader workers cannot keep up" in f.title
+    assert any("4 data-loader workers at 100 % of a core each" in e for e in f.evidence)
+    assert any("0 of them idle" in e for e in f.evidence)  # never idle, yet starved
+    assert f.remedies[0].startswith("Raise DataLoader num_workers (now 4)")
+
+
+def test_h200_starved_by_a_main_process_without_workers_names_num_workers_0() -> None:
+    status, findings = verdict("starved-main")
+    assert status == 1
+    (f,) = findings
+    assert f.rule == "input-starved" and "loads every batch itself" in f.title
+    assert any("no data-loader workers (num_workers=0)" in e for e in f.evidence)
+    assert f.remedies[0].startswith("Load in worker processes")
