@@ -14,6 +14,7 @@ from gputui import __version__
 from gputui.clocks import ManualClock
 from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
 from gputui.model import DeviceInfo, Frame
+from gputui.prose import DOCTOR_EXITS
 from gputui.sanitize import clean
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
@@ -24,14 +25,7 @@ if TYPE_CHECKING:
 EXIT_NO_SOURCE = 3
 PROMETHEUS_INTERVAL_S = 15.0
 #: `gputui doctor`'s exit statuses, as its --help prints them (the numbers: gputui/doctor.py)
-DOCTOR_EXIT_CODES = (
-    "0 everything that can be judged here was, and nothing was found (info lines, rules "
-    "that do not apply to this board and verdicts that need a longer watch are context, not "
-    "problems); 1 warnings; 2 critical findings; 3 no GPUs could be read; "
-    "4 nothing found so far, but not everything could be judged (too little history "
-    "sampled, a reading that should be there and is not, such as no permission or a GPU "
-    "that stopped answering, or a source that cannot say: the report lists what)"
-)
+DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export")

@@ -16,6 +16,26 @@ from gputui.units import fmt_duration
 #: below this many columns, wrapping stops helping: lines are laid out for this width
 MIN_WIDTH = 32
 
+#: ``gputui doctor``'s exit statuses and what each means: the one text behind its --help,
+#: docs/advisor.md and the README's table
+DOCTOR_EXITS: tuple[tuple[int, str], ...] = (
+    (
+        0,
+        "everything that can be judged here was, and nothing was found (info lines, rules "
+        "that do not apply to this board and verdicts that need a longer watch are context, "
+        "not problems)",
+    ),
+    (1, "warnings"),
+    (2, "critical findings"),
+    (3, "no GPUs could be read"),
+    (
+        4,
+        "nothing found so far, but not everything could be judged (too little history "
+        "sampled, a reading that should be there and is not, such as no permission or a GPU "
+        "that stopped answering, or a source that cannot say: the report lists what)",
+    ),
+)
+
 
 def hang(width: int, indent: int) -> int:
     """The indent continuation lines get: ``indent``, but never more than half the line."""

@@ -125,7 +125,15 @@ class FakeGpu:
     replay: int = 3
     ecc_sbe: int = 0
     ecc_dbe: int = 0
+    ecc_dbe_aggregate: int = 0
     remapped_pending: int = 0
+    remapped_corrected: int = 0
+    remapped_uncorrected: int = 0
+    remapped_failure: int = 0
+    # page retirement (before Ampere): None is a board without it (Hopper: NOT_SUPPORTED)
+    retired_sbe: int | None = None
+    retired_dbe: int | None = None
+    retired_pending: int | None = None
     mem_temp: int = 77
     persistence: int = 1
     compute_mode: int = 0
@@ -610,13 +618,19 @@ class FakeNvmlLib:
             94: gpu.replay,
             3: gpu.ecc_sbe,
             4: gpu.ecc_dbe,
+            6: gpu.ecc_dbe_aggregate,
+            142: gpu.remapped_corrected,
+            143: gpu.remapped_uncorrected,
             144: gpu.remapped_pending,
+            145: gpu.remapped_failure,
             197: gpu.pcie_tx_total,
             198: gpu.pcie_rx_total,
             82: gpu.mem_temp,
             83: gpu.energy_mj,
             190: gpu.enforced_limit_mw,
         }
+        retired = {29: gpu.retired_sbe, 30: gpu.retired_dbe, 31: gpu.retired_pending}
+        table.update({fid: value for fid, value in retired.items() if value is not None})
         for i in range(count.value):
             entry = values[i]
             fid = entry.fieldId

@@ -7,6 +7,8 @@ import dataclasses
 from gputui.advisor import RULES, Rule
 from gputui.advisor.coverage import WORDS
 from gputui.config import Thresholds
+from gputui.prose import DOCTOR_EXITS
+from gputui.xid import XIDS
 
 _INTRO = """# The advisor's rule catalogue
 
@@ -27,23 +29,23 @@ board) stays silent instead of guessing. The rules judge every `judge_every_s` o
 lost GPU is judged at once.
 
 Honest about what it saw: every rule declares the history it needs and the readings it
-cannot do without (the "needs" column). Until a GPU has that history the screen, `doctor`
-and `snapshot` say "gathering: 4 s of 10 s" instead of "no findings"; a rule that lacks a
-reading (not supported on this board, MIG mode, a remote source) or could not decide is
-listed as "not judged: <what is missing>", and the GPU shows that instead of "✓ ok".
-Evidence names the window actually sampled ("over the last 42 s"), never the configured
-one when less was seen. Without a utilisation reading (MIG mode) "under load" is read from
-the SM activity or the power draw (>= `busy_power_share` of the limit), and the evidence
-says so. `gputui doctor` is a point-in-time test: a condition that held through the whole
-sampled window counts even when the window is shorter than the live hold. Its exit
-status: 0 everything was judged and nothing was found (info lines are context), 1
-warnings, 2 critical findings, 3 no GPUs could be read, 4 nothing found so far but not
-everything was judged.
+cannot do without (the "needs" column). Until every rule has had its window (`window_s`) the
+screen, `doctor` and `snapshot` say "still judging: 18 s to go" and never "nothing slows
+these GPUs down". A rule without a reading is one of three things, each listed: **not
+judged** when the reading should be there and is not (no permission, a GPU that stopped
+answering, a source that cannot say); **not applicable** when the board, driver or machine
+does not offer it at all (NVML's NotSupported, a NUMA node of -1: the rule does not apply,
+calmly); **watching** when the verdict needs a longer stretch than the window (an
+allocation idle for 5 minutes). Evidence names the window actually sampled ("over the last
+42 s"), never the configured one when less was seen, and never more time held than the
+window it is measured over. Without a utilisation reading (MIG mode) "under load" is read
+from the SM activity or the power draw (>= `busy_power_share` of the limit), and the
+evidence says so. `gputui doctor` is a point-in-time test over 30 s by default: a condition
+that held through the whole sampled window counts even when the window is shorter than the
+live hold; one finding on several GPUs is one block ("GPUs 0-3"), the verdict line first.
 
 This page is generated from the code (`python -m gputui.advisor.catalogue`); a test keeps
 it in step.
-
-## Rules
 """
 
 
@@ -59,6 +61,9 @@ def _needs(rule: Rule, t: Thresholds) -> str:
 def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     t = thresholds or Thresholds()
     lines = [_INTRO]
+    lines += ["## Exit status of `gputui doctor`", "", "| status | meaning |", "|---|---|"]
+    lines += [f"| {status} | {meaning} |" for status, meaning in DOCTOR_EXITS]
+    lines += ["", "## Rules", ""]
     lines.append("| id | cause | reads | needs | fires when | never claims | suggests |")
     lines.append("|---|---|---|---|---|---|---|")
     for rule in RULES:
@@ -67,6 +72,16 @@ def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
             f"| {rule.when_it_fires(t)} | {rule.what_it_never_claims(t) or '—'} "
             f"| {rule.suggests} |"
         )
+    lines += ["", "## Xid errors by class (`gpu-errors`)", ""]
+    lines.append(
+        "From NVIDIA's public Xid catalogue. The class says whose problem an Xid usually is; "
+        "an application Xid points at the program, never at draining the node. An Xid not "
+        "listed is checked as hardware (warning) rather than ignored."
+    )
+    lines += ["", "| Xid | meaning | class | severity | first remedy |", "|---|---|---|---|---|"]
+    for code, xid in sorted(XIDS.items()):
+        first = xid.remedies[0].replace("{gpu}", "N")
+        lines.append(f"| {code} | {xid.meaning} | {xid.origin} | {xid.level} | {first} |")
     lines += ["", "## Thresholds (defaults, in `gputui/config.py`)", ""]
     lines.append("| name | default |")
     lines.append("|---|---|")

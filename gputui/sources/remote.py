@@ -501,7 +501,12 @@ def _mig(mig: NodeMig) -> MigInstance:
 
 
 def _sample(index: int, entry: NodeGpu) -> GpuSample:
-    fields = {k: v for k, v in _model_fields(entry.values).items() if k not in _NOT_SAMPLE_FIELDS}
+    own = _model_fields(entry.values)
+    fields = {k: v for k, v in own.items() if k not in _NOT_SAMPLE_FIELDS}
+    if "util_gpu" not in fields and own.get("gr_active") is not None:
+        # the GPU's own graphics-engine activity (no GPU_I_ID) is its utilisation: a MIG
+        # GPU has no GPU_UTIL, and profiling-only counter sets leave it out
+        fields["util_gpu"] = own["gr_active"]
     if fields.get("mem_temp_c") == 0:  # GDDR boards have no sensor; DCGM says 0 there
         del fields["mem_temp_c"]
     _memory(fields)

@@ -284,3 +284,18 @@ async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process(
             assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+
+
+async def test_no_all_clear_before_every_rule_has_had_its_window(demo_app: DemoApp) -> None:
+    # 12 s into a GPU heating toward throttling: the rules have not had their 30 s yet
+    early = demo_app("thermal", 1, warmup_s=12)
+    async with early.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        pane = text_of(early, "advisor")
+        assert "still judging:" in pane and "to go, every rule needs 30 s" in pane
+        assert "nothing slows" not in pane and "no all-clear before every rule has looked" in pane
+    # a healthy GPU with its window behind it: now the all-clear
+    judged = demo_app("healthy", 1, warmup_s=40)
+    async with judged.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "✓ nothing slows these GPUs down right now" in text_of(judged, "advisor")

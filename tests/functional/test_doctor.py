@@ -167,3 +167,13 @@ def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
     text = report.read_text()
     assert "No findings" not in text
     assert "No verdict yet (still judging: 27 s to go, every rule needs 30 s of readings)" in text
+
+
+def test_readme_and_the_catalogue_list_every_exit_status_as_doctor_means_it() -> None:
+    from gputui.prose import DOCTOR_EXITS
+
+    root = Path(__file__).resolve().parent.parent.parent
+    for page in (root / "README.md", root / "docs" / "advisor.md"):
+        text = page.read_text()
+        for status, meaning in DOCTOR_EXITS:
+            assert f"| {status} | {meaning} |" in text, (page.name, status)

@@ -218,11 +218,37 @@ def test_r555_byte_counters_wrap_at_32_bits(monkeypatch: pytest.MonkeyPatch) -> 
     assert sample.pcie_counter_based is True
 
 
-def test_32_bit_counters_on_a_fast_link_use_sampled_windows(
+def test_32_bit_counters_on_a_fast_link_give_a_rate_every_tick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # a Gen5 x16 link can wrap a 32-bit counter many times a second: no telling how often
-    gpu = FakeGpu(pcie_counter_bits=32)
+    # A Gen5 x16 link can wrap a 32-bit counter many times a second. The sampled window
+    # (every 5 s, off the tick) says about how much moved; the counter says exactly how much
+    # within that wrap: a rate every tick, never a gap.
+    gpu = FakeGpu(pcie_counter_bits=32, pcie_throughput_kib=(12_000_000, 1_000_000))
+    rig = Rig(monkeypatch, driver(555, [gpu]))
+    try:
+        first = rig.source.read().gpus[0]
+        assert first.pcie_rx_bps is None  # no baseline, no window yet
+        rig.source.wait_windows()
+        rates = []
+        for step in range(40):  # longer than a window stays fresh (15 s)
+            rig.tick()
+            moved = 11_700_000_000 + 250_000_000 * (step % 3)  # 11.7-12.2 GB each second
+            gpu.pcie_rx_total += moved
+            gpu.pcie_tx_total += 1_020_000_000
+            sample = rig.source.read().gpus[0]
+            rig.source.wait_windows()
+            assert sample.pcie_counter_based is True, step
+            rates.append((sample.pcie_rx_bps, moved))
+        assert all(rx == pytest.approx(moved) for rx, moved in rates)  # exact, not the window
+    finally:
+        rig.close()
+
+
+def test_32_bit_counters_without_a_recent_window_give_no_guess(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gpu = FakeGpu(pcie_counter_bits=32, errors={"nvmlDeviceGetPcieThroughput": NOT_SUPPORTED})
     rig = Rig(monkeypatch, driver(555, [gpu]))
     try:
         rig.source.read()
@@ -230,8 +256,7 @@ def test_32_bit_counters_on_a_fast_link_use_sampled_windows(
         rig.tick()
         gpu.pcie_rx_total += 5_000_000_000
         sample = rig.source.read().gpus[0]
-        assert sample.pcie_counter_based is False
-        assert sample.pcie_rx_bps == 2_000_000 * 1024
+        assert sample.pcie_rx_bps is None  # wrapped an unknown number of times: unknown
     finally:
         rig.close()
 

@@ -108,6 +108,24 @@ def test_mig_instances_listed_under_their_parent() -> None:
     assert s.mem_used == (12 + 15000) * MIB
 
 
+def test_a_mig_gpus_own_engine_activity_is_its_utilisation() -> None:
+    # the GPU's own DCGM_FI_PROF_GR_ENGINE_ACTIVE (no GPU_I_ID) beside its instances'
+    def mig(instance: int) -> dict[str, str]:
+        return labels("node-a", 0, GPU_I_ID=str(instance), GPU_I_PROFILE="3g.40gb")
+
+    page = default_page(gpus=1, drop=("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
+    page += family(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gauge",
+        "g",
+        [(labels("node-a", 0), 0.62), (mig(1), 0.9), (mig(2), 0.34)],
+    )
+    _devices, frame = read(page)
+    s = frame.gpus[0]
+    assert s.util_gpu == pytest.approx(62.0)
+    assert [m.gr_active for m in s.mig_instances] == [pytest.approx(90.0), pytest.approx(34.0)]
+
+
 def test_exporter_1x_lowercase_names_are_refused_with_the_version_needed() -> None:
     # dcgm-exporter 1.x (gpu-monitoring-tools) wrote dcgm_gpu_temp, dcgm_fb_used...
     page = 'dcgm_gpu_temp{gpu="0",uuid="GPU-1"} 34\ndcgm_fb_used{gpu="0",uuid="GPU-1"} 100\n'

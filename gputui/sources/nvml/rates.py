@@ -78,7 +78,18 @@ class Windows:
         # the most the link can carry: its maximum, since it retrains between readings
         capacity = link_bandwidth(gpu.max_link[0] or link[0], gpu.max_link[1] or link[1])
         if gpu.counter_bits < 64 and (capacity is None or capacity * elapsed >= modulus):
-            return None  # the counter may have wrapped more than once: no telling
+            # The counter may have wrapped more than once since the last reading: how many
+            # times is told by the newest sampled window (the traffic it saw, over this
+            # tick), and the counter then gives the exact bytes within that wrap. The
+            # windows keep coming (every THROUGHPUT_PERIOD_S) so the guide stays fresh.
+            gpu.cache["want_window"] = True
+            guide = gpu.window
+            if guide is None or now - guide[0] > THROUGHPUT_STALE_S:
+                return None
+            if guide[1] is None or guide[2] is None:
+                return None
+            rx_bytes = _unwrapped(rx_bytes, guide[1] * elapsed, modulus)
+            tx_bytes = _unwrapped(tx_bytes, guide[2] * elapsed, modulus)
         ceiling = (capacity or 4 * 121.0e9) * elapsed * 1.5
         if rx_bytes > ceiling or tx_bytes > ceiling:
             return None  # a reset (driver reload), not traffic
@@ -132,6 +143,13 @@ class Windows:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _unwrapped(remainder: int, expected: float, modulus: int) -> int:
+    """The bytes a counter moved, of which it shows ``remainder`` modulo ``modulus``: the
+    number of wraps that brings it closest to ``expected``."""
+    wraps = max(0, round((expected - remainder) / modulus))
+    return remainder + wraps * modulus
 
 
 def throughput_window(handle: Any) -> tuple[float | None, float | None, int | None]:
