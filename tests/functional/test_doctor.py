@@ -96,7 +96,15 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
 
 @pytest.mark.parametrize(
     "scenario",
-    ["pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat"],
+    [
+        "pytorch-plateau",
+        "sweep",
+        "gen5-in-gen4",
+        "warm-4090",
+        "hw-blip",
+        "minor-compat",
+        "at-power-limit",
+    ],
 )
 def test_doctor_exits_0_on_the_calm_verdicts(scenario: str) -> None:
     assert main(["doctor", "--demo", scenario, "--gpus", "2"]) == 0

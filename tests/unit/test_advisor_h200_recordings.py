@@ -74,3 +74,44 @@ def test_h200_starved_by_a_main_process_without_workers_names_num_workers_0() ->
     assert f.rule == "input-starved" and "loads every batch itself" in f.title
     assert any("no data-loader workers (num_workers=0)" in e for e in f.evidence)
     assert f.remedies[0].startswith("Load in worker processes")
+
+
+def test_a_healthy_8_gpu_node_without_topology_or_numa_exits_0(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What doctor does, over the fake driver of an 8-GPU node in a VM: NVML answers
+    NotSupported for the NUMA node and the PCIe paths, and the kernel says -1."""
+    from gputui.clocks import ManualClock
+    from gputui.sources.host import HostReader
+    from gputui.sources.nvml import NvmlSource
+    from tests.nvml_double import NOT_SUPPORTED, FakeGpu, FakeProcess, driver, install
+
+    vm = {"nvmlDeviceGetTopologyCommonAncestor": NOT_SUPPORTED}
+    gpus = [
+        FakeGpu(
+            bus_id=f"00000000:{0x18 + i:02X}:00.0",
+            errors=dict(vm),
+            processes=[FakeProcess(4242 + i, 40000 * 1024**2)],
+        )
+        for i in range(8)
+    ]
+    for gpu in gpus:
+        node = tmp_path / "bus" / "pci" / "devices" / gpu.bus_id.lower()[-12:]
+        node.mkdir(parents=True)
+        (node / "numa_node").write_text("-1\n")
+    install(monkeypatch, driver(580, gpus))
+    clock, mono = ManualClock(1_700_000_000.0), ManualClock(1000.0)
+    source = NvmlSource(host=HostReader(), clock=clock, monotonic=mono, sysfs=tmp_path)
+    devices = source.open()
+    assert all({"numa_node", "pcie_topology"} <= set(d.unsupported) for d in devices)
+    monitor = make_monitor(devices, Config(), SourceInfo("NVML", SourceKind.LIVE))
+    try:
+        for _ in range(31):  # doctor's 30 s: 31 readings a second apart
+            monitor.ingest(source.read())
+            clock.advance(1.0)
+            mono.advance(1.0)
+    finally:
+        source.close()
+    findings = point_in_time_findings(monitor)
+    judgement = judgement_of(monitor)
+    assert exit_status(findings, judgement) == 0, (findings, judgement.not_judged)
