@@ -523,6 +523,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             snapshot_dir=args.snapshot_dir,
             notices=recording.notices,
             name=Path(args.file).name,
+            owns_process=True,
         )
     )
 

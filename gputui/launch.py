@@ -17,7 +17,7 @@ from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.messages import FrameReady, SampleFailed
+from gputui.ui.parts import AppParts
 from gputui.units import fmt_duration
 
 
@@ -30,19 +30,27 @@ def make_app(
     detail: str | None = None,
     live: bool = True,
     ascii: bool | None = None,
+    keep_secrets: bool = False,
+    owns_process: bool = False,
+    history: Sequence[Frame] = (),
 ) -> GpuTuiApp:
     """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames.
-    ``ascii``: draw with ASCII only (None: as the terminal and locale say)."""
+    ``ascii``: draw with ASCII only (None: as the terminal and locale say). ``history`` (a
+    Prometheus server's window) is judged before the first frame, so the advisor speaks
+    from the first second."""
     monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
-    app = GpuTuiApp(monitor, snapshot_dir=snapshot_dir, ascii=ascii)
-    if live:
-        app.sampler = Sampler(
-            source,
-            config.interval_s,
-            on_frame=lambda frame: app.post_message(FrameReady(frame)),
-            on_error=lambda exc: app.post_message(SampleFailed(f"{type(exc).__name__}: {exc}")),
-        )
-    return app
+    for frame in history:
+        monitor.ingest(frame)
+    sampler = Sampler(source, lambda: monitor.interval_s) if live else None
+    parts = AppParts(
+        monitor,
+        sampler=sampler,
+        snapshot_dir=snapshot_dir,
+        keep_secrets=keep_secrets,
+        ascii=ascii,
+        owns_process=owns_process,
+    )
+    return GpuTuiApp(parts)
 
 
 def make_demo_app(
@@ -54,6 +62,7 @@ def make_demo_app(
     start: float = 1_800_000_000.0,
     snapshot_dir: Path = Path("."),
     ascii: bool | None = None,
+    owns_process: bool = False,
 ) -> GpuTuiApp:
     """A frozen demo on a fixed clock: the same screen on every machine (tests, screenshots)."""
     from gputui.sources.simulated import SimulatedSource, resolve_scenarios
@@ -63,13 +72,21 @@ def make_demo_app(
     source = SimulatedSource(scenarios, seed=seed, clock=clock)
     devices = source.open()
     detail = "scenarios: " + ", ".join(f"GPU{i} {s}" for i, s in enumerate(scenarios))
-    app = make_app(
-        source, devices, Config(), snapshot_dir=snapshot_dir, detail=detail, live=False, ascii=ascii
-    )
+    warmup = []
     for _ in range(warmup_s):
-        app.monitor.ingest(source.read())
+        warmup.append(source.read())
         clock.advance(1.0)
-    return app
+    return make_app(
+        source,
+        devices,
+        Config(),
+        snapshot_dir=snapshot_dir,
+        detail=detail,
+        live=False,
+        ascii=ascii,
+        owns_process=owns_process,
+        history=warmup,
+    )
 
 
 def make_replay_app(
@@ -80,31 +97,39 @@ def make_replay_app(
     snapshot_dir: Path = Path("."),
     notices: Sequence[str] = (),
     name: str | None = None,
+    owns_process: bool = False,
 ) -> GpuTuiApp:
     """The app over a recording: the same screens and advisor, with replay keys. ``name``
     (the file's) shows in the header beside what the recording was taken from."""
     header = recording.header
     source = ReplaySource([t.frame for t in recording.ticks], header.devices, header.interval_s)
-    config = Config(interval_s=max(0.05, header.interval_s / speed))
-    app = make_app(
-        source, header.devices, config, snapshot_dir=snapshot_dir, detail=header.source.detail
-    )
+    config = Config(interval_s=header.interval_s)
     taken_from = " · ".join(p for p in (header.source.label, header.source.detail) if p)
     detail = f"{name} ({taken_from})" if name else taken_from
-    app.monitor.source = SourceInfo("REPLAY", SourceKind.REPLAY, detail)
-    app.replay = ReplayController(source, app.monitor, speed)
-    app.replay.sampler = app.sampler
+    monitor = make_monitor(header.devices, config, SourceInfo("REPLAY", SourceKind.REPLAY, detail))
+    # the sampler plays at the replay's pace, which its speed keys change
+    sampler = Sampler(source, lambda: replay.pace_s)
+    replay = ReplayController(source, monitor, speed, sampler=sampler)
     notices = list(notices)
     first, last = source.start_time, source.end_time
+    start_at = None
     if start_s > 0 and first is not None and last is not None:
-        app.start_at = first + start_s
+        start_at = first + start_s
         if first + start_s > last:
             notices.append(
                 f"--start {fmt_duration(start_s)} is past the end of the recording "
                 f"({fmt_duration(last - first)} long): showing its last moment"
             )
-    app.pending_notices = notices
-    return app
+    parts = AppParts(
+        monitor,
+        sampler=sampler,
+        replay=replay,
+        start_at=start_at,
+        notices=tuple(notices),
+        snapshot_dir=snapshot_dir,
+        owns_process=owns_process,
+    )
+    return GpuTuiApp(parts)
 
 
 def run_owned(app: GpuTuiApp) -> int:
@@ -112,8 +137,6 @@ def run_owned(app: GpuTuiApp) -> int:
 
     SIGTERM and SIGHUP (an SSH drop) end it like ``q`` does, so the terminal is restored.
     """
-    app.freeze_startup_heap = True
-    app.handle_signals = True
     result = app.run()
     if isinstance(result, int):
         return result
@@ -130,12 +153,17 @@ def run_app(
     keep_secrets: bool = False,
     history: Sequence[Frame] = (),
 ) -> int:
-    """The live app; ``history`` (a Prometheus server's window) is judged before the first
-    frame, so the advisor speaks from the first second."""
-    app = make_app(source, devices, config, snapshot_dir=snapshot_dir, detail=detail)
-    app.keep_secrets = keep_secrets
-    for frame in history:
-        app.monitor.ingest(frame)
+    """The live app, owning the process."""
+    app = make_app(
+        source,
+        devices,
+        config,
+        snapshot_dir=snapshot_dir,
+        detail=detail,
+        keep_secrets=keep_secrets,
+        owns_process=True,
+        history=history,
+    )
     try:
         return run_owned(app)
     finally:

@@ -52,27 +52,22 @@ def make_monitor(
 
 def judgement_of(monitor: Monitor) -> Judgement:
     """How far the monitor's verdict reaches (history sampled, rules that could not judge)."""
-    advisor = monitor.advisor
-    if isinstance(advisor, Advisor):
-        return advisor.judgement
-    return judge_coverage(
+    judgement = monitor.advisor.judgement
+    if isinstance(judgement, Judgement):
+        return judgement
+    return judge_coverage(  # a judge of another kind: the catalogue's coverage of its history
         RULES,
         {d.index: d for d in monitor.devices},
         monitor.latest,
         monitor.history.times(),
-        advisor.thresholds,
+        monitor.thresholds,
     )
 
 
 def point_in_time_findings(monitor: Monitor) -> tuple[Finding, ...]:
     """The findings of a point-in-time test: conditions that held through the whole
     sampled window count even when it was shorter than the live pane's hold."""
-    advisor = monitor.advisor
-    if not isinstance(advisor, Advisor):
-        return monitor.findings
-    if advisor.judged_at != (monitor.latest.time if monitor.latest else None):
-        advisor.update(monitor.history, force=True)  # the verdict includes the last reading
-    return advisor.point_in_time()
+    return monitor.point_in_time_findings()
 
 
 __all__ = [

@@ -56,6 +56,7 @@ class Advisor:
         self._first_time: float | None = None
         self._driver_samples: dict[int, deque[DriverSamples]] = {}
         self._process_cpu: dict[int, deque[ProcessCpuTick]] = {}
+        self._kept_at: float | None = None  # the frame whose samples were kept last
         self._ready_at: float | None = None  # the first judgement with enough readings
 
     def _needed_s(self) -> float:
@@ -75,8 +76,10 @@ class Advisor:
         frame = history.latest
         if frame is None:
             return self.findings
-        self._keep_driver_samples(frame)
-        self._keep_process_cpu(frame)
+        if self._kept_at is None or frame.time > self._kept_at:  # each frame once
+            self._kept_at = frame.time
+            self._keep_driver_samples(frame)
+            self._keep_process_cpu(frame)
         last = self._judged_at
         # Within a tolerance of a tick's jitter: "every 2 s" must not become every 3 ticks.
         # A lost GPU is judged at once: that one cannot wait.

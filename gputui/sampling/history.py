@@ -168,6 +168,25 @@ class History:
     def capacity(self) -> int:
         return self._capacity
 
+    def resized(self, capacity: int) -> History:
+        """The same history in rings of ``capacity``, the newest readings kept."""
+        out = History(capacity)
+        n = min(len(self), capacity)
+        if n:
+            out._cursor.size = n
+            out._times._data[:n] = array("d", self._times.tail(n))
+            for index, rings in self._gpus.items():
+                copy = out._gpus[index] = _GpuRings(out._cursor)
+                for metric, ring in rings.metrics.items():
+                    copy.metrics[metric]._data[:n] = array("f", ring.tail(n))
+                copy.reasons._data[:n] = array("q", rings.reasons.tail(n))
+            for host_metric, host_ring in self._host.items():
+                out._host[host_metric]._data[:n] = array("f", host_ring.tail(n))
+        out.latest = self.latest
+        out._xids = {i: deque(x, maxlen=MAX_XIDS) for i, x in self._xids.items()}
+        out._last_seen = dict(self._last_seen)
+        return out
+
     def __len__(self) -> int:
         return len(self._times)
 

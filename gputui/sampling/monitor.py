@@ -6,12 +6,24 @@ composition root, so sampling never imports the rules it feeds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from gputui.config import Config, Thresholds
 from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.sampling.history import History
+
+
+class Verdict(Protocol):
+    """How far a judgement reaches (the advisor's ``Judgement``), as the monitor's users
+    read it."""
+
+    @property
+    def gathering(self) -> bool: ...
+
+    @property
+    def complete(self) -> bool: ...
 
 
 class Judge(Protocol):
@@ -23,7 +35,12 @@ class Judge(Protocol):
     @property
     def thresholds(self) -> Thresholds: ...
 
-    def update(self, history: History) -> tuple[Finding, ...]: ...
+    @property
+    def judgement(self) -> Verdict: ...
+
+    def update(self, history: History, force: bool = False) -> tuple[Finding, ...]: ...
+
+    def point_in_time(self) -> tuple[Finding, ...]: ...
 
 
 JudgeFactory = Callable[[], Judge]
@@ -47,6 +64,30 @@ class Monitor:
     @property
     def findings(self) -> tuple[Finding, ...]:
         return self.advisor.findings
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return self.advisor.thresholds
+
+    @property
+    def interval_s(self) -> float:
+        """How often the source is read: the one owner of the figure (``+``/``-`` change
+        it here; the sampler asks it before each wait)."""
+        return self.config.interval_s
+
+    def set_interval(self, seconds: float) -> None:
+        """A new sampling interval. The history keeps its length in seconds: its rings are
+        sized anew for the interval, the newest readings kept."""
+        self.config = dataclasses.replace(self.config, interval_s=seconds)
+        self.history = self.history.resized(self.config.history_points)
+
+    def point_in_time_findings(self) -> tuple[Finding, ...]:
+        """The findings of a point-in-time test (``doctor``): conditions that held through
+        the whole sampled window count even when it was shorter than the live hold; the
+        last reading judged first."""
+        latest = self.latest
+        self.advisor.update(self.history, force=latest is not None)
+        return self.advisor.point_in_time()
 
     @property
     def latest(self) -> Frame | None:

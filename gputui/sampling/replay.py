@@ -10,6 +10,7 @@ from gputui.sampling.monitor import Monitor
 from gputui.sampling.sampler import Sampler
 
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
+MIN_PACE_S = 0.05  # a frame this often at most: faster only costs the CPU
 
 
 class ReplayFrames(Protocol):
@@ -35,17 +36,28 @@ class ReplayFrames(Protocol):
 class ReplayController:
     """Steps, seeks and paces a replay; the monitor's history and findings follow."""
 
-    def __init__(self, frames: ReplayFrames, monitor: Monitor, speed: float = 1.0) -> None:
+    def __init__(
+        self,
+        frames: ReplayFrames,
+        monitor: Monitor,
+        speed: float = 1.0,
+        sampler: Sampler | None = None,
+    ) -> None:
         self._frames = frames
         self._monitor = monitor
         self.speed = speed
-        #: the sampler that plays the frames live, when there is one (set by the app's maker)
-        self.sampler: Sampler | None = None
+        #: the sampler that plays the frames, pacing itself by ``pace_s``; None: stepped
+        self.sampler = sampler
 
     @property
     def interval_s(self) -> float:
         """The recording's interval (the pace at 1x)."""
         return self._frames.interval_s
+
+    @property
+    def pace_s(self) -> float:
+        """How often a frame is played at the speed now (at most 20 a second)."""
+        return max(MIN_PACE_S, self._frames.interval_s / self.speed)
 
     @property
     def at_end(self) -> bool:
@@ -89,7 +101,7 @@ class ReplayController:
         monitor.reset()
         capacity = monitor.history.capacity
         # Rules look back at most this far: judging older frames would be wasted work.
-        advise_from = len(before) - int(monitor.advisor.thresholds.idle_allocated_s * 1.2)
+        advise_from = len(before) - int(monitor.thresholds.idle_allocated_s * 1.2)
         for i, frame in enumerate(before[-capacity:], start=max(0, len(before) - capacity)):
             monitor.ingest(frame, advise=i >= advise_from)
         return monitor.latest.time if monitor.latest is not None else target
@@ -97,5 +109,5 @@ class ReplayController:
     def change_speed(self, factor: float) -> float:
         self.speed = max(MIN_SPEED, min(MAX_SPEED, self.speed * factor))
         if self.sampler is not None:
-            self.sampler.set_interval(self._frames.interval_s / self.speed)
+            self.sampler.wake()  # it asks pace_s before each wait
         return self.speed

@@ -26,16 +26,20 @@ class SamplerStats:
 
 
 class Sampler:
+    """Reads ``source`` every ``interval`` seconds. The interval is its owner's: a number,
+    or a callable asked before each wait (the monitor's interval live, the replay's pace);
+    ``wake`` makes a change take effect at once."""
+
     def __init__(
         self,
         source: Source,
-        interval_s: float,
-        on_frame: Callable[[Frame], object],
+        interval: float | Callable[[], float],
+        on_frame: Callable[[Frame], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._source = source
-        self._interval = interval_s
+        self._interval = interval if callable(interval) else (lambda: interval)
         self._on_frame = on_frame
         self._on_error = on_error
         self._monotonic = monotonic
@@ -53,10 +57,19 @@ class Sampler:
 
     @property
     def interval_s(self) -> float:
-        return self._interval
+        return self._interval()
 
-    def set_interval(self, seconds: float) -> None:
-        self._interval = seconds
+    def connect(
+        self,
+        on_frame: Callable[[Frame], object],
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
+        """Where the frames go (the app connects itself before it starts the sampler)."""
+        self._on_frame = on_frame
+        self._on_error = on_error
+
+    def wake(self) -> None:
+        """Its interval changed: wait for the new one from now."""
         self._wake.set()
 
     @property
@@ -134,10 +147,11 @@ class Sampler:
                 else:
                     if self._stop.is_set():
                         break
-                    self._on_frame(frame)
+                    if self._on_frame is not None:
+                        self._on_frame(frame)
             # Ticks keep their cadence; a read longer than the interval starts the next
             # one at once rather than piling up.
-            delay = self._interval - (self._monotonic() - started)
+            delay = self._interval() - (self._monotonic() - started)
             self._wake.clear()
             if delay > 0:
                 self._wake.wait(delay)

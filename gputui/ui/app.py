@@ -1,8 +1,9 @@
 """The live monitor: frames, timers, the header and the sampler's keys. What a panel shows,
 how the keys move through GPUs and findings, and where the panels go are decided in
-``gputui.view``; this shell asks for the contents with the size it is being given and
-``Panels`` paints them. The other keys are groups of their own (navigation, modals,
-snapshot_key, replay_keys) on the shared ``Shell``.
+``gputui.view``; this app asks for the contents with the size it is being given and
+``Panels`` paints them. It is built from its parts (``AppParts``) and holds its key groups
+as small objects (navigation, modals, snapshot, replay); each key's action hands over to
+its group.
 
 Cost is designed in: a handful of LineView panels created once, only the visible ones
 redrawn, within them only the rows that changed painted, and only their lines repainted.
@@ -15,30 +16,30 @@ import contextlib
 import gc
 import signal
 import socket
-from pathlib import Path
 from typing import ClassVar
 
 from textual import events
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.geometry import Size
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
-from gputui.sampling.monitor import Monitor
 from gputui.ui import keys
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.containers import KeysFooter, _MainScreen
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
-from gputui.ui.modals import LIVE_SCREENS, MODALS, ModalKeys
-from gputui.ui.navigation import NavigationKeys
-from gputui.ui.paint import ASCII, theme_palette
+from gputui.ui.modals import LIVE_SCREENS, MODALS, Modals
+from gputui.ui.navigation import Navigation
+from gputui.ui.paint import ASCII, Palette, ascii_terminal, theme_palette
 from gputui.ui.panels import Panels
-from gputui.ui.replay_keys import ReplayActions
+from gputui.ui.parts import AppParts
+from gputui.ui.replay_keys import ReplayKeys
 from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
 from gputui.view.header import Replaying, header_row, header_state
@@ -48,26 +49,55 @@ INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 WATCHDOG_S = 2.5
 
 
-class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
+class GpuTuiApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = ModalKeys.COMMANDS | {GpuTuiCommands}
+    COMMANDS = App.COMMANDS | {GpuTuiCommands}
     BINDINGS: ClassVar[list[BindingType]] = list(keys.BINDINGS)
 
-    def __init__(
-        self, monitor: Monitor, *, snapshot_dir: Path = Path("."), ascii: bool | None = None
-    ) -> None:
-        super().__init__(monitor, snapshot_dir, ascii)
+    def __init__(self, parts: AppParts) -> None:
+        super().__init__()
+        self.monitor = parts.monitor
+        self.sampler = parts.sampler
+        self.replay = parts.replay
+        self.snapshot_dir = parts.snapshot_dir
+        self.keep_secrets = parts.keep_secrets
+        self.pending_notices = list(parts.notices)
+        self._parts = parts
+        self.ascii = ascii_terminal() if parts.ascii is None else parts.ascii
+        self.choices = Choices(
+            selected=self.monitor.devices[0].index if self.monitor.devices else 0
+        )
+        self.paused = False
+        self.palette = Palette(ascii=self.ascii)
         self.sample_error: str | None = None
         self.view = ScreenView()
         self.panels = Panels()
+        self.navigation = Navigation(self)
+        self.modals = Modals(self)
+        self.snapshot = SnapshotKey(self)
+        self.replay_keys = (
+            ReplayKeys(
+                self.replay,
+                lambda text, title: self.notify(text, title=title, timeout=3),
+                self.redraw,
+                self.action_pause,
+                lambda: self.paused,
+            )
+            if self.replay is not None
+            else None
+        )
         self._size: Size | None = None  # the size being laid out (a resize's, not the last)
         self._drawable = False
         self._hostname = socket.gethostname()  # the header's, for a local source
-        # Set where the app owns the process (the CLI); tests run many apps in one.
-        self.freeze_startup_heap = False
-        self.handle_signals = False
+        if self.sampler is not None:
+            self.sampler.connect(
+                on_frame=lambda frame: self.post_message(FrameReady(frame)),
+                on_error=lambda exc: self.post_message(
+                    SampleFailed(f"{type(exc).__name__}: {exc}")
+                ),
+            )
 
     @property
     def selected(self) -> int:
@@ -97,8 +127,8 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         self.screen.set_class(self.ascii, "-ascii")
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
-        if self.start_at is not None and self.replay is not None:
-            self._replay_keys().seek_to(self.start_at)
+        if self._parts.start_at is not None and self.replay_keys is not None:
+            self.replay_keys.seek_to(self._parts.start_at)
         self.redraw()
         for notice in self.pending_notices:
             self.notify(notice, title="Replay", severity="warning", timeout=8)
@@ -107,12 +137,12 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         self.set_interval(WATCHDOG_S, self._tick_header)
         if self.sampler is not None:
             self.sampler.start()
-        if self.freeze_startup_heap:
+        if self._parts.owns_process:
             self.call_after_refresh(self._freeze_startup_heap)
         # SIGTERM (a scheduler), SIGHUP (SSH dropped), SIGINT (kill -INT; ctrl+c is a key in
         # the app): end as q does. Left to Python, SIGINT raised KeyboardInterrupt wherever
         # the main thread was, and one landing inside Textual's startup could leave it running.
-        if self.handle_signals:
+        if self._parts.owns_process:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -149,22 +179,22 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
             self.redraw()
 
     def on_sample_failed(self, message: SampleFailed) -> None:
-        if self.replay is not None and self.replay.at_end:
-            self._replay_keys().ended()
+        if self.replay_keys is not None and self.replay_keys.replay.at_end:
+            self.replay_keys.ended()
             return
         self.sample_error = message.error
         with contextlib.suppress(NoMatches):
             self._tick_header()
 
     def _interval(self) -> float:
-        """The sampling interval now (the sampler's, which +/- change)."""
-        return self.monitor.config.interval_s if self.sampler is None else self.sampler.interval_s
+        """How often frames come: the monitor's interval (a replay: its pace)."""
+        return self.replay.pace_s if self.replay is not None else self.monitor.interval_s
 
     def _tick_header(self) -> None:
         if not self._drawable or self.sampler is None or self.paused:
             return
         age = self.sampler.age()
-        if age is None or age >= 2 * self.sampler.interval_s:
+        if age is None or age >= 2 * self._interval():
             self._draw_header()  # frames stopped coming: say how old the data is
 
     # -- drawing ----------------------------------------------------------------------
@@ -197,11 +227,24 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
 
-    # -- the keys the app keeps (the rest: navigation, modals, snapshot_key, replay_keys)
-    def _choose(self, choices: Choices) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Toasts carry file names, paths and error text: never parsed as markup here."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def choose(self, choices: Choices) -> None:
+        """Take the user's new choices and show them."""
         self.choices = choices
         self.redraw()
 
+    # -- the sampler's keys ------------------------------------------------------------
     def action_pause(self) -> None:
         self.paused = not self.paused
         if self.sampler is not None:
@@ -209,13 +252,14 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
         self._draw_header()
 
     def action_interval(self, step: int) -> None:
-        if self.sampler is None:
+        if self.sampler is None or self.replay is not None:
             return
-        current = self.sampler.interval_s
+        current = self.monitor.interval_s
         position = min(range(len(INTERVALS)), key=lambda i: abs(INTERVALS[i] - current))
         new = INTERVALS[max(0, min(len(INTERVALS) - 1, position + step))]
         new = max(MIN_INTERVAL_S, min(MAX_INTERVAL_S, new))
-        self.sampler.set_interval(new)
+        self.monitor.set_interval(new)  # the history keeps its length in seconds
+        self.sampler.wake()
         self.notify(f"Refresh every {new:g} s", timeout=2)
         self.redraw()
 
@@ -224,3 +268,61 @@ class GpuTuiApp(NavigationKeys, ModalKeys, SnapshotKey, ReplayActions):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return keys.in_mode(action, replay=self.replay is not None)
+
+    # -- every other key hands over to its group -----------------------------------------
+    def action_gpu(self, step: int) -> None:
+        self.navigation.gpu(step)
+
+    def action_jump(self, index: int) -> None:
+        self.navigation.jump(index)
+
+    def action_overview(self) -> None:
+        self.navigation.overview()
+
+    def action_finding(self, step: int) -> None:
+        self.navigation.finding(step)
+
+    def action_window(self) -> None:
+        self.navigation.window()
+
+    def action_sort(self) -> None:
+        self.navigation.sort()
+
+    def action_goto_finding(self) -> None:
+        self.navigation.goto_finding()
+
+    def on_line_view_clicked(self, message: LineView.Clicked) -> None:
+        self.navigation.clicked(message)
+
+    def action_open_finding(self) -> None:
+        self.modals.open_finding()
+
+    def action_help(self) -> None:
+        self.modals.help()
+
+    def action_cluster(self) -> None:
+        self.modals.cluster()
+
+    def action_all_processes(self) -> None:
+        self.modals.all_processes()
+
+    def action_topology(self) -> None:
+        self.modals.topology()
+
+    def action_rules(self) -> None:
+        self.modals.rules()
+
+    def action_snapshot(self) -> None:
+        self.snapshot.save()
+
+    def action_step(self) -> None:
+        if self.replay_keys is not None:  # check_action offers it only in a replay
+            self.replay_keys.step()
+
+    def action_seek(self, seconds: float) -> None:
+        if self.replay_keys is not None:
+            self.replay_keys.seek_by(seconds)
+
+    def action_speed(self, factor: float) -> None:
+        if self.replay_keys is not None:
+            self.replay_keys.speed(factor)

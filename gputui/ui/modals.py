@@ -4,11 +4,15 @@ up when it closes."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gputui.ui import keys
 from gputui.ui.processes import AllProcessesScreen
 from gputui.ui.screens import ClusterScreen, FindingScreen, HelpScreen, RulesScreen
-from gputui.ui.shell import Shell
 from gputui.ui.topology import TopologyScreen
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GpuTuiApp
 
 #: screens under which the panels are not drawn at all
 MODALS = HelpScreen | RulesScreen | FindingScreen | TopologyScreen
@@ -16,31 +20,40 @@ MODALS = HelpScreen | RulesScreen | FindingScreen | TopologyScreen
 LIVE_SCREENS = ClusterScreen | AllProcessesScreen
 
 
-class ModalKeys(Shell):
-    def action_open_finding(self) -> None:
-        at = self.choices.finding_at(len(self.monitor.findings))
+class Modals:
+    def __init__(self, app: GpuTuiApp) -> None:
+        self._app = app
+
+    def _after(self, _result: object) -> None:
+        self._app.redraw()
+
+    def open_finding(self) -> None:
+        app = self._app
+        at = app.choices.finding_at(len(app.monitor.findings))
         if at is not None:
-            self.push_screen(FindingScreen(self.monitor.findings[at]), self._after_modal)
+            app.push_screen(FindingScreen(app.monitor.findings[at]), self._after)
 
-    def action_help(self) -> None:
-        self.push_screen(
-            HelpScreen(keys.BINDINGS, replay=self.replay is not None), self._after_modal
-        )
+    def help(self) -> None:
+        app = self._app
+        app.push_screen(HelpScreen(keys.BINDINGS, replay=app.replay is not None), self._after)
 
-    def action_cluster(self) -> None:
+    def cluster(self) -> None:
         """Every node as a row, worst first (remote sources); Enter opens its GPUs."""
-        p = self.palette
+        app = self._app
+        p = app.palette
         colours = {"ok": p.ok, "warn": p.warn, "crit": p.crit, "dim": "dim"}
-        self.push_screen(ClusterScreen(self.monitor, colours), self._after_cluster)
+        app.push_screen(ClusterScreen(app.monitor, colours), self._after_cluster)
 
     def _after_cluster(self, gpu: int | None) -> None:
-        self._choose(self.choices if gpu is None else self.choices.show_gpu(gpu))
+        app = self._app
+        app.choose(app.choices if gpu is None else app.choices.show_gpu(gpu))
 
-    def action_all_processes(self) -> None:
-        self.push_screen(AllProcessesScreen(self.monitor, self.palette), self._after_modal)
+    def all_processes(self) -> None:
+        app = self._app
+        app.push_screen(AllProcessesScreen(app.monitor, app.palette), self._after)
 
-    def action_topology(self) -> None:
-        self.push_screen(TopologyScreen(self.monitor), self._after_modal)
+    def topology(self) -> None:
+        self._app.push_screen(TopologyScreen(self._app.monitor), self._after)
 
-    def action_rules(self) -> None:
-        self.push_screen(RulesScreen(self.monitor.advisor.thresholds), self._after_modal)
+    def rules(self) -> None:
+        self._app.push_screen(RulesScreen(self._app.monitor.thresholds), self._after)

@@ -1,5 +1,5 @@
 """The replay keys: step, seek and speed through a recording, with what they say to the
-user. The app hands them the recording's controller and its own small powers."""
+user. The app holds one, built from the recording's controller and its own small powers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gputui.sampling.replay import ReplayController
-from gputui.ui.shell import Shell
 from gputui.view.header import moment
 
 Notify = Callable[[str, str], None]  # (message, title)
@@ -51,26 +50,3 @@ class ReplayKeys:
         if not self.paused():
             self.pause()
             self.notify("End of the recording: [ and ] seek back", "Replay")
-
-
-class ReplayActions(Shell):
-    """The replay keys as the app's actions (offered only in a replay: keys.in_mode)."""
-
-    def _replay_keys(self) -> ReplayKeys:
-        assert self.replay is not None  # check_action offers these keys only in a replay
-        return ReplayKeys(
-            self.replay,
-            lambda text, title: self.notify(text, title=title, timeout=3),
-            self.redraw,
-            self.action_pause,
-            lambda: self.paused,
-        )
-
-    def action_step(self) -> None:
-        self._replay_keys().step()
-
-    def action_seek(self, seconds: float) -> None:
-        self._replay_keys().seek_by(seconds)
-
-    def action_speed(self, factor: float) -> None:
-        self._replay_keys().speed(factor)

@@ -3,37 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from gputui.exporters.snapshot_files import save_snapshot
-from gputui.ui.shell import Shell
 from gputui.ui.svg import local_fonts_only
 
+if TYPE_CHECKING:
+    from gputui.ui.app import GpuTuiApp
 
-class SnapshotKey(Shell):
-    def action_snapshot(self) -> None:
+
+class SnapshotKey:
+    def __init__(self, app: GpuTuiApp) -> None:
+        self._app = app
+
+    def save(self) -> None:
+        app = self._app
         try:
-            base = save_snapshot(
-                self.monitor, self.snapshot_dir, self._screenshot_for_a_file, self.keep_secrets
-            )
+            base = save_snapshot(app.monitor, app.snapshot_dir, self._svg, app.keep_secrets)
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            self.notify(
-                f"Snapshot not saved: cannot write to {self.snapshot_dir}: {reason}",
+            app.notify(
+                f"Snapshot not saved: cannot write to {app.snapshot_dir}: {reason}",
                 title="Snapshot failed",
                 severity="error",
                 timeout=8,
             )
             return
-        self.notify(f"{base}.json (+ .md, .svg)", title="Snapshot saved", timeout=6)
+        app.notify(f"{base}.json (+ .md, .svg)", title="Snapshot saved", timeout=6)
 
-    def _screenshot_for_a_file(self) -> str:
+    def _svg(self) -> str:
         """The screen as SVG for a file that travels: credentials masked, local fonts only."""
-        shown = self.choices
-        self.choices = replace(shown, mask=not self.keep_secrets)
+        app = self._app
+        shown = app.choices
+        app.choices = replace(shown, mask=not app.keep_secrets)
         try:
-            self.redraw()
-            svg = self.export_screenshot(title="gputui snapshot")
+            app.redraw()
+            svg = app.export_screenshot(title="gputui snapshot")
         finally:
-            self.choices = shown
-            self.redraw()
+            app.choices = shown
+            app.redraw()
         return local_fonts_only(svg)

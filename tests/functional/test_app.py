@@ -199,10 +199,14 @@ async def test_live_keys_pause_interval_and_stale_data() -> None:
         assert "PAUSED" in text_of(app, "header")
         await pilot.press("p")
         assert not app.sampler.paused
+        span = app.monitor.history.capacity * app.monitor.interval_s
         await pilot.press("plus")
-        assert app.sampler.interval_s == 0.5
+        assert app.sampler.interval_s == 0.5 == app.monitor.interval_s  # one owner
+        # the history keeps its length in seconds: its rings follow the interval
+        assert app.monitor.history.capacity * 0.5 == pytest.approx(span, abs=0.5)
         await pilot.press("minus", "minus")
         assert app.sampler.interval_s == 0.25
+        assert app.monitor.history.capacity * 0.25 == pytest.approx(span, abs=0.5)
         # the driver hangs: the screen stays responsive and says how old the data is
         source.gate.clear()
         await pilot.pause(0.5)
@@ -275,8 +279,7 @@ async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process(
     async with app.run_test() as pilot:
         await pilot.pause()
         assert gc.get_freeze_count() == 0  # tests run many apps: nothing kept forever
-    app = demo_app(gpus=2)
-    app.freeze_startup_heap = True  # as run_app does
+    app = demo_app(gpus=2, owns_process=True)  # as run_app makes it
     try:
         async with app.run_test() as pilot:
             await pilot.pause()

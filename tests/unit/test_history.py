@@ -130,3 +130,26 @@ def test_a_full_history_does_not_grow_with_more_ticks() -> None:
     assert growth < 64 * 1024, growth
     # 8 GPUs: a float32 per metric and an int64 reason mask per tick, plus host and times
     assert size < 8 * capacity * (len(Metric) * 4 + 8) + capacity * (5 * 4 + 8) + 4096
+
+
+def test_resized_keeps_the_newest_readings_of_every_ring() -> None:
+    from gputui.model import Frame, GpuSample, HostSample, XidEvent
+    from gputui.names import HostMetric, Metric
+    from gputui.sampling.history import History
+
+    history = History(10)
+    for t in range(8):
+        xids = (XidEvent(79, float(t)),) if t == 3 else ()
+        gpu = GpuSample(index=0, util_gpu=float(t), clock_reasons=t, xid_events=xids)
+        history.add(Frame(time=float(t), gpus=(gpu,), host=HostSample(cpu_percent=t * 2.0)))
+    smaller = history.resized(5)
+    assert smaller.capacity == 5 and len(smaller) == 5
+    assert smaller.times() == [3.0, 4.0, 5.0, 6.0, 7.0]
+    assert smaller.series(0, Metric.UTIL_GPU) == [3.0, 4.0, 5.0, 6.0, 7.0]
+    assert smaller.known_reasons(0, 100.0) == [3, 4, 5, 6, 7]
+    assert smaller.host_series(HostMetric.CPU_PERCENT) == [6.0, 8.0, 10.0, 12.0, 14.0]
+    assert [x.code for x in smaller.xids(0, 100.0)] == [79]
+    assert smaller.latest is history.latest
+    larger = smaller.resized(20)  # room for more: what there is stays, and new readings fit
+    larger.add(Frame(time=8.0, gpus=(GpuSample(index=0, util_gpu=8.0),)))
+    assert larger.series(0, Metric.UTIL_GPU) == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
