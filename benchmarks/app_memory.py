@@ -19,8 +19,8 @@ import time
 
 import psutil
 
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
 from gputui.launch import make_app
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.messages import FrameReady

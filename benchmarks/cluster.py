@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
-from gputui.config import Config
-from gputui.model import SourceInfo
-from gputui.names import SourceKind
+from gputui.core.config import Config
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
 from gputui.sources.promapi import PrometheusSource
 from gputui.ui.cluster import cluster_lines
 

@@ -18,10 +18,10 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui.advisor import make_monitor
-from gputui.clocks import ManualClock
-from gputui.config import Config
-from gputui.model import SourceInfo
-from gputui.names import SourceKind
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 

@@ -247,7 +247,7 @@ def read_ticks(source: Any, seconds: float) -> Any:
 def run(gpu: int, busy_s: float) -> dict[str, Any]:
     import pynvml
 
-    from gputui.formats.records import record
+    from gputui.formats.values import record
     from gputui.sources.nvml import NvmlSource
     from gputui.sources.nvml import bindings as nvml
 

@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui.advisor import RULES, make_advisor, make_monitor
-from gputui.clocks import ManualClock
-from gputui.config import Config, Thresholds
-from gputui.model import SourceInfo
-from gputui.names import SourceKind
+from gputui.core.config import Config, Thresholds
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.view.choices import Choices

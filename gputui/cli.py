@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui import __version__
-from gputui.clocks import ManualClock
-from gputui.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
-from gputui.model import DeviceInfo, Frame
-from gputui.prose import DOCTOR_EXITS
-from gputui.sanitize import clean
+from gputui.core.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.prose import DOCTOR_EXITS
+from gputui.core.sanitize import clean
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 EXIT_NO_SOURCE = 3
 PROMETHEUS_INTERVAL_S = 15.0
-#: `gputui doctor`'s exit statuses, as its --help prints them (the numbers: gputui/doctor.py)
+#: `gputui doctor`'s exit statuses, as its --help prints them (numbers: exporters/doctor.py)
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
@@ -369,9 +369,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from gputui.advisor import judgement_of, point_in_time_findings
     from gputui.advisor.nodes import is_cluster, node_dict, node_rows
-    from gputui.doctor import exit_status, render_report
-    from gputui.formats.records import finding_dict
+    from gputui.exporters.doctor import exit_status, render_report
     from gputui.formats.snapshot import snapshot_of
+    from gputui.formats.values import finding_dict
 
     reasons: list[str] = []
 
@@ -420,7 +420,7 @@ def _open_live(
     """The source opened and a monitor over it, or the exit status when it cannot start
     (``fail`` says why)."""
     from gputui.advisor import make_monitor
-    from gputui.model import SourceInfo
+    from gputui.core.model import SourceInfo
 
     source = make_source(args, clock)
     try:
@@ -442,7 +442,7 @@ def _history(source: Source) -> tuple[Frame, ...]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.exporters.record import RecordWriter
+    from gputui.exporters.recorder import RecordWriter
     from gputui.formats.recording import Header
     from gputui.sampling.sampler import Sampler
 

@@ -7,18 +7,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputui.advisor import make_monitor
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame, SourceInfo
+from gputui.core.names import SourceKind
+from gputui.core.units import fmt_duration
 from gputui.formats.recording import Recording
-from gputui.model import DeviceInfo, Frame, SourceInfo
-from gputui.names import SourceKind
-from gputui.sampling.replay import ReplayController
+from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
-from gputui.sources.replay import ReplaySource
+from gputui.sources.recorded import ReplaySource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.parts import AppParts
-from gputui.units import fmt_duration
 
 
 def make_app(

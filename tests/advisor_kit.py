@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.advisor import make_advisor
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
 from gputui.sampling.history import History
 
 GIB = 1024**3

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from gputui.model import DeviceInfo, Frame, Note
-from gputui.names import NoteKind
+from gputui.core.model import DeviceInfo, Frame, Note
+from gputui.core.names import NoteKind
 from gputui.sources.simulated import SimulatedSource
 
 CORPUS: dict[str, str] = {

@@ -15,11 +15,12 @@ from gputui.advisor import (
     thermal,
     topology,
 )
-from gputui.advisor.coverage import Judgement, describe, judge_coverage
+from gputui.advisor.coverage import describe
 from gputui.advisor.engine import Advisor
 from gputui.advisor.rule import Rule
-from gputui.config import Config, Thresholds
-from gputui.model import DeviceInfo, Finding, SourceInfo
+from gputui.core.config import Config, Thresholds
+from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Finding, SourceInfo
 from gputui.sampling.monitor import Monitor
 
 RULES: tuple[Rule, ...] = (
@@ -52,16 +53,7 @@ def make_monitor(
 
 def judgement_of(monitor: Monitor) -> Judgement:
     """How far the monitor's verdict reaches (history sampled, rules that could not judge)."""
-    judgement = monitor.advisor.judgement
-    if isinstance(judgement, Judgement):
-        return judgement
-    return judge_coverage(  # a judge of another kind: the catalogue's coverage of its history
-        RULES,
-        {d.index: d for d in monitor.devices},
-        monitor.latest,
-        monitor.history.times(),
-        monitor.thresholds,
-    )
+    return monitor.advisor.judgement
 
 
 def point_in_time_findings(monitor: Monitor) -> tuple[Finding, ...]:

@@ -6,9 +6,9 @@ import dataclasses
 
 from gputui.advisor import RULES, Rule
 from gputui.advisor.coverage import WORDS
-from gputui.config import Thresholds
-from gputui.prose import DOCTOR_EXITS
-from gputui.xid import XIDS
+from gputui.core.config import Thresholds
+from gputui.core.prose import DOCTOR_EXITS
+from gputui.core.xid import XIDS
 
 _INTRO = """# The advisor's rule catalogue
 
@@ -82,7 +82,7 @@ def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     for code, xid in sorted(XIDS.items()):
         first = xid.remedies[0].replace("{gpu}", "N")
         lines.append(f"| {code} | {xid.meaning} | {xid.origin} | {xid.level} | {first} |")
-    lines += ["", "## Thresholds (defaults, in `gputui/config.py`)", ""]
+    lines += ["", "## Thresholds (defaults, in `gputui/core/config.py`)", ""]
     lines.append("| name | default |")
     lines.append("|---|---|")
     for field in dataclasses.fields(t):

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from gputui.advisor.undecided import Undecided, not_offered
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
-from gputui.names import Metric, RuleId
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Undecided, not_offered
+from gputui.core.model import DeviceInfo, Frame, GpuSample, ProcessSample
+from gputui.core.names import Metric, RuleId
 from gputui.sampling.history import History, WindowStats
 
 #: one frame's driver utilisation samples of a GPU: (frame time, samples above

@@ -15,15 +15,12 @@ lacks a reading is one of three things, never a clean bill of health by silence:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from gputui.advisor.rule import Rule
-from gputui.advisor.undecided import Undecided, not_offered
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Frame, GpuSample, HostSample
-from gputui.names import RuleId
-from gputui.units import fmt_duration
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Judgement, NotJudged, Undecided, not_offered
+from gputui.core.model import DeviceInfo, Frame, GpuSample, HostSample
+from gputui.core.names import RuleId
 
 #: readings in words, for "not judged: <what is missing>"
 WORDS: Mapping[str, str] = {
@@ -55,107 +52,6 @@ WORDS: Mapping[str, str] = {
     "pcie_topology": "PCIe topology",
     "nvlink_remote": "NVLink layout",
 }
-
-
-#: the JSON key each kind is listed under
-_KEYS = {
-    Undecided.UNREADABLE: "not_judged",
-    Undecided.NOT_OFFERED: "not_applicable",
-    Undecided.PENDING: "watching",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class NotJudged:
-    rule: RuleId
-    gpu: int | None  # None: the host
-    missing: str
-    kind: Undecided = Undecided.UNREADABLE
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule.value, "gpu": self.gpu, "missing": self.missing}
-
-
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """How far the advisor's verdict reaches at one moment."""
-
-    seen_s: float  # history actually sampled
-    needed_s: float  # the history the rules need before "nothing found" means anything
-    #: every rule that reached no verdict somewhere, whatever the reason (``kind``)
-    undecided: tuple[NotJudged, ...] = ()
-    readings: int = 0
-    #: the time between readings: a reading covers the interval before it (utilisation,
-    #: power and the reasons' share are the driver's view of the last period), so 30
-    #: readings a second apart saw 30 s of the GPU, over 29 s between the first and last
-    step_s: float = 0.0
-
-    @property
-    def covered_s(self) -> float:
-        """The time the readings saw: their span and the interval the first one covers."""
-        return self.seen_s + self.step_s if self.readings > 1 else 0.0
-
-    @property
-    def not_judged(self) -> tuple[NotJudged, ...]:
-        """The rules that could not judge a reading that should be there."""
-        return self.of(Undecided.UNREADABLE)
-
-    def of(self, kind: Undecided) -> tuple[NotJudged, ...]:
-        return tuple(item for item in self.undecided if item.kind is kind)
-
-    @property
-    def gathering(self) -> bool:
-        # a quarter second of slack for the sampler's jitter
-        return self.readings == 0 or self.covered_s + 0.25 < self.needed_s
-
-    @property
-    def complete(self) -> bool:
-        """Everything that can be judged here was: enough history, and no rule lacked a
-        reading that should be there (rules that do not apply to this board, and verdicts
-        that need a longer watch, do not count against it)."""
-        return not self.gathering and not self.not_judged
-
-    def gathering_text(self) -> str:
-        """'still judging: 18 s to go, every rule needs 30 s of readings'."""
-        left = max(0.0, self.needed_s - self.covered_s)
-        return (
-            f"still judging: {fmt_duration(left)} to go, every rule needs "
-            f"{fmt_duration(self.needed_s)} of readings"
-        )
-
-    def missing_on(self, gpu: int) -> str | None:
-        """'not judged: utilisation (MIG mode)' for a GPU that some rule could not judge."""
-        missing: list[str] = []
-        for item in self.not_judged:
-            if item.gpu == gpu and item.missing not in missing:
-                missing.append(item.missing)
-        return "not judged: " + "; ".join(missing) if missing else None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "complete": self.complete,
-            "gathering": self.gathering,
-            "sampled_s": round(self.seen_s, 3),
-            "step_s": round(self.step_s, 3),
-            "needed_s": self.needed_s,
-        }
-        for kind, key in _KEYS.items():
-            out[key] = [item.to_dict() for item in self.of(kind)]
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Judgement:
-        return cls(
-            seen_s=float(data.get("sampled_s", 0.0)),
-            needed_s=float(data.get("needed_s", 0.0)),
-            undecided=tuple(
-                NotJudged(RuleId(i["rule"]), i.get("gpu"), str(i.get("missing", "")), kind)
-                for kind, key in _KEYS.items()
-                for i in data.get(key, ())
-            ),
-            readings=2 if data.get("sampled_s") is not None else 0,
-            step_s=float(data.get("step_s", 0.0)),
-        )
 
 
 def _present(name: str, sample: GpuSample, device: DeviceInfo, host: HostSample | None) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.names import RuleId, Severity
+from gputui.core.names import RuleId, Severity
 
 
 def _version(text: str | None) -> tuple[int, int | None] | None:

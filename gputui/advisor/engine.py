@@ -12,14 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
-from gputui.advisor.coverage import Judgement, judge_coverage
+from gputui.advisor.coverage import judge_coverage
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, finding_order
-from gputui.names import RuleId, Severity
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
+from gputui.core.names import RuleId, Severity
+from gputui.core.units import fmt_duration
 from gputui.sampling.history import History
-from gputui.units import fmt_duration
 
 # A finding of the key rule on a GPU hides findings of these rules on the same GPU:
 # they say the same thing less precisely.

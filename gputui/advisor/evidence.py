@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gputui import clock_events as ce
 from gputui.advisor.context import Context
-from gputui.clock_events import describe_reasons
-from gputui.model import DeviceInfo, GpuSample
-from gputui.names import Metric
-from gputui.units import fmt_duration
+from gputui.core import clock_events as ce
+from gputui.core.clock_events import describe_reasons
+from gputui.core.model import DeviceInfo, GpuSample
+from gputui.core.names import Metric
+from gputui.core.units import fmt_duration
 
 
 def sm_clock(ctx: Context, sample: GpuSample, device: DeviceInfo) -> str | None:

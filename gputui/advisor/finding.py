@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.names import RuleId, Severity
+from gputui.core.names import RuleId, Severity
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputui.advisor.coverage import gpu_list
-from gputui.model import Finding
-from gputui.names import RuleId, Severity
+from gputui.core.model import Finding
+from gputui.core.names import RuleId, Severity
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import GpuSample
-from gputui.names import Metric, RuleId, Severity
-from gputui.units import fmt_duration
-from gputui.xid import xid_info
+from gputui.core.model import GpuSample
+from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.units import fmt_duration
+from gputui.core.xid import xid_info
 
 _LOST = (
     "Reboot the node: a lost GPU rarely comes back with a reset",

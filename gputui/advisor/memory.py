@@ -9,11 +9,11 @@ from typing import cast
 from gputui.advisor.context import Context, gib
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.advisor.undecided import Undecided
-from gputui.config import Thresholds
-from gputui.model import GpuSample, ProcessSample
-from gputui.names import HostMetric, Metric, RuleId, Severity
-from gputui.units import fmt_duration
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Undecided
+from gputui.core.model import GpuSample, ProcessSample
+from gputui.core.names import HostMetric, Metric, RuleId, Severity
+from gputui.core.units import fmt_duration
 
 _VRAM_REMEDIES = (
     "Lower the batch size; keep the effective batch with gradient accumulation",

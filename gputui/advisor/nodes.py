@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.model import DeviceInfo, Finding, Frame
-from gputui.names import Severity
+from gputui.core.model import DeviceInfo, Finding, Frame
+from gputui.core.names import Severity
 
 #: the name of the GPUs a local source reads (they have no node)
 LOCAL = "this machine"

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from gputui.advisor.context import Context, gb
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import DeviceInfo, GpuSample
-from gputui.names import Metric, RuleId, Severity
-from gputui.pcie import link_bandwidth
-from gputui.units import fmt_duration
+from gputui.core.model import DeviceInfo, GpuSample
+from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.pcie import link_bandwidth
+from gputui.core.units import fmt_duration
 
 
 def _link(gen: int | None, width: int | None) -> str:

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.advisor.undecided import Undecided
-from gputui.model import GpuSample, ProcessSample
-from gputui.names import HostMetric, Metric, RuleId, Severity
-from gputui.units import fmt_duration
+from gputui.core.judgement import Undecided
+from gputui.core.model import GpuSample, ProcessSample
+from gputui.core.names import HostMetric, Metric, RuleId, Severity
+from gputui.core.units import fmt_duration
 
 
 def _working(

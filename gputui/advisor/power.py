@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui import clock_events as ce
 from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import DeviceInfo
-from gputui.names import Metric, RuleId, Severity
+from gputui.core import clock_events as ce
+from gputui.core.model import DeviceInfo
+from gputui.core.names import Metric, RuleId, Severity
 
 
 def _heat(ctx: Context, index: int, device: DeviceInfo) -> str | None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
-from gputui.config import Thresholds
-from gputui.names import RuleId
+from gputui.core.config import Thresholds
+from gputui.core.names import RuleId
 
 Check = Callable[[Context], Iterable[Candidate]]
 

@@ -8,9 +8,9 @@ from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.pipeline import job_of
 from gputui.advisor.rule import Rule
-from gputui.model import ProcessSample
-from gputui.names import RuleId, Severity
-from gputui.units import fmt_bytes
+from gputui.core.model import ProcessSample
+from gputui.core.names import RuleId, Severity
+from gputui.core.units import fmt_bytes
 
 
 def _active(proc: ProcessSample, t_pct: float) -> bool:

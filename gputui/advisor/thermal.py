@@ -5,14 +5,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from gputui import clock_events as ce
 from gputui.advisor import evidence
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import DeviceInfo
-from gputui.names import Metric, RuleId, Severity
-from gputui.units import fmt_duration
+from gputui.core import clock_events as ce
+from gputui.core.model import DeviceInfo
+from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.units import fmt_duration
 
 COOLING = (
     "Check the server's airflow and fan curve; nothing may block the GPU's intake",

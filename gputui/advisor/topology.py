@@ -8,10 +8,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from gputui.advisor.context import Context, gb
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
-from gputui.model import DeviceInfo, GpuSample, ProcessSample
-from gputui.names import Metric, RuleId, Severity
-from gputui.pcie import link_bandwidth
-from gputui.units import fmt_duration
+from gputui.core.model import DeviceInfo, GpuSample, ProcessSample
+from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.pcie import link_bandwidth
+from gputui.core.units import fmt_duration
 
 #: `nvidia-smi topo -m` cells that mean "behind a common PCIe switch"
 SWITCHED = ("PIX", "PXB")

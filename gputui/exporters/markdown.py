@@ -11,13 +11,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputui.advisor.coverage import Judgement, context_lines, describe
-from gputui.clock_events import describe_reasons
+from gputui.advisor.coverage import context_lines, describe
+from gputui.core.clock_events import describe_reasons
+from gputui.core.judgement import Judgement
+from gputui.core.names import SourceKind
+from gputui.core.pcie import link_bandwidth
+from gputui.core.prose import simulated_span, starts_no_unit, wrap
+from gputui.core.units import NA, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
 from gputui.formats.snapshot import dumps, parse_snapshot
-from gputui.names import SourceKind
-from gputui.pcie import link_bandwidth
-from gputui.prose import simulated_span, starts_no_unit, wrap
-from gputui.units import NA, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
 
 #: the width prose is wrapped at: the report reads on an 80-column terminal
 WIDTH = 80
@@ -39,7 +40,7 @@ _MARKDOWN_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"} | {"&":
 def md(text: object) -> str:
     """Text shown literally in Markdown: no emphasis, link, image, HTML or table cell can
     come out of a command line, a GPU name or a label (they are already free of control
-    characters: gputui.sanitize)."""
+    characters: gputui.core.sanitize)."""
     return str(text).translate(_MARKDOWN_SPECIAL)
 
 

@@ -21,10 +21,10 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gputui.dcgm import FIELDS, DcgmField
-from gputui.model import DeviceInfo, GpuSample
+from gputui.core.dcgm import FIELDS, DcgmField
+from gputui.core.model import DeviceInfo, GpuSample
+from gputui.core.sanitize import clean
 from gputui.sampling.monitor import Monitor
-from gputui.sanitize import clean
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui import __version__
-from gputui.formats.records import (
+from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.formats.values import (
     MAX_GPUS,
     FormatError,
     finding_dict,
@@ -31,7 +32,6 @@ from gputui.formats.records import (
     record,
     source_dict,
 )
-from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
 
 # Bounds on what a file may make us do (docs/security.md): a longer line, a file claiming
 # more, is refused or cut with a notice, never read into memory whole.

@@ -14,7 +14,9 @@ from typing import Any
 
 from gputui import __version__
 from gputui.advisor import judgement_of
-from gputui.formats.records import (
+from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.core.names import HostMetric, Metric
+from gputui.formats.values import (
     finding_dict,
     frame_dict,
     from_record,
@@ -24,8 +26,6 @@ from gputui.formats.records import (
     record,
     source_dict,
 )
-from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
-from gputui.names import HostMetric, Metric
 from gputui.sampling.history import History
 from gputui.sampling.monitor import Monitor
 

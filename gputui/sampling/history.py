@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from operator import attrgetter, mul
 from typing import Final, cast
 
-from gputui.model import Frame, GpuSample, HostSample, XidEvent
-from gputui.names import HostMetric, Metric
+from gputui.core.model import Frame, GpuSample, HostSample, XidEvent
+from gputui.core.names import HostMetric, Metric
 
 NAN: Final = float("nan")
 

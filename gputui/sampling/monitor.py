@@ -10,20 +10,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from gputui.config import Config, Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.core.config import Config, Thresholds
+from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.sampling.history import History
-
-
-class Verdict(Protocol):
-    """How far a judgement reaches (the advisor's ``Judgement``), as the monitor's users
-    read it."""
-
-    @property
-    def gathering(self) -> bool: ...
-
-    @property
-    def complete(self) -> bool: ...
 
 
 class Judge(Protocol):
@@ -36,7 +26,7 @@ class Judge(Protocol):
     def thresholds(self) -> Thresholds: ...
 
     @property
-    def judgement(self) -> Verdict: ...
+    def judgement(self) -> Judgement: ...
 
     def update(self, history: History, force: bool = False) -> tuple[Finding, ...]: ...
 

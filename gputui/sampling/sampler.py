@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputui.model import Frame
+from gputui.core.model import Frame
 from gputui.sources.base import Source
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from gputui.model import DeviceInfo, Frame
-from gputui.names import SourceKind
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import SourceKind
 
 
 class SourceUnavailable(Exception):

@@ -20,9 +20,9 @@ from typing import Any, Final
 
 import psutil
 
-from gputui.config import WORKER_ACTIVE_PCT
-from gputui.model import HostSample, Note, ProcessSample
-from gputui.names import NoteKind
+from gputui.core.config import WORKER_ACTIVE_PCT
+from gputui.core.model import HostSample, Note, ProcessSample
+from gputui.core.names import NoteKind
 from gputui.sources.proc_stat import CpuMeter, after_command, read_small, read_stat
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gputui.dcgm import BY_NAME
-from gputui.model import DeviceInfo, Frame, GpuSample, Note
-from gputui.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.dcgm import BY_NAME
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.remote import (
     MAX_SERIES,

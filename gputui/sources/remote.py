@@ -24,7 +24,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.dcgm import (
+from gputui.core.dcgm import (
     BY_NAME,
     LEGACY_MESSAGE,
     LEGACY_PREFIX,
@@ -32,10 +32,10 @@ from gputui.dcgm import (
     is_blank,
     missing_counters,
 )
-from gputui.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
-from gputui.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
+from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.xid import describe_xid
 from gputui.sources.base import SourceUnavailable
-from gputui.xid import describe_xid
 
 # What one answer may cost, whatever the other side sends (docs/security.md):
 MAX_BYTES = 10 * 1024 * 1024  # the body, never decompressed (we ask for identity)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from gputui import clock_events as ce
-from gputui.config import WORKER_ACTIVE_PCT
-from gputui.model import DeviceInfo, Frame, GpuSample, HostSample, NvLinkSample, ProcessSample
-from gputui.names import SourceKind
-from gputui.pcie import link_bandwidth
+from gputui.core import clock_events as ce
+from gputui.core.config import WORKER_ACTIVE_PCT
+from gputui.core.model import DeviceInfo, Frame, GpuSample, HostSample, NvLinkSample, ProcessSample
+from gputui.core.names import SourceKind
+from gputui.core.pcie import link_bandwidth
 
 MIX = "mix"
 MAX_GPUS = 64

@@ -27,7 +27,7 @@ from textual.geometry import Size
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from gputui.config import MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.ui import keys
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.containers import KeysFooter, _MainScreen

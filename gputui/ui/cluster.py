@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from gputui.advisor.nodes import NodeRow
-from gputui.names import Severity
-from gputui.units import NA, fmt_num
+from gputui.core.names import Severity
+from gputui.core.units import NA, fmt_num
 
 #: a GPU's cell in the strip: nothing found, info, warning, critical, no reading
 _CELL = {None: "■", Severity.INFO: "■", Severity.WARNING: "▲", Severity.CRITICAL: "✖"}

@@ -16,7 +16,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.types import IgnoreReturnCallbackType
 
-from gputui.model import DeviceInfo
+from gputui.core.model import DeviceInfo
 from gputui.ui.keys import BINDINGS, binding_keys
 
 

@@ -9,7 +9,7 @@ from typing import Final, NamedTuple
 from textual.binding import Binding, BindingType
 from textual.keys import key_to_character
 
-from gputui.config import PROCESS_UTIL_PERIOD_S
+from gputui.core.config import PROCESS_UTIL_PERIOD_S
 
 #: actions that exist only while a recording plays (the app hides them otherwise)
 REPLAY_ACTIONS: Final = ("step", "seek", "speed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.model import Frame
+from gputui.core.model import Frame
 
 
 class FrameReady(Message):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.sampling.monitor import Monitor
-from gputui.sampling.replay import ReplayController
+from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputui.sampling.replay import ReplayController
+from gputui.sampling.replay_control import ReplayController
 from gputui.view.header import moment
 
 Notify = Callable[[str, str], None]  # (message, title)

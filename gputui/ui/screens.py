@@ -16,8 +16,8 @@ from textual.widgets import Static
 
 from gputui.advisor import RULES
 from gputui.advisor.nodes import NodeRow, node_rows
-from gputui.config import Thresholds
-from gputui.model import Finding
+from gputui.core.config import Thresholds
+from gputui.core.model import Finding
 from gputui.sampling.monitor import Monitor
 from gputui.ui.cluster import cluster_lines
 from gputui.ui.keys import LEGEND, key_rows

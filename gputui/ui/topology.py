@@ -14,9 +14,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputui.advisor.topology import bus_key, nvswitch_links
-from gputui.model import DeviceInfo, Frame, GpuSample, ProcessSample
+from gputui.core.model import DeviceInfo, Frame, GpuSample, ProcessSample
+from gputui.core.units import fmt_rate
 from gputui.sampling.monitor import Monitor
-from gputui.units import fmt_rate
 
 LEGEND = (
     ("X", "the GPU itself"),

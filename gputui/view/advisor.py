@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.model import Finding
-from gputui.names import Severity
-from gputui.units import fmt_age
+from gputui.core.model import Finding
+from gputui.core.names import Severity
+from gputui.core.units import fmt_age
 from gputui.view.cells import Cell, FindingKey, Panel, Role, Row, cut, more_row, plural, wrap
 from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE, critical_count
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gputui.config import Thresholds
-from gputui.model import ProcessSample
-from gputui.units import fmt_num
+from gputui.core.config import Thresholds
+from gputui.core.model import ProcessSample
+from gputui.core.units import fmt_num
 from gputui.view.cells import Cell, Panel, PidKey, Role, Row, more_row, plural
 from gputui.view.processes import COMMAND_MIN, order, process_columns
 from gputui.view.table import Column, choose, header, table_row

@@ -6,18 +6,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputui.clock_events import REASONS
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Frame, GpuSample
-from gputui.names import Metric
-from gputui.pcie import link_bandwidth
+from gputui.core.clock_events import REASONS
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Frame, GpuSample
+from gputui.core.names import Metric
+from gputui.core.pcie import link_bandwidth
+from gputui.core.units import (
+    NA,
+    fmt_age,
+    fmt_bytes,
+    fmt_duration,
+    fmt_link,
+    fmt_num,
+    fmt_rate,
+    known,
+)
+from gputui.core.xid import describe_xid
 from gputui.sampling.history import History
-from gputui.units import NA, fmt_age, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
 from gputui.view import levels
 from gputui.view.cells import Cell, Panel, Role, Row, cut
 from gputui.view.glyphs import bar
 from gputui.view.timeline import Timeline, scale_for
-from gputui.xid import describe_xid
 
 LABEL = 8
 VALUE = 12  # the value beside a sparkline: "1980 MHz", "59.9 GiB", "12.3 GB/s"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample
-from gputui.names import Severity
-from gputui.units import fmt_num, known, short_name
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample
+from gputui.core.names import Severity
+from gputui.core.units import fmt_num, known, short_name
 from gputui.view import levels
 from gputui.view.cells import Cell, GpuKey, Panel, Role, Row, more_row
 from gputui.view.glyphs import bar

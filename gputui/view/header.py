@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from gputui.names import NoteKind, SourceKind
+from gputui.core.names import NoteKind, SourceKind
+from gputui.core.units import NA, fmt_duration
 from gputui.sampling.monitor import Monitor
-from gputui.units import NA, fmt_duration
 from gputui.view.cells import Cell, Role, Row
 from gputui.view.gpu_list import critical_count
 

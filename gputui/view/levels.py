@@ -3,8 +3,8 @@ the screen colours readings by the same numbers the rules judge them by."""
 
 from __future__ import annotations
 
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, GpuSample
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, GpuSample
 from gputui.view.cells import Role
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.advisor.coverage import Judgement
-from gputui.clock_events import describe_reasons
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample
-from gputui.names import Metric
+from gputui.core.clock_events import describe_reasons
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample
+from gputui.core.names import Metric
+from gputui.core.units import fmt_link, fmt_num, fmt_of, fmt_rate, short_name
 from gputui.sampling.history import History
-from gputui.units import fmt_link, fmt_num, fmt_of, fmt_rate, short_name
 from gputui.view import levels
 from gputui.view.cells import CardsKey, Cell, Panel, Role, Row, cut, fit
 from gputui.view.glyphs import bar

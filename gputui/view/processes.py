@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.config import Thresholds
-from gputui.model import ProcessSample
-from gputui.sanitize import mask_secrets
-from gputui.units import NA, fmt_bytes, fmt_num
+from gputui.core.config import Thresholds
+from gputui.core.model import ProcessSample
+from gputui.core.sanitize import mask_secrets
+from gputui.core.units import NA, fmt_bytes, fmt_num
 from gputui.view import levels
 from gputui.view.cells import Cell, Panel, PidKey, Role, Row, more_row
 from gputui.view.table import Column, choose, header, table_row

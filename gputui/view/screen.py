@@ -7,16 +7,16 @@ from dataclasses import dataclass
 
 from gputui.advisor import judgement_of
 from gputui.advisor.coverage import grouped
-from gputui.model import Frame
-from gputui.names import NoteKind
+from gputui.core.model import Frame
+from gputui.core.names import NoteKind
+from gputui.core.units import fmt_age
 from gputui.sampling.monitor import Monitor
-from gputui.units import fmt_age
 from gputui.view.advisor import advisor
 from gputui.view.cells import Panel, Row
 from gputui.view.choices import Choices
 from gputui.view.detail import View, detail
 from gputui.view.gpu_list import critical_count, gpu_list
-from gputui.view.host import host_row
+from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.overview import overview
 from gputui.view.processes import processes

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.names import Metric
+from gputui.core.names import Metric
 from gputui.sampling.history import History
 from gputui.view.glyphs import spark
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import SourceKind
 from gputui.launch import make_app
-from gputui.model import DeviceInfo, Frame
-from gputui.names import SourceKind
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView

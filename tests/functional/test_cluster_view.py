@@ -8,11 +8,11 @@ from pathlib import Path
 from textual.widgets import Static
 
 from gputui.advisor.nodes import node_rows
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample
+from gputui.core.names import RuleId, Severity
 from gputui.launch import make_app
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample
-from gputui.names import RuleId, Severity
 from gputui.sources.simulated import SimulatedSource
 from gputui.ui.screens import ClusterScreen
 

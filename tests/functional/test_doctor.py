@@ -112,7 +112,7 @@ def test_doctor_exits_0_on_the_calm_verdicts(scenario: str) -> None:
 
 def test_doctor_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     from gputui.cli import DOCTOR_EXIT_CODES, EXIT_NO_SOURCE
-    from gputui.doctor import EXIT_CRITICAL, EXIT_NOT_JUDGED, EXIT_OK, EXIT_WARNING
+    from gputui.exporters.doctor import EXIT_CRITICAL, EXIT_NOT_JUDGED, EXIT_OK, EXIT_WARNING
 
     for number, words in (
         (EXIT_OK, "everything that can be judged here was"),
@@ -178,7 +178,7 @@ def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
 
 
 def test_readme_and_the_catalogue_list_every_exit_status_as_doctor_means_it() -> None:
-    from gputui.prose import DOCTOR_EXITS
+    from gputui.core.prose import DOCTOR_EXITS
 
     root = Path(__file__).resolve().parent.parent.parent
     for page in (root / "README.md", root / "docs" / "advisor.md"):

@@ -18,12 +18,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Frame, GpuSample, HostSample, ProcessSample
+from gputui.core.names import NoteKind
 from gputui.exporters.prometheus import MAX_CONNECTIONS, GputuiCollector, serve_metrics
 from gputui.launch import make_app
-from gputui.model import Frame, GpuSample, HostSample, ProcessSample
-from gputui.names import NoteKind
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.remote import RemoteSource

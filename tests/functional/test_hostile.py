@@ -22,13 +22,13 @@ from prometheus_client.registry import CollectorRegistry
 
 from gputui import cli
 from gputui.advisor import make_monitor
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
 from gputui.exporters.files import write_atomic
 from gputui.exporters.prometheus import GputuiCollector
 from gputui.formats.recording import RecordingError, read_recording
 from gputui.launch import make_app
-from gputui.model import SourceInfo
-from gputui.names import SourceKind
 from gputui.sources.remote import MAX_GPUS_PER_NODE, RemoteSource, fetch, parse_exposition
 from gputui.ui.lines import LineView
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_VALUES, HostileSource, everything

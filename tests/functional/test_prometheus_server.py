@@ -162,7 +162,7 @@ async def test_the_cluster_view_over_a_real_prometheus_server(
     node, and Enter back to a node's GPUs."""
     from textual.widgets import Static
 
-    from gputui.config import Config
+    from gputui.core.config import Config
     from gputui.launch import make_app
     from gputui.ui.screens import ClusterScreen
 

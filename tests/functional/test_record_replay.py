@@ -16,16 +16,16 @@ import pytest
 
 from gputui.advisor import make_advisor, make_monitor
 from gputui.cli import EXIT_NO_SOURCE, main
-from gputui.clocks import ManualClock
-from gputui.config import Config
-from gputui.exporters.record import RecordWriter, rotated_name
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
+from gputui.exporters.recorder import RecordWriter, rotated_name
 from gputui.formats.recording import Header, Recording, RecordingError, read_recording
 from gputui.launch import make_replay_app
-from gputui.model import SourceInfo
-from gputui.names import SourceKind
 from gputui.sampling.history import History
 from gputui.sampling.monitor import Monitor
-from gputui.sources.replay import ReplayEnded, ReplaySource
+from gputui.sources.recorded import ReplayEnded, ReplaySource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 

@@ -9,15 +9,15 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from gputui import clock_events as ce
 from gputui.advisor import make_monitor
 from gputui.cli import main
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core import clock_events as ce
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import NoteKind, SourceKind
 from gputui.exporters.prometheus import GputuiCollector
 from gputui.launch import make_app
-from gputui.model import SourceInfo
-from gputui.names import NoteKind, SourceKind
 from gputui.sources.remote import RemoteSource, parse_exposition
 from gputui.ui.lines import LineView
 from tests.factories import demo_monitor

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui import clock_events as ce
-from gputui.model import GpuSample, ProcessSample
+from gputui.core import clock_events as ce
+from gputui.core.model import GpuSample, ProcessSample
 from tests.advisor_kit import BUSY, GIB, H100, HOST, TRAINER, Sim, alarms, torchrun_env
 
 AT_LIMIT = replace(BUSY, power_w=692.0, sm_clock_mhz=1500, clock_reasons=ce.SW_POWER_CAP)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui import clock_events as ce
-from gputui.config import Thresholds
+from gputui.core import clock_events as ce
+from gputui.core.config import Thresholds
 from tests.advisor_kit import BUSY, Sim
 
 CAPPED = replace(BUSY, power_w=699.0, sm_clock_mhz=1600, clock_reasons=ce.SW_POWER_CAP)
@@ -60,7 +60,7 @@ def test_most_severe_first() -> None:
 def test_a_failing_rule_does_not_silence_the_others() -> None:
     from gputui.advisor import RULES, Advisor
     from gputui.advisor.rule import Rule
-    from gputui.model import Frame
+    from gputui.core.model import Frame
     from gputui.sampling.history import History
     from tests.advisor_kit import H100, TRAINER
 

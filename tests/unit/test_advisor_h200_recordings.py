@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from gputui.advisor import judgement_of, make_monitor, point_in_time_findings
-from gputui.advisor.undecided import Undecided
-from gputui.config import Config
-from gputui.doctor import exit_status
+from gputui.core.config import Config
+from gputui.core.judgement import Undecided
+from gputui.core.model import Finding, SourceInfo
+from gputui.core.names import SourceKind
+from gputui.exporters.doctor import exit_status
 from gputui.formats.recording import read_recording
-from gputui.model import Finding, SourceInfo
-from gputui.names import SourceKind
 from gputui.sampling.monitor import Monitor
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h200"
@@ -81,9 +81,11 @@ def test_a_healthy_8_gpu_node_without_topology_or_numa_exits_0(
 ) -> None:
     """What doctor does, over the fake driver of an 8-GPU node in a VM: NVML answers
     NotSupported for the NUMA node and the PCIe paths, and the kernel says -1."""
-    from gputui.clocks import ManualClock
+    from gputui.core.manual_clock import ManualClock
+    from gputui.core.model import HostSample
     from gputui.sources.host import HostReader
     from gputui.sources.nvml import NvmlSource
+    from tests.advisor_kit import HOST
     from tests.nvml_double import NOT_SUPPORTED, FakeGpu, FakeProcess, driver, install
 
     vm = {"nvmlDeviceGetTopologyCommonAncestor": NOT_SUPPORTED}
@@ -99,9 +101,17 @@ def test_a_healthy_8_gpu_node_without_topology_or_numa_exits_0(
         node = tmp_path / "bus" / "pci" / "devices" / gpu.bus_id.lower()[-12:]
         node.mkdir(parents=True)
         (node / "numa_node").write_text("-1\n")
+
+    class QuietHost(HostReader):
+        """This machine's processes, a host reading that does not depend on how fast the
+        test runs (a CPU share needs time between two reads)."""
+
+        def read_host(self) -> HostSample:
+            return HOST
+
     install(monkeypatch, driver(580, gpus))
     clock, mono = ManualClock(1_700_000_000.0), ManualClock(1000.0)
-    source = NvmlSource(host=HostReader(), clock=clock, monotonic=mono, sysfs=tmp_path)
+    source = NvmlSource(host=QuietHost(), clock=clock, monotonic=mono, sysfs=tmp_path)
     devices = source.open()
     assert all({"numa_node", "pcie_topology"} <= set(d.unsupported) for d in devices)
     monitor = make_monitor(devices, Config(), SourceInfo("NVML", SourceKind.LIVE))

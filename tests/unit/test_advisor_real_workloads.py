@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui import clock_events as ce
 from gputui.advisor.cuda import compat_library
 from gputui.advisor.memory import likely_allocator
-from gputui.advisor.undecided import Undecided
-from gputui.model import DeviceInfo, GpuSample
+from gputui.core import clock_events as ce
+from gputui.core.judgement import Undecided
+from gputui.core.model import DeviceInfo, GpuSample
 from tests.advisor_kit import (
     BUSY,
     GIB,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui import clock_events as ce
-from gputui.model import GpuSample, ProcessSample
+from gputui.core import clock_events as ce
+from gputui.core.model import GpuSample, ProcessSample
 from tests.advisor_kit import BUSY, GIB, H100, HOST, IDLE, TRAINER, Sim, torchrun_env
 
 
@@ -338,7 +338,7 @@ def test_the_applications_clocks_reason_alone_is_not_a_finding() -> None:
 
 
 def test_a_hardware_xid_is_critical_at_once_and_names_its_meaning() -> None:
-    from gputui.model import XidEvent
+    from gputui.core.model import XidEvent
 
     sim = Sim()
     sim.run(12, BUSY)
@@ -350,7 +350,7 @@ def test_a_hardware_xid_is_critical_at_once_and_names_its_meaning() -> None:
 
 
 def test_an_application_xid_is_a_warning_that_points_at_the_application() -> None:
-    from gputui.model import XidEvent
+    from gputui.core.model import XidEvent
 
     sim = Sim()
     sim.run(12, BUSY)
@@ -382,7 +382,7 @@ def test_throttle_evidence_says_how_long_the_driver_counted_it_held() -> None:
 
 def test_a_gpu_that_stops_reporting_while_others_do_is_a_warning() -> None:
     from gputui.advisor import make_advisor
-    from gputui.model import DeviceInfo, Frame
+    from gputui.core.model import DeviceInfo, Frame
     from gputui.sampling.history import History
 
     devices = [replace(H100, index=i, node=f"node-{i}") for i in range(2)]
@@ -400,7 +400,7 @@ def test_a_gpu_that_stops_reporting_while_others_do_is_a_warning() -> None:
 
 def test_nothing_read_at_all_is_the_sources_failure_not_a_finding() -> None:
     from gputui.advisor import make_advisor
-    from gputui.model import Frame
+    from gputui.core.model import Frame
     from gputui.sampling.history import History
 
     advisor = make_advisor([H100])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gputui.advisor import make_advisor
-from gputui.clocks import ManualClock
-from gputui.names import RuleId
+from gputui.core.manual_clock import ManualClock
+from gputui.core.names import RuleId
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 

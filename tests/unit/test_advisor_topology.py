@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
-from gputui.names import RuleId
+from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
+from gputui.core.names import RuleId
 from tests.advisor_kit import BUSY, H100, TRAINER, Sim
 
 SWITCH = ("00000000:05:00.0", "00000000:06:00.0")

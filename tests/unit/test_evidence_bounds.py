@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from gputui.advisor import make_monitor, point_in_time_findings
-from gputui.clocks import ManualClock
-from gputui.config import Config
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Finding, Frame, SourceInfo
+from gputui.core.names import SourceKind
 from gputui.formats.recording import read_recording
-from gputui.model import Finding, Frame, SourceInfo
-from gputui.names import SourceKind
 from gputui.sampling.monitor import Monitor
 from gputui.sources.remote import RemoteSource
 from gputui.sources.simulated import SCENARIOS, SimulatedSource, resolve_scenarios

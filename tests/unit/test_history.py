@@ -7,10 +7,10 @@ import tracemalloc
 
 import pytest
 
-from gputui import clock_events as ce
-from gputui.clocks import ManualClock
-from gputui.model import Frame, GpuSample
-from gputui.names import Metric
+from gputui.core import clock_events as ce
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Frame, GpuSample
+from gputui.core.names import Metric
 from gputui.sampling.history import History, Ring
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -133,8 +133,8 @@ def test_a_full_history_does_not_grow_with_more_ticks() -> None:
 
 
 def test_resized_keeps_the_newest_readings_of_every_ring() -> None:
-    from gputui.model import Frame, GpuSample, HostSample, XidEvent
-    from gputui.names import HostMetric, Metric
+    from gputui.core.model import Frame, GpuSample, HostSample, XidEvent
+    from gputui.core.names import HostMetric, Metric
     from gputui.sampling.history import History
 
     history = History(10)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.names import NoteKind
+from gputui.core.names import NoteKind
 from gputui.sources.host import MAX_COMMAND_CHARS, GpuProcess, HostReader
 
 
@@ -128,7 +128,7 @@ def test_workers_are_found_with_one_scan_for_every_gpu_process(
 ) -> None:
     """Eight ranks each asked psutil for their children: eight scans of every process on the
     machine a second. One scan now serves them all, every few seconds."""
-    from gputui.clocks import ManualClock
+    from gputui.core.manual_clock import ManualClock
     from gputui.sources import host
 
     scans = []
@@ -178,7 +178,7 @@ def test_a_gpu_process_without_workers_is_looked_at_again_soon(
     """A job starts its data loaders after CUDA: until its workers show, it is looked at
     every few seconds, not at the slow period: its main thread's children where the kernel
     lists them (the whole tree is read again only once it has some), else the whole tree."""
-    from gputui.clocks import ManualClock
+    from gputui.core.manual_clock import ManualClock
     from gputui.sources import host
 
     scans = []
@@ -247,7 +247,7 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
 ) -> None:
     import psutil
 
-    from gputui.clocks import ManualClock
+    from gputui.core.manual_clock import ManualClock
     from gputui.sources import host
 
     calls = {"swap": 0, "disk": 0}

@@ -40,17 +40,18 @@ def _loads_textual(imports: str) -> bool:
 
 
 def test_importing_doctor_loads_no_textual() -> None:
-    assert not _loads_textual("import gputui.doctor")
+    assert not _loads_textual("import gputui.exporters.doctor")
     assert _loads_textual("import gputui.ui.app")  # the probe itself works
 
 
 def test_headless_commands_do_not_load_textual() -> None:
     code = (
         "import sys\n"
-        "import gputui.cli, gputui.advisor, gputui.doctor, gputui.sampling.monitor\n"
+        "import gputui.cli, gputui.advisor, gputui.exporters.doctor, gputui.sampling.monitor\n"
         "import gputui.sources.simulated, gputui.sources.nvml, gputui.formats.snapshot\n"
-        "import gputui.exporters.record, gputui.exporters.prometheus, gputui.sources.replay\n"
-        "import gputui.exporters.markdown, gputui.formats.recording, gputui.sampling.replay\n"
+        "import gputui.exporters.recorder, gputui.exporters.prometheus\n"
+        "import gputui.sources.recorded, gputui.exporters.markdown, gputui.formats.recording\n"
+        "import gputui.sampling.replay_control\n"
         "assert 'textual' not in sys.modules, 'the core imported textual'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 
+from gputui.core.model import DeviceInfo
 from gputui.launch import make_demo_app
-from gputui.model import DeviceInfo
 from gputui.ui import keys
 from gputui.ui.commands import palette_commands
 

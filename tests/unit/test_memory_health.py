@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from gputui.advisor import make_monitor, point_in_time_findings
-from gputui.clocks import ManualClock
-from gputui.config import Config
-from gputui.model import Finding, GpuSample, SourceInfo
-from gputui.names import SourceKind
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Finding, GpuSample, SourceInfo
+from gputui.core.names import SourceKind
 from gputui.sources.nvml import NvmlSource
 from tests.advisor_kit import BUSY, Sim
 from tests.nvml_double import FakeGpu, FakeNvmlLib, install

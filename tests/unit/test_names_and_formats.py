@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from gputui import dcgm
 from gputui.advisor import RULES
-from gputui.config import Thresholds
+from gputui.core import dcgm
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, SourceInfo
+from gputui.core.names import Metric, NoteKind, RuleId, Severity, SourceKind
 from gputui.formats.recording import read_recording
-from gputui.formats.records import parse_frame
 from gputui.formats.snapshot import parse_snapshot
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample, SourceInfo
-from gputui.names import Metric, NoteKind, RuleId, Severity, SourceKind
+from gputui.formats.values import parse_frame
 from gputui.sampling.history import GPU_METRICS
-from gputui.sampling.replay import ReplayController
-from gputui.sources.replay import ReplaySource
+from gputui.sampling.replay_control import ReplayController
+from gputui.sources.recorded import ReplaySource
 from tests.factories import demo_monitor
 
 
@@ -147,8 +147,8 @@ def test_the_replay_controller_steps_seeks_and_paces() -> None:
 
 
 def test_nested_readings_round_trip_through_a_frame() -> None:
-    from gputui.formats.records import frame_dict
-    from gputui.model import XidEvent
+    from gputui.core.model import XidEvent
+    from gputui.formats.values import frame_dict
 
     sample = GpuSample(
         index=0,

@@ -10,8 +10,8 @@ from collections import Counter
 import pynvml
 import pytest
 
-from gputui import clock_events as ce
-from gputui.clocks import ManualClock
+from gputui.core import clock_events as ce
+from gputui.core.manual_clock import ManualClock
 from gputui.sources.nvml import NvmlSource, bindings, policy
 from gputui.sources.nvml.policy import Verdict, meaning
 from gputui.sources.nvml.sample import VIOLATION_PERIOD_S
@@ -624,7 +624,7 @@ def test_snapshot_json_on_each_branch(
 
 
 def test_gpu_panel_shows_driver_readings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gputui.config import Thresholds
+    from gputui.core.config import Thresholds
     from gputui.sampling.history import History
     from gputui.view.cells import plain_lines
     from gputui.view.detail import View, detail

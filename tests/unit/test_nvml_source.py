@@ -14,8 +14,8 @@ import pynvml
 import pytest
 
 import gputui.sources
-from gputui import clock_events as ce
-from gputui.clocks import ManualClock
+from gputui.core import clock_events as ce
+from gputui.core.manual_clock import ManualClock
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import NvmlSource
 from tests.nvml_double import (

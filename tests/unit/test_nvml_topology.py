@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.clocks import ManualClock
+from gputui.core.manual_clock import ManualClock
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.nvml.bindings import function
 from gputui.sources.nvml.device import cpu_list

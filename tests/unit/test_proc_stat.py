@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui.clocks import ManualClock
+from gputui.core.manual_clock import ManualClock
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.proc_stat import CpuMeter, ProcStat, read_stat
 

@@ -17,12 +17,12 @@ import psutil
 import pynvml  # noqa: TID251 (the double's contract with the bindings' own wrapper)
 import pytest
 
-from gputui.clocks import ManualClock
-from gputui.config import PROCESS_UTIL_PERIOD_S
+from gputui.core.config import PROCESS_UTIL_PERIOD_S
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Frame, GpuSample, HostSample, ProcessSample, SourceInfo
+from gputui.core.names import SourceKind
 from gputui.formats.recording import Header, header_line, read_recording, tick_line
-from gputui.formats.records import frame_dict, parse_frame
-from gputui.model import Frame, GpuSample, HostSample, ProcessSample, SourceInfo
-from gputui.names import SourceKind
+from gputui.formats.values import frame_dict, parse_frame
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.nvml import NvmlSource, policy
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios

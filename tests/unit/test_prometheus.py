@@ -13,8 +13,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+from gputui.core.model import GpuSample
 from gputui.exporters.prometheus import GputuiCollector
-from gputui.model import GpuSample
 from gputui.sampling.monitor import Monitor
 from tests.factories import demo_monitor
 

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from gputui import clock_events as ce
-from gputui.clocks import ManualClock
-from gputui.dcgm import BY_NAME, FIELDS, INT32_BLANK, INT64_BLANK, is_blank
-from gputui.model import DeviceInfo, Frame
-from gputui.names import NoteKind, RuleId
+from gputui.core import clock_events as ce
+from gputui.core.dcgm import BY_NAME, FIELDS, INT32_BLANK, INT64_BLANK, is_blank
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import NoteKind, RuleId
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.remote import RemoteSource, ScrapeError, parse_exposition
 from tests.dcgm_pages import default_page, family, labels
@@ -240,6 +240,6 @@ def test_node_names_and_kubernetes_labels() -> None:
 
 
 def test_rule_needs_names_real_rules() -> None:
-    from gputui.dcgm import RULE_NEEDS
+    from gputui.core.dcgm import RULE_NEEDS
 
     assert {RuleId(r) for r in RULE_NEEDS}  # every key is a RuleId value

@@ -7,10 +7,10 @@ scraped every second, it answers the same reading 30 times.
 from __future__ import annotations
 
 from gputui.advisor import make_monitor
-from gputui.clocks import ManualClock
-from gputui.config import Config
-from gputui.model import SourceInfo
-from gputui.names import RuleId, SourceKind
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import RuleId, SourceKind
 from gputui.sources.remote import RemoteSource
 from tests.dcgm_pages import default_page, family, labels
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from gputui.clocks import ManualClock
-from gputui.model import DeviceInfo, Frame
-from gputui.names import SourceKind
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import SourceKind
 from gputui.sampling.sampler import Sampler
 from gputui.sources.simulated import SimulatedSource
 

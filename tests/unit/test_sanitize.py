@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from gputui.model import DeviceInfo, Finding, HostSample, Note, ProcessSample, SourceInfo
-from gputui.names import NoteKind, RuleId, Severity, SourceKind
-from gputui.sanitize import MAX_TEXT, clean, is_secret_name, mask_secrets
+from gputui.core.model import DeviceInfo, Finding, HostSample, Note, ProcessSample, SourceInfo
+from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
+from gputui.core.sanitize import MAX_TEXT, clean, is_secret_name, mask_secrets
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gputui import clock_events as ce
-from gputui.clocks import ManualClock
-from gputui.model import Frame
-from gputui.pcie import link_bandwidth
+from gputui.core import clock_events as ce
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Frame
+from gputui.core.pcie import link_bandwidth
 from gputui.sources.simulated import MIX_ORDER, SCENARIOS, SimulatedSource, resolve_scenarios
 
 START = 1_800_000_000.0

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.clocks import ManualClock
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, GpuSample, HostSample, ProcessSample, SourceInfo
+from gputui.core.names import Metric, SourceKind
 from gputui.exporters.files import write_atomic
 from gputui.exporters.markdown import markdown_report
 from gputui.formats.snapshot import (
@@ -21,8 +23,6 @@ from gputui.formats.snapshot import (
     parse_snapshot,
     snapshot_dict,
 )
-from gputui.model import DeviceInfo, GpuSample, HostSample, ProcessSample, SourceInfo
-from gputui.names import Metric, SourceKind
 from gputui.sampling.history import GPU_METRICS, History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 

@@ -13,14 +13,14 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from gputui.advisor import make_monitor
-from gputui.clocks import ManualClock
-from gputui.config import Config
-from gputui.doctor import render_report, report_lines, sampled_text, wrapped
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note, SourceInfo
+from gputui.core.names import NoteKind, SourceKind
+from gputui.core.prose import simulated_span, spans, starts_no_unit, wrap
+from gputui.exporters.doctor import render_report, report_lines, sampled_text, wrapped
 from gputui.exporters.markdown import WIDTH, markdown_report, may_start_line
 from gputui.formats.snapshot import snapshot_of
-from gputui.model import DeviceInfo, Frame, GpuSample, Note, SourceInfo
-from gputui.names import NoteKind, SourceKind
-from gputui.prose import simulated_span, spans, starts_no_unit, wrap
 from gputui.sampling.monitor import Monitor
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.factories import demo_monitor

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gputui.advisor.coverage import Judgement
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Frame, GpuSample
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Frame, GpuSample
+from gputui.core.units import NA, fmt_link, fmt_of
 from gputui.sampling.history import History
-from gputui.units import NA, fmt_link, fmt_of
 from gputui.view.cells import plain_lines
 from gputui.view.detail import View, detail
 from gputui.view.overview import overview
@@ -51,10 +51,10 @@ def test_doctor_shows_no_glued_unknowns_for_a_remote_gpu() -> None:
     from rich.console import Console
 
     from gputui.advisor import make_monitor
-    from gputui.config import Config
-    from gputui.doctor import render_report
-    from gputui.model import SourceInfo
-    from gputui.names import SourceKind
+    from gputui.core.config import Config
+    from gputui.core.model import SourceInfo
+    from gputui.core.names import SourceKind
+    from gputui.exporters.doctor import render_report
 
     device = DeviceInfo(index=0, name="NVIDIA A100-SXM4-80GB", node="node-7")
     monitor = make_monitor((device,), Config(), SourceInfo("REMOTE", SourceKind.REMOTE))

@@ -3,9 +3,9 @@ scale that carry the gauge's own value."""
 
 from __future__ import annotations
 
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Frame, GpuSample
-from gputui.names import Metric
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Frame, GpuSample
+from gputui.core.names import Metric
 from gputui.sampling.history import History
 from gputui.view.cells import plain_lines
 from gputui.view.detail import View, detail, span_text

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.config import Thresholds
-from gputui.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
-from gputui.names import RuleId, Severity
+from gputui.core.config import Thresholds
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.core.names import RuleId, Severity
 from gputui.view.advisor import advisor
 from gputui.view.all_processes import all_processes, entries, users
 from gputui.view.cells import FindingKey, GpuKey, PidKey, fit, plain_lines
 from gputui.view.gpu_list import gpu_list
 from gputui.view.header import HeaderState, header_row
-from gputui.view.host import host_row
+from gputui.view.host_line import host_row
 from gputui.view.processes import elapsed, processes
 
 T = Thresholds()
@@ -244,7 +244,7 @@ def test_the_host_line_reads_like_nvitops() -> None:
 
 # -- overview --------------------------------------------------------------------------
 def test_overview_cards_that_do_not_fit_are_counted_and_clicks_find_their_gpu() -> None:
-    from gputui.advisor.coverage import Judgement
+    from gputui.core.judgement import Judgement
     from gputui.sampling.history import History
     from gputui.view.cells import CardsKey
     from gputui.view.overview import overview

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from gputui.model import XidEvent
-from gputui.xid import UNKNOWN, XIDS, describe_xid, xid_info, xid_origin
+from gputui.core.model import XidEvent
+from gputui.core.xid import UNKNOWN, XIDS, describe_xid, xid_info, xid_origin
 from tests.advisor_kit import BUSY, Sim
 
 LEVELS = ("info", "warning", "critical")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pynvml
 
-from gputui.model import DeviceInfo
+from gputui.core.model import DeviceInfo
 from gputui.sources.nvml import bindings as b
 from gputui.sources.nvml.policy import Gpu, GpuLost, Query
 from gputui.sources.nvml.processes import ENTRY_R535, ENTRY_V1, ENTRY_V2, PROCESS_KINDS

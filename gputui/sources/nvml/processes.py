@@ -11,7 +11,7 @@ from typing import Any
 
 import pynvml
 
-from gputui.config import PROCESS_UTIL_PERIOD_S
+from gputui.core.config import PROCESS_UTIL_PERIOD_S
 from gputui.sources.nvml.bindings import clean, percent
 from gputui.sources.nvml.policy import Gpu, GpuLost, Query, Verdict, meaning
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pynvml
 
-from gputui.pcie import link_bandwidth
+from gputui.core.pcie import link_bandwidth
 from gputui.sources.nvml.bindings import (
     FI_PCIE_RX_BYTES,
     FI_PCIE_TX_BYTES,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pynvml
 
-from gputui.model import GpuSample, MigInstance, NvLinkSample, XidEvent
+from gputui.core.model import GpuSample, MigInstance, NvLinkSample, XidEvent
 from gputui.sources.nvml import bindings as b
 from gputui.sources.nvml.policy import Gpu, GpuLost, Mig, Query, Verdict, error_code, meaning
 from gputui.sources.nvml.processes import Proc

@@ -10,8 +10,8 @@ from typing import Any
 
 import pynvml
 
-from gputui.model import DeviceInfo, Frame, GpuSample, Note, ProcessSample, XidEvent
-from gputui.names import NoteKind, SourceKind
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note, ProcessSample, XidEvent
+from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.nvml import bindings as b

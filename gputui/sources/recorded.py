@@ -10,8 +10,8 @@ import bisect
 import threading
 from collections.abc import Sequence
 
-from gputui.model import DeviceInfo, Frame
-from gputui.names import SourceKind
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import SourceKind
 
 
 class ReplayEnded(Exception):

@@ -11,9 +11,9 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from gputui.core.model import Finding, Frame
 from gputui.exporters.files import open_private
 from gputui.formats.recording import Header, header_line, tick_line
-from gputui.model import Finding, Frame
 
 
 def rotated_name(path: Path, n: int) -> Path:

@@ -11,7 +11,7 @@ from itertools import accumulate
 
 from rich.cells import get_character_cell_size
 
-from gputui.units import fmt_duration
+from gputui.core.units import fmt_duration
 
 #: below this many columns, wrapping stops helping: lines are laid out for this width
 MIN_WIDTH = 32

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from gputui.config import Thresholds
-from gputui.model import HostSample
-from gputui.units import fmt_bytes, fmt_duration, fmt_num, known
+from gputui.core.config import Thresholds
+from gputui.core.model import HostSample
+from gputui.core.units import fmt_bytes, fmt_duration, fmt_num, known
 from gputui.view import levels
 from gputui.view.cells import Cell, Role, Row
 from gputui.view.glyphs import bar

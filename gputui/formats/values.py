@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from gputui.model import (
+from gputui.core.model import (
     Finding,
     Frame,
     GpuSample,
@@ -23,8 +23,8 @@ from gputui.model import (
     SourceInfo,
     XidEvent,
 )
-from gputui.names import NoteKind, SourceKind
-from gputui.sanitize import mask_optional, mask_secrets
+from gputui.core.names import NoteKind, SourceKind
+from gputui.core.sanitize import mask_optional, mask_secrets
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gputui.model import Frame
+from gputui.core.model import Frame
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.sampler import Sampler
 

@@ -6,7 +6,7 @@ clear or retitle the terminal or write its clipboard (OSC 52), BiDi overrides th
 reorder what is shown, zero-width characters, lone surrogates that no file can hold.
 ``clean`` makes all of it visible and inert, so the same string is safe on the screen, in
 a Markdown or JSON file, in an SVG and in a Prometheus label. The model applies it to
-every string field it receives (``gputui.model``), so no surface sees raw outside text.
+every string field it receives (``gputui.core.model``), so no surface sees raw outside text.
 Markup is a separate matter: each surface that parses markup escapes at that point.
 
 ``mask_secrets`` hides what looks like a credential in a command line or URL; it is

@@ -19,12 +19,12 @@ from gputui.advisor import Judgement, describe, judgement_of, point_in_time_find
 from gputui.advisor.coverage import context_lines
 from gputui.advisor.groups import group as finding_groups
 from gputui.advisor.nodes import is_cluster, node_dict, node_rows
-from gputui.clock_events import describe_reasons
-from gputui.model import Finding
-from gputui.names import NoteKind, Severity, SourceKind
-from gputui.prose import MIN_WIDTH, hang, simulated_span, spans, starts_no_unit
+from gputui.core.clock_events import describe_reasons
+from gputui.core.model import Finding
+from gputui.core.names import NoteKind, Severity, SourceKind
+from gputui.core.prose import MIN_WIDTH, hang, simulated_span, spans, starts_no_unit
+from gputui.core.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
 from gputui.sampling.monitor import Monitor
-from gputui.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
 
 SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",

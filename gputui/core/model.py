@@ -11,15 +11,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gputui.clock_events import decode_reasons
-from gputui.names import NoteKind, RuleId, Severity, SourceKind
-from gputui.sanitize import clean
+from gputui.core.clock_events import decode_reasons
+from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
+from gputui.core.sanitize import clean
 
 
 def _clean_text(obj: object) -> None:
     """Every string of a model object (and every string in its tuples) made safe once,
     where it is built: from NVML, psutil, a remote page or a replay file alike
-    (gputui.sanitize). Fields added later are covered without being named here."""
+    (gputui.core.sanitize). Fields added later are covered without being named here."""
     for name in _text_fields(type(obj)):
         value = getattr(obj, name)
         if isinstance(value, str):

@@ -1,0 +1,2 @@
+"""The core: facts and vocabulary every layer shares (names, thresholds, units, the data
+model, NVIDIA's tables) importing nothing of gputui above them."""
