@@ -31,7 +31,7 @@ from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.sources.promapi import PrometheusSource
-from gputui.ui.cluster import cluster_lines
+from gputui.view.cluster import cluster_page
 
 # What dcgm-exporter's default counters give for one GPU, with plausible values.
 METRICS = {
@@ -155,7 +155,6 @@ def main() -> int:
         monitor.ingest(frame)
     backfilled = time.process_time() - t0
     reads, ingests, views = [], [], []
-    colours = {"ok": "green", "warn": "yellow", "crit": "red", "dim": "dim"}
     for _ in range(args.ticks):
         api.now += args.interval
         t0 = time.process_time()
@@ -164,7 +163,7 @@ def main() -> int:
         monitor.ingest(frame)
         t2 = time.process_time()
         rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
-        cluster_lines(rows, 0, 120, colours)
+        cluster_page(rows, len(monitor.devices), 0, 120)
         t3 = time.process_time()
         reads.append(t1 - t0)
         ingests.append(t2 - t1)

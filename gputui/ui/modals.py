@@ -8,8 +8,13 @@ from typing import TYPE_CHECKING
 
 from gputui.ui import keys
 from gputui.ui.processes import AllProcessesScreen
-from gputui.ui.screens import ClusterScreen, FindingScreen, HelpScreen, RulesScreen
-from gputui.ui.topology import TopologyScreen
+from gputui.ui.screens import (
+    ClusterScreen,
+    FindingScreen,
+    HelpScreen,
+    RulesScreen,
+    TopologyScreen,
+)
 
 if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
@@ -31,18 +36,17 @@ class Modals:
         app = self._app
         at = app.choices.finding_at(len(app.monitor.findings))
         if at is not None:
-            app.push_screen(FindingScreen(app.monitor.findings[at]), self._after)
+            app.push_screen(FindingScreen(app.monitor.findings[at], app.palette), self._after)
 
     def help(self) -> None:
         app = self._app
-        app.push_screen(HelpScreen(keys.BINDINGS, replay=app.replay is not None), self._after)
+        help_screen = HelpScreen(keys.BINDINGS, app.palette, replay=app.replay is not None)
+        app.push_screen(help_screen, self._after)
 
     def cluster(self) -> None:
         """Every node as a row, worst first (remote sources); Enter opens its GPUs."""
         app = self._app
-        p = app.palette
-        colours = {"ok": p.ok, "warn": p.warn, "crit": p.crit, "dim": "dim"}
-        app.push_screen(ClusterScreen(app.monitor, colours), self._after_cluster)
+        app.push_screen(ClusterScreen(app.monitor, app.palette), self._after_cluster)
 
     def _after_cluster(self, gpu: int | None) -> None:
         app = self._app
@@ -53,7 +57,9 @@ class Modals:
         app.push_screen(AllProcessesScreen(app.monitor, app.palette), self._after)
 
     def topology(self) -> None:
-        self._app.push_screen(TopologyScreen(self._app.monitor), self._after)
+        app = self._app
+        app.push_screen(TopologyScreen(app.monitor, app.palette), self._after)
 
     def rules(self) -> None:
-        self._app.push_screen(RulesScreen(self._app.monitor.thresholds), self._after)
+        app = self._app
+        app.push_screen(RulesScreen(app.monitor.thresholds, app.palette), self._after)

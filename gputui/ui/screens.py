@@ -1,29 +1,69 @@
-"""Screens over the monitor: help, a finding in full, the advisor's rule catalogue, the
-cluster."""
+"""Screens over the panels: help, a finding in full, the advisor's rules, the cluster, the
+topology. Each shows a page the view builds (``gputui.view``: pages, cluster, topology) in a
+scrolling panel; here are only its keys and when it is built anew."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
-from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from gputui.advisor import RULES
 from gputui.advisor.nodes import NodeRow, node_rows
 from gputui.core.config import Thresholds
 from gputui.core.model import Finding
 from gputui.sampling.monitor import Monitor
-from gputui.ui.cluster import cluster_lines
 from gputui.ui.keys import LEGEND, key_rows
+from gputui.ui.lines import LineView
+from gputui.ui.paint import Palette
+from gputui.view.cells import Panel
+from gputui.view.cluster import cluster_page
+from gputui.view.pages import finding_page, help_page, rules_page
+from gputui.view.topology import topology_page
+
+T = TypeVar("T")
 
 
-class _Modal(ModalScreen[None]):
+class PageScreen(ModalScreen[T]):
+    """A page of rows in a scrolling panel, built for the width it has."""
+
+    def __init__(self, palette: Palette) -> None:
+        super().__init__()
+        self._palette = palette
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog"):
+            yield LineView(id="page")
+
+    def build(self, width: int) -> Panel:
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        self.refresh_rows()
+        self.call_after_refresh(self.refresh_rows)  # once laid out: its real width
+
+    def on_resize(self) -> None:
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        view = self.query_one("#page", LineView)
+        dialog = self.query_one("#dialog", VerticalScroll)
+        # the dialog's room, less its scroll bar; before layout, what the CSS will give it
+        room = dialog.content_size.width or min(120, self.size.width * 9 // 10) - 6
+        width = max(20, room - 2)
+        view.set_rows(self.build(width).rows, width, self._palette)
+
+    @property
+    def plain(self) -> str:
+        """The page as drawn, in plain text (tests)."""
+        return self.query_one("#page", LineView).plain
+
+
+class _Page(PageScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,enter", "close", "close"),
     ]
@@ -32,85 +72,63 @@ class _Modal(ModalScreen[None]):
         self.dismiss(None)
 
 
-class HelpScreen(_Modal):
+class HelpScreen(_Page):
     """Every key that works now (live, or a recording playing), then what the screen's
-    symbols and columns mean; both come from gputui/ui/keys.py, this only lays them out."""
+    symbols and columns mean; both come from gputui/ui/keys.py."""
 
-    def __init__(self, bindings: Sequence[BindingType], replay: bool = False) -> None:
-        super().__init__()
+    def __init__(
+        self, bindings: Sequence[BindingType], palette: Palette, replay: bool = False
+    ) -> None:
+        super().__init__(palette)
         self.replay = replay
         #: (keys, description), as shown
         self.rows = key_rows(bindings, replay)
 
-    def compose(self) -> ComposeResult:
-        mode = "replaying a recording" if self.replay else "live"
-        title = Text.assemble(("gputui keys", "bold"), (f"  ({mode})\n", "dim"))
-        keys = _two_columns()
-        for key, description in self.rows:
-            keys.add_row(Text(key), Text(description))
-        legend = _two_columns()
-        for section, entries in LEGEND:
-            legend.add_row(Text(f"\n{section}", style="bold underline"), Text(""))
-            for term, meaning in entries:
-                legend.add_row(Text(term), Text(meaning))
-        with VerticalScroll(id="dialog"):
-            yield Static(title)
-            yield Static(keys, id="help-keys")
-            yield Static(Text("\nWhat the screen shows", style="bold"))
-            yield Static(legend, id="help-legend")
-            yield Static(
-                Text("\nThe mouse works too, but nothing needs it. Esc closes.", style="dim")
-            )
+    def build(self, width: int) -> Panel:
+        return help_page(self.rows, LEGEND, self.replay, width)
 
 
-def _two_columns() -> Table:
-    table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    return table
-
-
-class FindingScreen(_Modal):
-    def __init__(self, finding: Finding) -> None:
-        super().__init__()
+class FindingScreen(_Page):
+    def __init__(self, finding: Finding, palette: Palette) -> None:
+        super().__init__(palette)
         self._finding = finding
 
-    def compose(self) -> ComposeResult:
-        f = self._finding
-        where = "host" if f.gpu is None else f"GPU {f.gpu}"
-        text = Text()
-        text.append(f"{f.severity.upper()}  {f.rule}  ({where})\n", style="bold")
-        text.append(f"{f.title}\n\n")
-        text.append("Evidence\n", style="bold")
-        for e in f.evidence:
-            text.append(f"  · {e}\n")
-        text.append("\nWhat to do\n", style="bold")
-        for r in f.remedies:
-            text.append(f"  → {r}\n")
-        text.append(
-            "\ngputui never changes GPU settings: remedies are for you to run.", style="dim"
-        )
-        with VerticalScroll(id="dialog"):
-            yield Static(text)
+    def build(self, width: int) -> Panel:
+        return finding_page(self._finding, width)
 
 
-class RulesScreen(_Modal):
-    def __init__(self, thresholds: Thresholds) -> None:
-        super().__init__()
+class RulesScreen(_Page):
+    def __init__(self, thresholds: Thresholds, palette: Palette) -> None:
+        super().__init__(palette)
         self._thresholds = thresholds
 
-    def compose(self) -> ComposeResult:
-        table = Table(title="The advisor's rules", expand=True, show_lines=True)
-        table.add_column("rule", style="bold", no_wrap=True)
-        table.add_column("fires when")
-        table.add_column("suggests")
-        for rule in RULES:
-            table.add_row(rule.id.value, rule.when_it_fires(self._thresholds), rule.suggests)
-        with VerticalScroll(id="dialog"):
-            yield Static(table)
+    def build(self, width: int) -> Panel:
+        return rules_page(RULES, self._thresholds, width)
 
 
-class ClusterScreen(ModalScreen[int | None]):
+class TopologyScreen(PageScreen[None]):
+    """The topology matrix, NVLinks and NUMA placement; built anew every 2 s while shown."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,y,enter", "close", "close"),
+    ]
+
+    def __init__(self, monitor: Monitor, palette: Palette) -> None:
+        super().__init__(palette)
+        self._monitor = monitor
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(2.0, self.refresh_rows)
+
+    def build(self, width: int) -> Panel:
+        return topology_page(self._monitor.devices, self._monitor.latest)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ClusterScreen(PageScreen[int | None]):
     """Every node as one row, worst first; Enter opens that node's first GPU."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -120,35 +138,18 @@ class ClusterScreen(ModalScreen[int | None]):
         Binding("escape,q,c", "close", "close"),
     ]
 
-    def __init__(self, monitor: Monitor, colours: dict[str, str]) -> None:
-        super().__init__()
+    def __init__(self, monitor: Monitor, palette: Palette) -> None:
+        super().__init__(palette)
         self._monitor = monitor
-        self._colours = colours
         self._selected = 0
         self._rows: list[NodeRow] = []
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dialog"):
-            yield Static(id="cluster")
-
-    def on_mount(self) -> None:
-        self.refresh_rows()
-
-    def refresh_rows(self) -> None:
-        """Rebuild from the monitor's latest state (called on every frame while shown)."""
+    def build(self, width: int) -> Panel:
+        """Ranked anew from the monitor's latest state (on every frame while shown)."""
         monitor = self._monitor
         self._rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
         self._selected = min(self._selected, max(0, len(self._rows) - 1))
-        width = max(40, self.size.width - 8)
-        title = Text.assemble(
-            ("Cluster", "bold"),
-            f"  {len(self._rows)} node(s), {len(monitor.devices)} GPU(s), worst first"
-            "  (↑↓ choose, Enter its GPUs, Esc back)\n",
-        )
-        body = Text("\n").join(
-            [title, *cluster_lines(self._rows, self._selected, width, self._colours)]
-        )
-        self.query_one("#cluster", Static).update(body)
+        return cluster_page(self._rows, len(monitor.devices), self._selected, width)
 
     def action_move(self, step: int) -> None:
         if self._rows:

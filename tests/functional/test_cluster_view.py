@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from textual.widgets import Static
-
 from gputui.advisor.nodes import node_rows
 from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
@@ -53,7 +51,7 @@ async def test_the_cluster_screen_opens_a_node(tmp_path: Path) -> None:
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, ClusterScreen)
-        text = str(app.screen.query_one("#cluster", Static).render())
+        text = app.screen.plain
         lines = [line for line in text.splitlines() if "gpu-node-" in line]
         assert lines[0].startswith("▶ gpu-node-1")  # the thermal GPU's node first
         assert "✖" in lines[0] and "gpu-node-0" in lines[1]

@@ -10,13 +10,14 @@ import pytest
 from rich.console import Console
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import Footer, OptionList
 
 from gputui.formats.recording import read_recording
 from gputui.launch import make_replay_app
 from gputui.ui import keys
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.commands import GpuTuiCommands
+from gputui.ui.paint import Palette
 from gputui.ui.screens import HelpScreen
 from tests.conftest import DemoApp
 from tests.functional.test_record_replay import record_demo
@@ -33,8 +34,7 @@ def plain(renderable: object, width: int = 100) -> str:
 
 def help_text(screen: HelpScreen) -> str:
     """The help screen's key table and legend as drawn, in plain text."""
-    tables = (screen.query_one(f"#{name}", Static).content for name in ("help-keys", "help-legend"))
-    return "\n".join(plain(table) for table in tables)
+    return screen.plain
 
 
 def key_cells(rows: list[tuple[str, str]]) -> set[str]:
@@ -45,8 +45,8 @@ def key_cells(rows: list[tuple[str, str]]) -> set[str]:
 
 
 def test_the_help_screen_lists_only_what_works_in_its_mode() -> None:
-    live = HelpScreen(keys.BINDINGS, replay=False)
-    replay = HelpScreen(keys.BINDINGS, replay=True)
+    live = HelpScreen(keys.BINDINGS, Palette(), replay=False)
+    replay = HelpScreen(keys.BINDINGS, Palette(), replay=True)
     assert not key_cells(live.rows) & set(REPLAY_KEYS)
     assert set(LIVE_KEYS) <= key_cells(live.rows)
     assert set(REPLAY_KEYS) <= key_cells(replay.rows)

@@ -160,7 +160,6 @@ async def test_the_cluster_view_over_a_real_prometheus_server(
 ) -> None:
     """The app over the Prometheus source, its history backfilled, the `c` view of every
     node, and Enter back to a node's GPUs."""
-    from textual.widgets import Static
 
     from gputui.core.config import Config
     from gputui.launch import make_app
@@ -176,7 +175,7 @@ async def test_the_cluster_view_over_a_real_prometheus_server(
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, ClusterScreen)
-        shown = str(app.screen.query_one("#cluster", Static).render())
+        shown = app.screen.plain
         assert "2 node(s), 4 GPU(s)" in shown
         rows = [line for line in shown.splitlines() if "gpu-a" in line or "gpu-b" in line]
         assert len(rows) == 2 and all("not reporting" not in row for row in rows)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from textual.widgets import Static
-
 from gputui.launch import make_demo_app
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from gputui.ui.topology import TopologyScreen, matrix, topology_text
+from gputui.ui.screens import TopologyScreen
+from gputui.view.topology import matrix, topology_page
 
 
 def _screen_text(scenario: str, gpus: int) -> str:
@@ -18,7 +17,7 @@ def _screen_text(scenario: str, gpus: int) -> str:
             await pilot.press("y")
             await pilot.pause()
             assert isinstance(app.screen, TopologyScreen)
-            text = str(app.screen.query_one("#topology", Static).render())
+            text = app.screen.plain
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, TopologyScreen)
@@ -41,4 +40,5 @@ def test_nvlink_down_shows_the_links_that_are_down() -> None:
 def test_matrix_cells_follow_topo_m() -> None:
     devices = SimulatedSource(resolve_scenarios("pcie", 4)).open()  # PCIe cards: no NVLink
     assert matrix(devices)[0] == ["X", "PIX", "SYS", "SYS"]
-    assert "no NVLink (PCIe only)" in topology_text(devices, None).plain
+    page = topology_page(devices, None)
+    assert any("no NVLink (PCIe only)" in "".join(c.text for c in r.cells) for r in page.rows)

@@ -1,0 +1,67 @@
+"""The cluster page: one row per node, worst first (ranked by ``advisor.nodes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gputui.advisor.nodes import NodeRow
+from gputui.core.names import Severity
+from gputui.core.units import NA, fmt_num
+from gputui.view.cells import Cell, Panel, Role, Row
+
+#: a GPU's cell in the strip: nothing found or info, warning, critical
+_CELL = {Severity.WARNING: ("▲", Role.WARN), Severity.CRITICAL: ("✖", Role.CRIT)}
+
+
+def cluster_page(rows: Sequence[NodeRow], gpus: int, selected: int, width: int) -> Panel:
+    """The rows as lines: '▶ node-7  ■■▲■✖■■■  util 87 %  hottest 82 °C  5.2 kW  3'."""
+    name_width = min(max((len(r.node) for r in rows), default=4), max(8, width // 3))
+    title = Row(
+        (
+            Cell("Cluster", bold=True),
+            Cell(f"  {len(rows)} node(s), {gpus} GPU(s), worst first", flex=True),
+            Cell("  (↑↓ choose, Enter its GPUs, Esc back)", Role.DIM, drop=1),
+        )
+    )
+    head = Row(
+        (
+            Cell(
+                f"  {'NODE':<{name_width}}  {'GPUS':<8}  {'UTIL':>6}  {'HOTTEST':>8}  "
+                f"{'POWER':>8}  FINDINGS",
+                bold=True,
+                flex=True,
+            ),
+        )
+    )
+    out = [title, Row((Cell(""),)), head]
+    for i, row in enumerate(rows):
+        out.append(_node_row(row, i == selected, name_width))
+    if not rows:
+        out.append(Row((Cell("no GPUs", Role.DIM),)))
+    return Panel("Cluster", tuple(out))
+
+
+def _node_row(row: NodeRow, selected: bool, name_width: int) -> Row:
+    name = row.node if len(row.node) <= name_width else row.node[: name_width - 1] + "…"
+    cells = [
+        Cell("▶ " if selected else "  ", Role.ACCENT, bold=True),
+        Cell(f"{name:<{name_width}}  ", bold=selected),
+    ]
+    for severity, up in zip(row.worst, row.reporting, strict=True):
+        if not up:
+            cells.append(Cell("·", Role.DIM))
+            continue
+        glyph, role = _CELL.get(severity, ("■", Role.OK))  # type: ignore[arg-type]
+        cells.append(Cell(glyph, role))
+    cells.append(Cell(" " * max(0, 8 - len(row.gpus)) + "  "))
+    cells.append(Cell(f"{fmt_num(row.util_mean, ' %'):>6}  {fmt_num(row.hottest_c, ' °C'):>8}  "))
+    power = NA if row.power_w is None else f"{row.power_w / 1000:.1f} kW"
+    cells.append(Cell(f"{power:>8}  "))
+    if row.findings:
+        cells.append(Cell(str(row.findings), bold=True))
+    else:
+        cells.append(Cell("none", Role.DIM))
+    down = sum(1 for r in row.reporting if not r)
+    if down:
+        cells.append(Cell(f"  {down} GPU(s) not reporting", Role.WARN, drop=1))
+    return Row(tuple(cells))
