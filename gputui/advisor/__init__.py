@@ -53,7 +53,7 @@ def make_monitor(
 
 def judgement_of(monitor: Monitor) -> Judgement:
     """How far the monitor's verdict reaches (history sampled, rules that could not judge)."""
-    return monitor.advisor.judgement
+    return monitor.judgement
 
 
 def point_in_time_findings(monitor: Monitor) -> tuple[Finding, ...]:

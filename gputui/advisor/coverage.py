@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
-from gputui.core.judgement import Judgement, NotJudged, Undecided, not_offered
+from gputui.core.judgement import Judgement, NotJudged, Undecided, grouped, not_offered
 from gputui.core.model import DeviceInfo, Frame, GpuSample, HostSample
 from gputui.core.names import RuleId
 
@@ -176,37 +176,6 @@ def judge_coverage(
         readings=len(times),
         step_s=seen / (len(times) - 1) if len(times) > 1 else 0.0,
     )
-
-
-def _places(items: Sequence[NotJudged]) -> str:
-    gpus = sorted({i.gpu for i in items if i.gpu is not None})
-    where = ["host"] if any(i.gpu is None for i in items) else []
-    if gpus:
-        where.append(gpu_list(gpus))
-    return ", ".join(where)
-
-
-def gpu_list(gpus: Sequence[int]) -> str:
-    """[0, 1, 2, 3, 6] -> 'GPUs 0-3, 6'; [2] -> 'GPU 2'."""
-    ordered = sorted(set(gpus))
-    runs: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        runs.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ("GPU " if len(ordered) == 1 else "GPUs ") + ", ".join(runs)
-
-
-def grouped(items: Sequence[NotJudged]) -> list[tuple[str, str]]:
-    """(where, what) with one line for what several GPUs lack alike: ('GPUs 0-7',
-    'numa-mismatch: ...'), in the order first seen."""
-    by_text: dict[str, list[NotJudged]] = {}
-    for item in items:
-        by_text.setdefault(item.missing, []).append(item)
-    return [(_places(same), text) for text, same in by_text.items()]
 
 
 def describe(judgement: Judgement) -> list[str]:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.advisor.coverage import gpu_list
+from gputui.core.judgement import gpu_list
 from gputui.core.model import Finding
 from gputui.core.names import RuleId, Severity
 

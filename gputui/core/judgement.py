@@ -8,7 +8,7 @@ does not offer it at all), **watching** (the verdict needs a longer watch than t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -132,3 +132,34 @@ class Judgement:
             readings=2 if data.get("sampled_s") is not None else 0,
             step_s=float(data.get("step_s", 0.0)),
         )
+
+
+def _places(items: Sequence[NotJudged]) -> str:
+    gpus = sorted({i.gpu for i in items if i.gpu is not None})
+    where = ["host"] if any(i.gpu is None for i in items) else []
+    if gpus:
+        where.append(gpu_list(gpus))
+    return ", ".join(where)
+
+
+def gpu_list(gpus: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 6] -> 'GPUs 0-3, 6'; [2] -> 'GPU 2'."""
+    ordered = sorted(set(gpus))
+    runs: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        runs.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ("GPU " if len(ordered) == 1 else "GPUs ") + ", ".join(runs)
+
+
+def grouped(items: Sequence[NotJudged]) -> list[tuple[str, str]]:
+    """(where, what) with one line for what several GPUs lack alike: ('GPUs 0-7',
+    'numa-mismatch: ...'), in the order first seen."""
+    by_text: dict[str, list[NotJudged]] = {}
+    for item in items:
+        by_text.setdefault(item.missing, []).append(item)
+    return [(_places(same), text) for text, same in by_text.items()]

@@ -60,6 +60,11 @@ class Monitor:
         return self.advisor.thresholds
 
     @property
+    def judgement(self) -> Judgement:
+        """How far the verdict reaches: history sampled, rules that could not judge."""
+        return self.advisor.judgement
+
+    @property
     def interval_s(self) -> float:
         """How often the source is read: the one owner of the figure (``+``/``-`` change
         it here; the sampler asks it before each wait)."""

@@ -63,7 +63,7 @@ class AllProcessesScreen(ModalScreen[None]):
             frame.time if frame else None,
             width,
             height,
-            self._monitor.advisor.thresholds,
+            self._monitor.thresholds,
             first=self.first,
             mask=self._mask,
         )

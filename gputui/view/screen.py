@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.advisor import judgement_of
-from gputui.advisor.coverage import grouped
+from gputui.core.judgement import grouped
 from gputui.core.model import Frame
 from gputui.core.names import NoteKind
 from gputui.core.units import fmt_age
@@ -59,7 +58,7 @@ class ScreenView:
     def contents(
         self, monitor: Monitor, choices: Choices, interval_s: float, width: int, height: int
     ) -> Contents:
-        t = monitor.advisor.thresholds
+        t = monitor.thresholds
         frame = monitor.latest
         box = screen_layout(monitor, choices.selected, width, height)
         host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
@@ -71,7 +70,7 @@ class ScreenView:
                 monitor.findings,
                 monitor.history,
                 self.timeline,
-                judgement_of(monitor),
+                monitor.judgement,
                 choices.selected,
                 w,
                 h,
@@ -99,7 +98,7 @@ class ScreenView:
             return None
         view = View(choices.window_s, interval_s, width, height)
         return detail(
-            monitor.latest, device, monitor.history, self.timeline, view, monitor.advisor.thresholds
+            monitor.latest, device, monitor.history, self.timeline, view, monitor.thresholds
         )
 
     def _advisor(self, monitor: Monitor, choices: Choices, width: int, height: int) -> Panel:
@@ -107,8 +106,8 @@ class ScreenView:
         notes = tuple(
             n.text for n in (frame.notes if frame else ()) if n.kind is not NoteKind.PID_NAMESPACE
         )
-        waiting = frame is None or len(monitor.history) < monitor.advisor.thresholds.min_points
-        judgement = judgement_of(monitor)
+        waiting = frame is None or len(monitor.history) < monitor.thresholds.min_points
+        judgement = monitor.judgement
         gathering = judgement.gathering_text() if judgement.gathering else None
         unjudged = tuple(
             f"not judged ({where}): {what}" for where, what in grouped(judgement.not_judged)
@@ -148,6 +147,6 @@ class ScreenView:
             frame.time if frame else None,
             width,
             height,
-            monitor.advisor.thresholds,
+            monitor.thresholds,
             mask=choices.mask,
         )
