@@ -22,6 +22,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from gputui import cli
 from gputui.advisor import make_monitor
+from gputui.cli import opening
 from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
@@ -51,7 +52,7 @@ def _hostile(clock: Callable[[], float]) -> HostileSource:
 @pytest.fixture
 def hostile_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every command's source is the hostile node."""
-    monkeypatch.setattr(cli, "make_source", lambda args, clock=time.time: _hostile(clock))
+    monkeypatch.setattr(opening, "make_source", lambda args, clock=time.time: _hostile(clock))
 
 
 # -- the TUI -------------------------------------------------------------------------
@@ -367,5 +368,5 @@ def test_an_app_that_crashes_never_exits_0(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_remote_pages_are_not_read_with_urlopen() -> None:
     """urllib follows redirects anywhere and has no whole-request deadline."""
-    source = Path(cli.__file__).parent / "sources" / "remote.py"
+    source = Path(cli.__file__).parent.parent / "sources" / "remote.py"
     assert not re.search(r"urllib\.request|urlopen", source.read_text())

@@ -212,7 +212,7 @@ async def test_replay_in_the_app_shows_the_recorded_findings(tmp_path: Path) -> 
 
 
 def test_start_as_seconds_or_clock_time() -> None:
-    from gputui.cli import _start_offset
+    from gputui.cli.commands import _start_offset
 
     first = time.mktime((2026, 12, 2, 14, 0, 0, 0, 0, -1))
     assert _start_offset("90", first) == 90

@@ -1,0 +1,74 @@
+"""The composition root: arguments -> config -> source -> sampler -> app or a headless command.
+
+One module a job: ``parser`` (every command and option), ``opening`` (the source the
+arguments name and its first readings), ``commands`` (what each command does).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from gputui.cli.commands import (
+    cmd_app,
+    cmd_doctor,
+    cmd_export,
+    cmd_record,
+    cmd_replay,
+    cmd_snapshot,
+)
+from gputui.cli.parser import (
+    DOCTOR_EXIT_CODES,
+    EXIT_INTERNAL,
+    EXIT_NO_SOURCE,
+    EXIT_NO_TERMINAL,
+    PROMETHEUS_INTERVAL_S,
+    _normalise,
+    build_parser,
+)
+from gputui.core.config import DEFAULT_INTERVAL_S
+from gputui.core.sanitize import clean
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    if args.interval is None:
+        # A Prometheus server holds what exporters collected every 15-30 s: reading it every
+        # second costs a query over the whole cluster for the same answer.
+        remote = getattr(args, "prometheus", None) and getattr(args, "demo", None) is None
+        args.interval = PROMETHEUS_INTERVAL_S if remote else DEFAULT_INTERVAL_S
+    try:
+        if args.command == "snapshot":
+            return cmd_snapshot(args)
+        if args.command == "doctor":
+            return cmd_doctor(args)
+        if args.command == "record":
+            return cmd_record(args)
+        if args.command == "replay":
+            return cmd_replay(args)
+        if args.command == "export":
+            return cmd_export(args)
+        return cmd_app(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: say so plainly, and never with a status that means "ok"
+        if os.environ.get("GPUTUI_DEBUG"):
+            raise
+        print(
+            f"gputui: internal error ({type(exc).__name__}: {clean(str(exc))}); run again "
+            "with GPUTUI_DEBUG=1 for the traceback, and please report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+__all__ = [
+    "DOCTOR_EXIT_CODES",
+    "EXIT_INTERNAL",
+    "EXIT_NO_SOURCE",
+    "EXIT_NO_TERMINAL",
+    "build_parser",
+    "main",
+]

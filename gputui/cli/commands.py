@@ -1,0 +1,294 @@
+"""The commands: snapshot, doctor, record, replay, export, and the app."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui.cli.opening import (
+    _collect,
+    _fail,
+    _history,
+    _open,
+    _open_live,
+    _terminal_missing,
+    _write,
+    make_source,
+    simulated_warmup,
+    source_detail,
+)
+from gputui.cli.parser import EXIT_NO_TERMINAL
+from gputui.core.config import Config
+from gputui.core.sanitize import clean
+from gputui.sources.base import SourceUnavailable
+
+if TYPE_CHECKING:
+    pass
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from gputui.exporters.markdown import markdown_report
+    from gputui.formats.snapshot import dumps, snapshot_of
+
+    monitor = _collect(args, 0.0)
+    if isinstance(monitor, int):
+        return monitor
+    document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
+    fmt = args.format or (
+        "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
+    )
+    if fmt == "markdown":
+        text = markdown_report(document, simulated_warmup_s=simulated_warmup(args))
+    else:
+        text = dumps(document)
+    return _write(text, args.output)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from gputui.advisor import judgement_of, point_in_time_findings
+    from gputui.advisor.nodes import is_cluster, node_dict, node_rows
+    from gputui.exporters.doctor import exit_status, render_report
+    from gputui.formats.snapshot import snapshot_of
+    from gputui.formats.values import finding_dict
+
+    reasons: list[str] = []
+
+    def fail(message: str) -> int:
+        reasons.append(clean(message))
+        return _fail(message)
+
+    monitor = _collect(args, args.duration, fail)
+    if isinstance(monitor, int):
+        if args.json:  # still one JSON document on stdout, saying why it holds no GPU
+            print(json.dumps(_doctor_failure(reasons, monitor), indent=2, allow_nan=False))
+        return monitor
+    findings = point_in_time_findings(monitor)
+    status = exit_status(findings, judgement_of(monitor))
+    if args.json:
+        document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
+        document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
+        document["exit_status"] = status
+        if is_cluster(monitor.devices):  # each node, worst first
+            rows = node_rows(monitor.devices, monitor.latest, findings)
+            document["nodes"] = [node_dict(row) for row in rows]
+        del document["history"]
+        print(json.dumps(document, indent=2, allow_nan=False))
+    else:
+        render_report(monitor, simulated_warmup_s=simulated_warmup(args))
+    return status
+
+
+def _doctor_failure(reasons: Sequence[str], status: int) -> dict[str, object]:
+    """``doctor --json``'s document when no GPU could be read: the same keys a report's
+    findings and devices live under, empty, and the reason."""
+    return {
+        "error": "; ".join(reasons) or "no GPU could be read",
+        "exit_status": status,
+        "devices": [],
+        "latest": None,
+        "findings": [],
+    }
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from gputui.exporters.recorder import RecordWriter
+    from gputui.formats.recording import Header
+    from gputui.sampling.sampler import Sampler
+
+    opened = _open_live(args)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    header = Header(monitor.source, monitor.devices, monitor.config.interval_s)
+    try:
+        writer = RecordWriter(
+            args.output,
+            header,
+            max_bytes=int(args.rotate_mb * 1e6),
+            keep=args.keep,
+            keep_secrets=args.keep_secrets,
+        )
+    except OSError as exc:
+        source.close()
+        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    print(f"gputui: recording to {args.output} (Ctrl+C to stop)", file=sys.stderr)
+    status = 0
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            started = time.monotonic()
+            try:
+                frame = sampler.read_once()
+            except Exception as exc:  # a failed tick is skipped, the recording goes on
+                print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
+            else:
+                writer.write(frame, monitor.ingest(frame))
+            pause = monitor.config.interval_s - (time.monotonic() - started)
+            if deadline is not None:
+                pause = min(pause, deadline - time.monotonic())
+            if pause > 0:
+                time.sleep(pause)
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:  # a full disk, a vanished directory: stop, keep what is written
+        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        status = 1
+    finally:
+        try:
+            writer.close()
+        except OSError as exc:
+            print(f"gputui: cannot finish {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
+        source.close()
+    print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
+    return status
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from gputui.formats.recording import RecordingError, read_recording
+
+    try:
+        recording = read_recording(args.file)
+    except (OSError, RecordingError) as exc:
+        return _fail(str(exc) if isinstance(exc, RecordingError) else f"{args.file}: {exc}")
+    for notice in recording.notices:
+        print(f"gputui: {clean(notice)}", file=sys.stderr)
+    if not recording.ticks:
+        return _fail(f"{args.file}: the recording holds no frames")
+    try:
+        start_s = _start_offset(args.start, recording.ticks[0].frame.time)
+    except ValueError:
+        print(f"gputui: --start wants seconds or HH:MM[:SS], not {args.start!r}", file=sys.stderr)
+        return 2
+    from gputui.launch import make_replay_app, run_owned
+
+    return run_owned(
+        make_replay_app(
+            recording,
+            speed=args.speed,
+            start_s=start_s,
+            snapshot_dir=args.snapshot_dir,
+            notices=recording.notices,
+            name=Path(args.file).name,
+            owns_process=True,
+        )
+    )
+
+
+def _start_offset(text: str, first: float) -> float:
+    """Seconds after the recording's first frame: '90', or a clock time on its first day."""
+    if ":" not in text:
+        return max(0.0, float(text))
+    parts = [int(p) for p in text.split(":")]
+    if (
+        len(parts) not in (2, 3)
+        or not 0 <= parts[0] < 24
+        or not all(0 <= p < 60 for p in parts[1:])
+    ):
+        raise ValueError(text)
+    hour, minute, second = (*parts, 0)[:3]
+    day = time.localtime(first)
+    wanted = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hour, minute, second, 0, 0, -1))
+    if wanted < first:
+        wanted += 86400  # a time before the start means the next day
+    return wanted - first
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from prometheus_client.registry import CollectorRegistry
+
+    from gputui.exporters.prometheus import GputuiCollector, serve_metrics
+    from gputui.sampling.sampler import Sampler
+
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"gputui: --listen wants HOST:PORT, not {clean(args.listen)!r}", file=sys.stderr)
+        return 2
+    if not _loopback(host.strip("[]")):
+        if not args.allow_remote:
+            print(
+                f"gputui: {clean(host)} can be reached from other machines; add --allow-remote "
+                "to serve there (or listen on 127.0.0.1 and let Prometheus scrape through a "
+                "tunnel)",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"gputui: warning: serving on {clean(host)}: anyone who reaches this port reads "
+            "the GPU, host and finding names",
+            file=sys.stderr,
+        )
+    opened = _open_live(args)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    registry = CollectorRegistry()
+    registry.register(GputuiCollector(monitor))
+    try:
+        server, _thread = serve_metrics(registry, host.strip("[]"), int(port))
+    except OSError as exc:
+        source.close()
+        print(f"gputui: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
+    sampler.start()
+    bound = f"{host}:{server.server_port}"
+    print(f"gputui: serving http://{bound}/metrics (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        if sampler.stop(timeout=2.0):
+            source.close()
+    return 0
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    source = make_source(args)
+    try:
+        devices = _open(source)
+    except SourceUnavailable as exc:
+        return _fail(str(exc))
+    missing = _terminal_missing()
+    if missing is not None:
+        source.close()
+        print(
+            f"gputui: the monitor needs a terminal, and {missing} is not one. For a log, "
+            "cron or a pipe use `gputui snapshot`, `gputui doctor` or `gputui record`.",
+            file=sys.stderr,
+        )
+        return EXIT_NO_TERMINAL
+    history = _history(source)
+    from gputui.launch import run_app  # Textual loads only once there is something to show
+
+    return run_app(
+        source,
+        devices,
+        Config(interval_s=args.interval),
+        snapshot_dir=args.snapshot_dir,
+        detail=source_detail(args),
+        keep_secrets=args.keep_secrets,
+        history=history,
+    )

@@ -1,0 +1,167 @@
+"""Opening what a command reads: the source the arguments name, its first readings."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui.cli.parser import EXIT_NO_SOURCE
+from gputui.core.config import Config
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame
+from gputui.core.sanitize import clean
+from gputui.sources.base import Source, SourceUnavailable
+
+if TYPE_CHECKING:
+    from gputui.sampling.monitor import Monitor
+
+
+def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
+    if getattr(args, "prometheus", None) and args.demo is None:
+        from gputui.sources.promapi import PrometheusSource
+
+        return PrometheusSource(
+            args.prometheus, args.match, timeout_s=min(5.0, max(0.5, args.interval)), clock=clock
+        )
+    if args.source and args.demo is None:
+        from gputui.sources.remote import RemoteSource
+
+        return RemoteSource(args.source, timeout_s=min(5.0, max(0.5, args.interval)), clock=clock)
+    if args.demo is not None:
+        from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+
+        return SimulatedSource(resolve_scenarios(args.demo, args.gpus), seed=args.seed, clock=clock)
+    from gputui.sources.host import HostReader
+    from gputui.sources.nvml import NvmlSource
+
+    return NvmlSource(host=HostReader(), clock=clock)
+
+
+def source_detail(args: argparse.Namespace) -> str | None:
+    if getattr(args, "prometheus", None) and args.demo is None:
+        return f"prometheus: {args.prometheus}" + (f" {args.match}" if args.match else "")
+    if args.source and args.demo is None:
+        return "sources: " + ", ".join(args.source)
+    if args.demo is None:
+        return None
+    from gputui.sources.simulated import resolve_scenarios
+
+    scenarios = resolve_scenarios(args.demo, args.gpus)
+    return "scenarios: " + ", ".join(f"GPU{i} {s}" for i, s in enumerate(scenarios))
+
+
+def _fail(message: str) -> int:
+    print(f"gputui: {clean(message)}", file=sys.stderr)
+    return EXIT_NO_SOURCE
+
+
+def _collect(
+    args: argparse.Namespace, seconds: float, fail: Callable[[str], int] = _fail
+) -> Monitor | int:
+    """Sample for ``seconds`` (at least ``--samples`` readings): the headless commands' core.
+
+    A simulated source needs no waiting: its clock is stepped through ``--warmup`` seconds
+    of history first, so the state is the scenario's, not its first second, and then
+    through ``seconds``, all at once: nothing of it is sampled at the wall clock (the
+    reports say so: ``simulated_warmup``). ``fail`` reports a source that cannot start.
+    """
+    from gputui.sampling.sampler import Sampler
+
+    manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
+    opened = _open_live(args, manual or time.time, fail)
+    if isinstance(opened, int):
+        return opened
+    monitor, source = opened
+    config = monitor.config
+    sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
+    readings = max(args.samples, int(seconds / config.interval_s) + 1)
+    if hasattr(source, "backfill"):
+        # A Prometheus server: its history is already in, and its rates come computed; a
+        # second reading would only wait for the same answer. The window asked for remains.
+        readings = int(seconds / config.interval_s) + 1
+    try:
+        if manual is not None:
+            readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)
+            for _ in range(readings):
+                monitor.ingest(sampler.read_once())
+                manual.advance(config.interval_s)
+        else:
+            for i in range(readings):
+                if i:
+                    time.sleep(config.interval_s)
+                monitor.ingest(sampler.read_once())
+    finally:
+        source.close()
+    return monitor
+
+
+def simulated_warmup(args: argparse.Namespace) -> float | None:
+    """The demo's simulated warm-up in seconds (None when the readings are live), so that a
+    report calls its history simulated rather than sampled."""
+    return float(args.warmup) if args.demo is not None else None
+
+
+def _write(text: str, output: Path | None) -> int:
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    from gputui.exporters.files import write_atomic
+
+    try:
+        path = write_atomic(output, text)
+    except OSError as exc:
+        print(f"gputui: could not write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"gputui: written to {path}", file=sys.stderr)
+    return 0
+
+
+def _open_live(
+    args: argparse.Namespace,
+    clock: Callable[[], float] = time.time,
+    fail: Callable[[str], int] = _fail,
+) -> tuple[Monitor, Source] | int:
+    """The source opened and a monitor over it, or the exit status when it cannot start
+    (``fail`` says why)."""
+    from gputui.advisor import make_monitor
+    from gputui.core.model import SourceInfo
+
+    source = make_source(args, clock)
+    try:
+        devices = _open(source)
+    except SourceUnavailable as exc:
+        return fail(str(exc))
+    config = Config(interval_s=args.interval)
+    info = SourceInfo(source.label, source.kind, source_detail(args))
+    monitor = make_monitor(devices, config, info)
+    for frame in _history(source):
+        monitor.ingest(frame)
+    return monitor, source
+
+
+def _history(source: Source) -> tuple[Frame, ...]:
+    """The history a source already holds (a Prometheus server's window), oldest first."""
+    backfill = getattr(source, "backfill", None)
+    return tuple(backfill()) if backfill is not None else ()
+
+
+def _open(source: Source) -> tuple[DeviceInfo, ...]:
+    """The source's GPUs; none readable is the same failure as no source (exit 3)."""
+    devices = source.open()
+    if not devices:
+        source.close()
+        raise SourceUnavailable("the source answered but reports no GPU that can be read")
+    return devices
+
+
+def _terminal_missing() -> str | None:
+    """Which of stdin, stdout and stderr is not a terminal, if any: the monitor needs all
+    three (keys in, screen out; Textual draws on stderr)."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr)):
+        if stream is None or not stream.isatty():
+            return name
+    return None

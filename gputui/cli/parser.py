@@ -1,0 +1,239 @@
+"""The command line: every command, its options and what they mean."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui import __version__
+from gputui.core.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.core.prose import DOCTOR_EXITS
+from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
+
+if TYPE_CHECKING:
+    pass
+
+EXIT_NO_SOURCE = 3
+PROMETHEUS_INTERVAL_S = 15.0
+#: `gputui doctor`'s exit statuses, as its --help prints them (numbers: exporters/doctor.py)
+DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
+EXIT_NO_TERMINAL = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
+COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
+
+
+def _interval(text: str) -> float:
+    value = float(text)
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} seconds"
+        )
+    return value
+
+
+def _gpus(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= MAX_GPUS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_GPUS}")
+    return value
+
+
+def _source_options(for_command: bool) -> argparse.ArgumentParser:
+    """Source options, accepted before and after the command name.
+
+    A command's copy leaves unset options alone (SUPPRESS), so ``gputui --demo snapshot``
+    keeps the --demo given before the command.
+    """
+    common = argparse.ArgumentParser(
+        add_help=False, argument_default=argparse.SUPPRESS if for_command else None
+    )
+    group = common.add_argument_group("data source")
+    group.add_argument(
+        "--demo",
+        nargs="?",
+        const=MIX,
+        metavar="SCENARIO",
+        choices=(*SCENARIOS, MIX),
+        help=f"simulated GPUs instead of NVML; scenario: {', '.join(SCENARIOS)} or {MIX} "
+        "(default: mix, several causes at once)",
+    )
+    group.add_argument(
+        "--source",
+        action="append",
+        metavar="URL",
+        help="read a remote node's Prometheus endpoint (dcgm-exporter or gputui export) "
+        "instead of local GPUs; repeat for several nodes. Each read is bounded: the whole "
+        "request within min(5 s, max(0.5 s, --interval)), 10 MB, 200,000 series, 256 GPUs a "
+        "node, redirects only to the same host and port (docs/security.md)",
+    )
+    group.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read every node's dcgm-exporter metrics from a Prometheus server's HTTP API "
+        "(/api/v1/query, /api/v1/query_range: Prometheus, Thanos, VictoriaMetrics, Mimir); "
+        "credentials from GPUTUI_PROMETHEUS_TOKEN(_FILE) or GPUTUI_PROMETHEUS_USER/_PASSWORD, "
+        "never the command line; TLS verified (docs/cluster.md)",
+    )
+    group.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        help="with --prometheus: label matchers that pick the nodes, e.g. 'job=\"dcgm\"'",
+    )
+    group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
+    group.add_argument("--seed", type=int, help="seed of the simulation")
+    group.add_argument(
+        "--interval",
+        type=_interval,
+        metavar="SECONDS",
+        help=f"sampling interval (default {DEFAULT_INTERVAL_S:g} s; "
+        f"{PROMETHEUS_INTERVAL_S:g} s with --prometheus)",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputui",
+        description="A terminal GPU monitor that tells you why your training job is slow.",
+        parents=[_source_options(for_command=False)],
+    )
+    parser.set_defaults(gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None)
+    common = _source_options(for_command=True)
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    parser.add_argument(
+        "--snapshot-dir",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where the app's snapshot key writes (default: current directory)",
+    )
+    _secrets_option(parser, for_command=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    snap = sub.add_parser(
+        "snapshot",
+        parents=[common],
+        help="write the current state (readings, history, findings) as JSON or Markdown",
+        description="Sample briefly, then write the state as JSON (or Markdown with a .md "
+        "name or --format markdown); to stdout without -o. Files are written atomically, "
+        "mode 0600.",
+    )
+    snap.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
+    _secrets_option(snap, for_command=True)
+    _sampling_options(snap, samples=3)
+    doctor = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="sample for a while, then report the advisor's findings; exit 0/1/2/3/4",
+        description="Sample the GPUs for --duration seconds, then print the devices and the "
+        "advisor's findings with their evidence and remedies. A point-in-time test: a "
+        "condition that held through the whole sampled window is reported even when the "
+        "window is shorter than the live screen's hold, and its evidence says over how long. "
+        "Rules that could not judge (too little history, a reading that should be there "
+        "and is not) are listed as not judged; rules that do not apply to this board (a "
+        "reading it does not offer) as not applicable. Exit status: "
+        + DOCTOR_EXIT_CODES
+        + ". Good for a cron job or a health gate before a training run: the default 30 s "
+        "gives every rule its window.",
+    )
+    doctor.add_argument(
+        "--duration", type=float, default=30.0, metavar="SECONDS", help="default 30"
+    )
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _secrets_option(doctor, for_command=True)
+    _sampling_options(doctor, samples=2)
+    rec = sub.add_parser(
+        "record",
+        parents=[common],
+        help="record frames and findings to a JSON-lines file (.gz to compress)",
+        description="Record every tick (readings, processes, findings) to a JSON-lines file, "
+        "gzip-compressed with a .gz name, until --duration or Ctrl+C. Safe to stop at any "
+        "moment: the file reads back up to its last complete line. Format: docs/record.md.",
+    )
+    rec.add_argument("-o", "--output", type=Path, required=True, help="run.jsonl or run.jsonl.gz")
+    rec.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    rec.add_argument(
+        "--rotate-mb",
+        type=float,
+        default=0.0,
+        metavar="MB",
+        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older)",
+    )
+    rec.add_argument("--keep", type=int, default=5, help="rotated files to keep (default 5)")
+    _secrets_option(rec, for_command=True)
+    replay = sub.add_parser(
+        "replay",
+        help="the monitor over a recording (pause, step, seek, speed)",
+        description="Play a recording back in the app, advisor included. Keys: p pause, "
+        ". step, [ ] seek one minute, { } ten minutes, < > speed. A file is checked as it is "
+        "read (lines up to 16 MiB, 1,024 GPUs, values of the right kind, times in order); a "
+        "damaged or foreign one is refused naming the line, exit 3.",
+    )
+    replay.add_argument("file", type=Path, help="a file written by gputui record")
+    replay.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
+    replay.add_argument(
+        "--start",
+        default="0",
+        metavar="WHEN",
+        help="where to start: seconds into the recording (90), or a clock time (14:05[:30])",
+    )
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="serve the readings and findings to Prometheus (dcgm-exporter's metric names)",
+        description="Serve /metrics for Prometheus with dcgm-exporter's metric names and "
+        "labels, plus gputui_finding and the limits dcgm-exporter lacks. Samples on its own "
+        "interval; a scrape never waits for NVML. Listens on localhost unless told otherwise.",
+    )
+    export.add_argument(
+        "--listen",
+        default="127.0.0.1:9400",
+        metavar="HOST:PORT",
+        help="address to serve on (default 127.0.0.1:9400: this machine only)",
+    )
+    export.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --listen on an address other machines can reach (GPU, host and finding "
+        "names become readable to them); at most 32 connections at once, 10 s a request",
+    )
+    return parser
+
+
+def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:
+    parser.add_argument(
+        "--keep-secrets",
+        action="store_true",
+        # a command's copy leaves the main parser's value alone when not given
+        default=argparse.SUPPRESS if for_command else False,
+        help="keep credentials in command lines in files written (snapshots, recordings, "
+        "the SVG); by default values of --password/--token/--api-key-like options, "
+        "*_TOKEN=/*_KEY=-like variables and user:password@ in URLs become ***",
+    )
+
+
+def _sampling_options(parser: argparse.ArgumentParser, samples: int) -> None:
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=samples,
+        help=f"at least this many readings (>= 2 for rates; default {samples})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="with --demo: simulated seconds of history before sampling (default 120)",
+    )
+
+
+def _normalise(argv: Sequence[str]) -> list[str]:
+    """``--demo snapshot`` means the default mix, not a scenario called 'snapshot'."""
+    out = list(argv)
+    for i, token in enumerate(out[:-1]):
+        if token == "--demo" and out[i + 1] in COMMANDS:
+            out[i] = f"--demo={MIX}"
+    return out
