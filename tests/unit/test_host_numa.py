@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from gputui.core.manual_clock import ManualClock
-from gputui.sources.host import (
-    GpuProcess,
-    HostReader,
+from gputui.sources.host import GpuProcess, HostReader
+from gputui.sources.placement import (
     allowed_cpus,
     node_cpus,
     nodes_of,

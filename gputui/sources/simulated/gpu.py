@@ -1,0 +1,304 @@
+"""One simulated GPU: its noise, its static facts, and the shape of a training load that
+every scenario draws from."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+from gputui.core import clock_events as ce
+from gputui.core.config import WORKER_ACTIVE_PCT
+from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
+from gputui.sources.simulated.cards import (
+    CUDA_DRIVER_VERSION,
+    DRIVER_VERSION,
+    GIB,
+    H100_SXM,
+    HOST_CPUS,
+    JOB_AGE_S,
+    MIB,
+    NVLINKS,
+    NVSWITCHES,
+    OWN_JOB_AGE_S,
+    OWN_JOB_STEP_S,
+)
+
+if TYPE_CHECKING:
+    from gputui.sources.simulated.scenarios import Scenario
+
+# Noise channels: each reading draws from its own, so changing one leaves the others as
+# they were (and the screenshots with them).
+_UTIL: Final = 1
+_UTIL_MEM: Final = 2
+_RX: Final = 3
+_TX: Final = 4
+_RSS: Final = 5
+_POWER: Final = 6
+_CLOCK: Final = 7
+_TEMP: Final = 8
+_MEM: Final = 9
+_WORKER_CORES: Final = 10  # 10, 11, ...: one per data-loader worker
+_STEP_BUSY: Final = 11  # the starved scenario: is the GPU busy this second?
+_STEP_IDLE_UTIL: Final = 12
+_PROC_CPU: Final = 13
+_MAIN_CORE: Final = 14
+# ... and the host's
+_HOST_LOAD: Final = 1
+_HOST_MEM: Final = 2
+_HOST_IOWAIT: Final = 3
+_HOST_DISK: Final = 4
+_HOST_CORES: Final = 100  # 100, 101, ...: one per CPU
+
+
+def _mix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+class _Noise:
+    """Deterministic noise in [0, 1) keyed by (seed, gpu, channel, whole second)."""
+
+    def __init__(self, seed: int, gpu: int) -> None:
+        self._base = _mix64(seed * 1_000_003 + gpu * 7919 + 1)
+
+    def __call__(self, channel: int, t: float) -> float:
+        # _mix64, inlined: the demo draws ~190 of these per tick and it shows in its CPU
+        x = (self._base ^ (channel * 0x100000001B3) ^ math.floor(t)) + 0x9E3779B97F4A7C15
+        x &= 0xFFFFFFFFFFFFFFFF
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        return (x ^ (x >> 31)) / 18446744073709551616.0  # 2**64
+
+    def around(self, channel: int, t: float, centre: float, spread: float) -> float:
+        return centre + (self(channel, t) * 2.0 - 1.0) * spread
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    sample: GpuSample
+    process: ProcessSample | None
+    host_cores: tuple[float, ...]  # CPU % of the cores this GPU's job keeps busy
+
+
+def _approach(start: float, target: float, t: float, tau: float) -> float:
+    return target + (start - target) * math.exp(-t / tau)
+
+
+class Gpu:
+    def __init__(self, index: int, scenario: Scenario, seed: int, gpus: int = 1) -> None:
+        self.index = index
+        self.scenario = scenario
+        self.spec = scenario.card
+        self.host_pcie_gen = scenario.host_pcie_gen or self.spec.pcie_gen
+        # the enforced power limit: the default, unless the scenario lowered it
+        self.limit = self.spec.power_default * (scenario.power_limit_share or 1.0)
+        self.noise = _Noise(seed, index)
+        self.pid = 2100 + 97 * index
+        self.gpus = gpus
+        # two sockets: the first half of the GPUs on node 0, in pairs behind PCIe switches
+        self.node = 0 if index < gpus / 2 or gpus == 1 else 1
+        half = HOST_CPUS // 2
+        self.cpus = f"{self.node * half}-{self.node * half + half - 1}"
+        self.links = NVLINKS if self.spec is H100_SXM else 0
+        self.opened = 0.0  # when the source opened (whole seconds): processes start before
+        self._nvlinks = tuple(
+            NvLinkSample(
+                link=k,
+                active=True,
+                rx_bps=1.9e9 + 0.1e9 * (k % 3),
+                tx_bps=1.8e9 + 0.1e9 * (k % 2),
+                crc_errors=0,
+                replay_errors=0,
+                recovery_errors=0,
+            )
+            for k in range(self.links)
+        )
+
+    def topology(self, t: float) -> dict[str, object]:
+        """The NVLink readings of a tick: every link up and clean, the fabric ready."""
+        if not self.links:
+            return {}
+        return {"nvlinks": self._nvlinks, "nvlink_errors": 0, "fabric_state": "completed"}
+
+    def near(self, rss: int, workers: int) -> dict[str, object]:
+        """A process bound to its GPU's node, as a well-launched job is."""
+        memory = [0, 0]
+        memory[self.node] = rss
+        return {
+            "cpus_allowed": self.cpus,
+            "cpu_nodes": (self.node,),
+            "workers_nodes": (self.node,) * workers,
+            "numa_memory": tuple(memory),
+        }
+
+    def launcher_env(self) -> tuple[str, ...]:
+        """The torchrun environment of a rank of the node's one data-parallel job."""
+        return (
+            "LOCAL_RANK=" + str(self.index),
+            "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=29500",
+            "RANK=" + str(self.index),
+            "WORLD_SIZE=" + str(self.gpus),
+        )
+
+    def info(self) -> DeviceInfo:
+        s = self.spec
+        return DeviceInfo(
+            index=self.index,
+            name=s.name,
+            uuid=f"GPU-{uuid.UUID(int=(_mix64(self.index + 77) << 64) | _mix64(self.index))}",
+            pci_bus_id=f"00000000:{0x18 + 0x10 * self.index:02X}:00.0",
+            architecture=s.architecture,
+            compute_capability=s.compute_capability,
+            memory_total=s.memory_total,
+            max_sm_clock_mhz=s.max_sm_clock,
+            max_mem_clock_mhz=s.max_mem_clock,
+            max_graphics_clock_mhz=s.max_sm_clock,
+            numa_node=self.node,
+            cpu_affinity=self.cpus,
+            pcie_topology=tuple(
+                "X"
+                if j == self.index
+                else "PIX"
+                if j // 2 == self.index // 2
+                else "NODE"
+                if (0 if j < self.gpus / 2 or self.gpus == 1 else 1) == self.node
+                else "SYS"
+                for j in range(self.gpus)
+            ),
+            nvlink_remote=tuple(NVSWITCHES[k % len(NVSWITCHES)] for k in range(self.links)),
+            nvlink_version=4 if self.links else None,
+            default_app_sm_clock_mhz=s.default_app_sm_clock,
+            default_app_mem_clock_mhz=s.max_mem_clock,
+            temp_slowdown_c=s.temp_slowdown,
+            temp_shutdown_c=s.temp_shutdown,
+            temp_gpu_max_c=s.temp_gpu_max,
+            temp_mem_max_c=s.temp_mem_max,
+            power_limit_w=self.limit,
+            power_default_limit_w=s.power_default,
+            power_min_limit_w=s.power_min,
+            power_max_limit_w=s.power_default,
+            pcie_max_gen=min(s.pcie_gen, self.host_pcie_gen),
+            pcie_max_width=16,
+            pcie_gpu_max_gen=s.pcie_gen,
+            persistence_mode=True,
+            compute_mode="Default",
+            mig_mode=False,
+            ecc_enabled=True,
+            driver_version=DRIVER_VERSION,
+            cuda_driver_version=CUDA_DRIVER_VERSION,
+            gpm_supported=s.gpm,
+        )
+
+    def read(self, t: float) -> Reading:
+        return self.scenario.read(self, t)
+
+    # -- shared shape of a training load ------------------------------------------
+    def training(
+        self,
+        t: float,
+        *,
+        util: float,
+        clock_factor: float,
+        temp: float,
+        power: float,
+        mem_frac: float,
+        reasons: int = 0,
+        rx: float = 2.2e9,
+        tx: float = 0.35e9,
+        link: tuple[int, int] | None = None,
+        cpu: float = 135.0,
+        workers: int = 8,
+        command: str | None = None,
+        threads: int = 48,
+        env: tuple[str, ...] | None = None,
+        runtime: str = "12.4",
+        libraries: tuple[str, ...] = (),
+        util_samples: tuple[float, ...] = (),
+        worker_cpu: float = 62.0,
+    ) -> Reading:
+        s, n = self.spec, self.noise
+        gen, width = link if link is not None else (min(s.pcie_gen, self.host_pcie_gen), 16)
+        mem_used = int(s.memory_total * min(mem_frac, 0.995))
+        sample = GpuSample(
+            index=self.index,
+            util_gpu=round(min(100.0, max(0.0, util)), 0),
+            util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(_UTIL_MEM, t, 0, 3))), 0),
+            sm_activity=round(util * 0.82, 1) if s.gpm else None,
+            tensor_activity=round(util * 0.47, 1) if s.gpm else None,
+            sm_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            mem_clock_mhz=s.max_mem_clock,
+            graphics_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            app_sm_clock_mhz=s.default_app_sm_clock,
+            temp_c=round(temp, 0),
+            mem_temp_c=round(temp + 6, 0) if s.temp_mem_max is not None else None,
+            temp_margin_c=round(s.temp_slowdown - temp, 0),
+            util_samples=util_samples,
+            fan_pct=None,
+            power_w=round(power, 1),
+            power_limit_w=self.limit,
+            pstate=0,
+            clock_reasons=reasons,
+            mem_used=mem_used,
+            mem_free=s.memory_total - mem_used,
+            mem_total=s.memory_total,
+            pcie_gen=gen,
+            pcie_width=width,
+            pcie_rx_bps=max(0.0, rx * (0.85 + 0.3 * n(_RX, t))),
+            pcie_tx_bps=max(0.0, tx * (0.8 + 0.4 * n(_TX, t))),
+            pcie_replay_count=0,
+            ecc_volatile_corrected=0,
+            ecc_volatile_uncorrected=0,
+            remapped_rows_pending=False,
+            energy_j=round(power * t + 1.0e6 * (self.index + 1), 1),
+            # The driver's violation counters: seconds held since the driver loaded (an hour
+            # before the scenario began), growing while the scenario's reason holds.
+            violation_power_s=3600.0 * 0.02 + (t if reasons & ce.SW_POWER_CAP else 0.0),
+            violation_thermal_s=3600.0 * 0.01 + (t if reasons & ce.THERMAL_BITS else 0.0),
+            violation_board_s=0.0,
+            violation_reliability_s=0.0,
+            **self.topology(t),  # type: ignore[arg-type]
+        )
+        rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
+        env = self.launcher_env() if env is None else env
+        if any(v.startswith("RANK=") for v in env):  # a rank of the node's one job
+            started = self.opened - JOB_AGE_S + 0.4 * self.index
+        else:
+            started = self.opened - OWN_JOB_AGE_S - OWN_JOB_STEP_S * self.index
+        process = ProcessSample(
+            pid=self.pid,
+            gpu_index=self.index,
+            gpu_memory=max(0, mem_used - 600 * MIB),
+            kind="compute",
+            name="python",
+            user="mlteam",
+            command=command
+            or f"python train.py --model llama-3-8b --batch-size 16 --local-rank {self.index}",
+            cpu_percent=round(cpu, 1),
+            rss=rss,
+            threads=threads,
+            children=workers,
+            cuda_runtime=runtime,
+            env=env,
+            ppid=2000,
+            cuda_libraries=libraries,
+            cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
+            started=started,
+            sm_util=sample.util_gpu,  # the GPU's one process: all of its utilisation
+            **self.near(rss, workers),  # type: ignore[arg-type]
+        )
+        spread = 14.0 if worker_cpu < 90.0 else 1.0  # a saturated worker sits at its core
+        cores = tuple(
+            min(100.0, n.around(_WORKER_CORES + k, t, worker_cpu, spread)) for k in range(workers)
+        )
+        if workers:
+            process = replace(
+                process,
+                workers_cpu_percent=round(sum(cores), 1),
+                workers_active=sum(1 for c in cores if c >= WORKER_ACTIVE_PCT),
+            )
+        return Reading(sample, process, cores)
