@@ -7,7 +7,10 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -55,12 +58,27 @@ def _clean_readings(obj: object, **ceilings: float) -> None:
 
 
 def _text_fields(cls: type) -> tuple[str, ...]:
+    """The fields whose resolved type can hold outside text: ``str``, an optional one, or a
+    tuple of them (an enum's members are gputui's own). Resolved once per class from the
+    real types, not their spelling."""
     names = _TEXT_FIELDS.get(cls)
-    if names is None:  # annotations are strings here: "str | None", "tuple[str, ...]"
+    if names is None:
+        hints = typing.get_type_hints(cls)
         names = _TEXT_FIELDS[cls] = tuple(
-            f.name for f in dataclasses.fields(cls) if "str" in str(f.type)
+            f.name for f in dataclasses.fields(cls) if _holds_text(hints[f.name])
         )
     return names
+
+
+def _holds_text(tp: object) -> bool:
+    if isinstance(tp, type):
+        return issubclass(tp, str) and not issubclass(tp, enum.Enum)
+    origin = typing.get_origin(tp)
+    if origin is typing.Final:
+        return _holds_text(typing.get_args(tp)[0])
+    if origin is tuple or origin is typing.Union or origin is types.UnionType:
+        return any(_holds_text(arg) for arg in typing.get_args(tp) if arg is not Ellipsis)
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from gputui.core.model import (
     XidEvent,
 )
 from gputui.core.names import NoteKind, SourceKind
-from gputui.core.sanitize import mask_optional, mask_secrets
+from gputui.core.sanitize import clean, mask_optional, mask_secrets
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
             raise FormatError(f"{cls.__name__}.{name}: not a finite number")
     elif base == "str":
         if isinstance(value, str):
-            return value
+            return clean(value)  # GpuSample cleans nothing itself: a file's text is cleaned here
     else:
         return value  # an enum or a record: its own parser checks it
     raise FormatError(f"{cls.__name__}.{name}: {type(value).__name__} where {base} belongs")

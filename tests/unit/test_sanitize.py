@@ -6,9 +6,18 @@ import dataclasses
 
 import pytest
 
-from gputui.core.model import DeviceInfo, Finding, HostSample, Note, ProcessSample, SourceInfo
+from gputui.core.model import (
+    DeviceInfo,
+    Finding,
+    HostSample,
+    MigInstance,
+    Note,
+    ProcessSample,
+    SourceInfo,
+)
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
 from gputui.core.sanitize import MAX_TEXT, clean, is_secret_name, mask_secrets
+from gputui.formats.values import parse_frame
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES
 
 
@@ -34,7 +43,18 @@ def test_every_model_string_is_clean_wherever_it_comes_from() -> None:
     hostile = CORPUS["OSC 52 clipboard write"] + CORPUS["BiDi override"]
     objects = [
         DeviceInfo(index=0, name=hostile, uuid=hostile, node=hostile),
-        ProcessSample(pid=1, gpu_index=0, command=hostile, user=hostile, env=(hostile,)),
+        ProcessSample(
+            pid=1,
+            gpu_index=0,
+            kind=hostile,
+            name=hostile,
+            command=hostile,
+            user=hostile,
+            env=(hostile,),
+            cuda_runtime=hostile,
+            cuda_libraries=(hostile, "libcudart.so.12"),
+        ),
+        MigInstance(gpu_instance_id=1, profile=hostile, uuid=hostile),
         HostSample(hostname=hostile),
         Note(NoteKind.GENERAL, hostile),
         SourceInfo(hostile, SourceKind.REMOTE, hostile),
@@ -47,6 +67,7 @@ def test_every_model_string_is_clean_wherever_it_comes_from() -> None:
             for text in texts:
                 if isinstance(text, str):
                     assert not any(c in text for c in FORBIDDEN), (type(obj), field.name)
+                    assert clean(text) == text, (type(obj), field.name)
 
 
 def test_secrets_are_masked_and_their_names_kept() -> None:
@@ -73,3 +94,16 @@ def test_secret_names_are_whole_words() -> None:
     assert is_secret_name("WANDB_API_KEY") and is_secret_name("AWS_SECRET_ACCESS_KEY")
     assert not is_secret_name("max_tokens") and not is_secret_name("--tokenizer")
     assert not is_secret_name("--keypoints") and not is_secret_name("--author")
+
+
+def test_a_recordings_gpu_text_is_clean_though_gpu_samples_clean_nothing_themselves() -> None:
+    hostile = CORPUS["OSC 52 clipboard write"]
+    frame = parse_frame(
+        {
+            "time": 1.0,
+            "gpus": [{"index": 0, "fabric_state": hostile, "unsupported": [hostile]}],
+        }
+    )
+    gpu = frame.gpus[0]
+    assert gpu.fabric_state == clean(hostile) and gpu.unsupported == (clean(hostile),)
+    assert not any(c in gpu.fabric_state for c in FORBIDDEN)
