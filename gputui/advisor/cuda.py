@@ -51,6 +51,51 @@ def compat_library(libraries: tuple[str, ...]) -> str | None:
     return None
 
 
+def _mismatch(
+    runtime: tuple[int, int | None],
+    driver: tuple[int, int | None],
+    compat: str | None,
+    where: str,
+) -> tuple[Severity, str, list[str]] | None:
+    """How a process's CUDA runtime stands to the driver's CUDA version, if it matters."""
+    newer_major = runtime[0] > driver[0]
+    newer_minor = (
+        runtime[0] == driver[0]
+        and runtime[1] is not None
+        and driver[1] is not None
+        and runtime[1] > driver[1]
+    )
+    if newer_major and compat is None:
+        return (
+            Severity.CRITICAL,
+            "CUDA runtime of a major version the driver does not support",
+            [where, "no forward-compatibility libcuda (cuda-compat) in its maps"],
+        )
+    if newer_major:
+        return (
+            Severity.INFO,
+            "Newer CUDA runtime through the forward-compatibility package",
+            [where, f"forward compatibility: {compat} (data-centre GPUs only)"],
+        )
+    if newer_minor:
+        return (
+            Severity.INFO,
+            "CUDA runtime newer than the driver, within one major: minor-version compatibility",
+            [
+                where,
+                f"CUDA {runtime[0]}.x runs on this driver; only PTX JIT of code built for "
+                f"the newer runtime, and its newest APIs, need a newer driver",
+            ],
+        )
+    if runtime[0] < driver[0] - 1:
+        return (
+            Severity.INFO,
+            "CUDA runtime several major versions older than the driver's",
+            [where],
+        )
+    return None
+
+
 def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
         driver = _version(device.cuda_driver_version)
@@ -60,52 +105,21 @@ def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
             runtime = _version(proc.cuda_runtime)
             if runtime is None:
                 continue
-            compat = compat_library(proc.cuda_libraries)
             source = proc.cuda_runtime_evidence or "its mapped libcudart"
             where = (
                 f"pid {proc.pid} {proc.name or ''} loaded CUDA runtime {proc.cuda_runtime} "
                 f"(read from {source}); the driver ({device.driver_version or '?'}) supports "
                 f"CUDA {device.cuda_driver_version}"
             )
-            newer_major = runtime[0] > driver[0]
-            newer_minor = (
-                runtime[0] == driver[0]
-                and runtime[1] is not None
-                and driver[1] is not None
-                and runtime[1] > driver[1]
-            )
-            much_older = runtime[0] < driver[0] - 1
-            if newer_major and compat is None:
-                severity, title = (
-                    Severity.CRITICAL,
-                    "CUDA runtime of a major version the driver does not support",
-                )
-                lines = [where, "no forward-compatibility libcuda (cuda-compat) in its maps"]
-            elif newer_major:
-                severity, title = (
-                    Severity.INFO,
-                    "Newer CUDA runtime through the forward-compatibility package",
-                )
-                lines = [where, f"forward compatibility: {compat} (data-centre GPUs only)"]
-            elif newer_minor:
-                severity, title = (
-                    Severity.INFO,
-                    "CUDA runtime newer than the driver, within one major: minor-version "
-                    "compatibility",
-                )
-                lines = [
-                    where,
-                    f"CUDA {runtime[0]}.x runs on this driver; only PTX JIT of code built for "
-                    f"the newer runtime, and its newest APIs, need a newer driver",
-                ]
-            elif much_older:
-                severity, title = (
-                    Severity.INFO,
-                    "CUDA runtime several major versions older than the driver's",
-                )
-                lines = [where]
-            else:
+            found = _mismatch(runtime, driver, compat_library(proc.cuda_libraries), where)
+            if found is None:
                 continue
+            severity, title, lines = found
+            wheel = (
+                f" (e.g. a PyTorch wheel for cu{device.cuda_driver_version.replace('.', '')})"
+                if device.cuda_driver_version
+                else ""
+            )
             yield Candidate(
                 rule=RuleId.CUDA_DRIVER_MISMATCH,
                 severity=severity,
@@ -113,10 +127,7 @@ def driver_mismatch(ctx: Context) -> Iterator[Candidate]:
                 title=title,
                 evidence=tuple(lines),
                 remedies=(
-                    "Install a framework build for the driver's CUDA version "
-                    f"(e.g. a PyTorch wheel for cu{device.cuda_driver_version.replace('.', '')})"
-                    if device.cuda_driver_version
-                    else "Install a framework build for the driver's CUDA version",
+                    f"Install a framework build for the driver's CUDA version{wheel}",
                     "Or update the NVIDIA driver to one that supports this CUDA version",
                 )
                 if severity is not Severity.INFO

@@ -87,7 +87,7 @@ class Advisor:
         early = last is not None and last <= frame.time < last + self._t.judge_every_s - 0.25
         if early and not force and not any(s.lost for s in frame.gpus):
             return self.findings
-        self._judged_at = frame.time
+        self._judged_at = now = frame.time
         ctx = Context(
             history=history,
             devices=self._devices,
@@ -96,11 +96,30 @@ class Advisor:
             driver_samples=self._driver_samples,
             process_cpu=self._process_cpu,
         )
-        now = frame.time
         if self._first_time is None or now < self._first_time:
             self._first_time = now
         if self._ready_at is None and len(history) >= self._t.min_points:
             self._ready_at = now
+        seen = self._candidates(ctx)
+        self._hold(seen, now)
+        self.judgement = judge_coverage(
+            self._rules, self._devices, frame, history.times(), self._t, ctx.undecided.items()
+        )
+        hidden = _hidden(seen, [s for s in self._states.values() if s.active])
+        self.findings = tuple(
+            sorted(
+                (
+                    _finding(s)
+                    for s in self._states.values()
+                    if s.active and s.candidate.key not in hidden
+                ),
+                key=finding_order,
+            )
+        )
+        return self.findings
+
+    def _candidates(self, ctx: Context) -> dict[tuple[RuleId, int | None], Candidate]:
+        """What every rule says now, one candidate per (rule, GPU)."""
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
         for rule in self._rules:
             try:
@@ -109,6 +128,11 @@ class Advisor:
             except Exception as exc:  # a bug in one rule must not silence the others
                 self.rule_errors[rule.id] = f"{type(exc).__name__}: {exc}"
         _name_straggler_causes(seen)
+        return seen
+
+    def _hold(self, seen: dict[tuple[RuleId, int | None], Candidate], now: float) -> None:
+        """The hysteresis: a condition shows once it held ``start_after_s`` (or its own
+        hold), and goes once it has been gone ``end_after_s``."""
         for key, candidate in seen.items():
             state = self._states.get(key)
             if state is None:
@@ -123,36 +147,6 @@ class Advisor:
                 continue
             if not state.active or now - state.last >= self._t.end_after_s:
                 del self._states[key]
-        self.judgement = judge_coverage(
-            self._rules,
-            self._devices,
-            frame,
-            history.times(),
-            self._t,
-            ctx.undecided.items(),
-        )
-        active = [s for s in self._states.values() if s.active]
-        hidden = {
-            (rule, s.candidate.gpu)
-            for s in active
-            for rule in SUPERSEDES.get(s.candidate.rule, ())
-            if s.candidate.key in seen
-        }
-        # "Under-used, cause not visible" only when no other rule explains it.
-        hidden |= {
-            (RuleId.UNDER_USED, c.gpu)
-            for c in seen.values()
-            if c.rule is not RuleId.UNDER_USED and c.severity.rank >= Severity.WARNING.rank
-        }
-        if any(c.gpu is None and c.severity.rank >= Severity.WARNING.rank for c in seen.values()):
-            hidden |= {(RuleId.UNDER_USED, c.gpu) for c in seen.values()}
-        self.findings = tuple(
-            sorted(
-                (_finding(s) for s in active if s.candidate.key not in hidden),
-                key=finding_order,
-            )
-        )
-        return self.findings
 
     def _keep_driver_samples(self, frame: Frame) -> None:
         """Every frame's driver utilisation samples, as counts: the advisor judges every
@@ -230,6 +224,27 @@ class Advisor:
         return tuple(
             sorted((f for f in (*self.findings, *extra) if f.key not in hidden), key=finding_order)
         )
+
+
+def _hidden(
+    seen: dict[tuple[RuleId, int | None], Candidate], active: list[_State]
+) -> set[tuple[RuleId, int | None]]:
+    """Findings another one says more precisely: those a rule supersedes on its GPU, and
+    "under-used, cause not visible" where another rule explains it."""
+    hidden = {
+        (rule, s.candidate.gpu)
+        for s in active
+        for rule in SUPERSEDES.get(s.candidate.rule, ())
+        if s.candidate.key in seen
+    }
+    hidden |= {
+        (RuleId.UNDER_USED, c.gpu)
+        for c in seen.values()
+        if c.rule is not RuleId.UNDER_USED and c.severity.rank >= Severity.WARNING.rank
+    }
+    if any(c.gpu is None and c.severity.rank >= Severity.WARNING.rank for c in seen.values()):
+        hidden |= {(RuleId.UNDER_USED, c.gpu) for c in seen.values()}
+    return hidden
 
 
 def _name_straggler_causes(seen: dict[tuple[RuleId, int | None], Candidate]) -> None:

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from gputui.advisor.context import Context
+from gputui.advisor.context import Context, ProcessCpu
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.judgement import Undecided
@@ -123,52 +123,13 @@ def _cpu_cause(ctx: Context, procs: Sequence[ProcessSample]) -> _Cause | None:
         cpu = ctx.cpu_of(proc.pid)
         if cpu is None or cpu.main_pct is None:
             continue
-        each = cpu.per_worker_pct
-        working = cpu.working
+        each, working = cpu.per_worker_pct, cpu.working
         if each is not None and each >= t.worker_saturated_pct and working:
-            n = round(working)
-            lines = (
-                f"{_who(proc)}: {n} data-loader worker{'s' if n != 1 else ''} at "
-                f"{each:.0f} % of a core each ({cpu.workers_pct:.0f} % together): they "
-                "cannot make batches as fast as the GPU uses them",
-                *host_lines,
-            )
-            remedies: tuple[str, ...]
-            if saturated:
-                remedies = (
-                    "Every host core is busy: more workers will not help. Make each batch "
-                    "cheaper to produce: decode and resize once, offline; GPU-side decoding "
-                    "and augmentation (NVIDIA DALI, torchvision.io.decode_jpeg on the GPU)",
-                    "Or give the job more CPU cores per GPU (a larger instance, fewer jobs "
-                    "per node)",
-                    *_LOADER,
-                )
-            else:
-                remedies = (
-                    f"Raise DataLoader num_workers (now {n}): the host has idle cores",
-                    "Make each sample cheaper: pre-resized or pre-decoded data, lighter "
-                    "augmentation, GPU-side augmentation (DALI)",
-                    *_LOADER,
-                )
-            return _Cause("workers", lines, remedies)
-        if cpu.main_pct < t.cpu_bound_pct or working:
-            # A busy main process beside working loaders says nothing: a CUDA program spins
-            # a core while it waits for the GPU, and copies, so it reads ~100 % either way.
-            continue
-        lines = (
-            f"{_who(proc)} at {cpu.main_pct:.0f} % CPU with no data-loader workers "
-            "(num_workers=0): the training process does its own loading between steps, and "
-            "the GPU waits meanwhile",
-            *host_lines,
-        )
-        remedies = (
-            "Load in worker processes: DataLoader(num_workers=N) with N about the CPU cores "
-            "per GPU",
-            *_LOADER,
-            "Not a data loader (an RL environment, a server)? torch.profiler shows the host "
-            "work between the steps",
-        )
-        return _Cause("main", lines, remedies)
+            return _workers_cause(proc, cpu, round(working), host_lines, saturated)
+        if cpu.main_pct >= t.cpu_bound_pct and not working:
+            # (A busy main process beside working loaders says nothing: a CUDA program
+            # spins a core while it waits for the GPU, and copies, so it reads ~100 %.)
+            return _main_cause(proc, cpu.main_pct, host_lines)
     if saturated and host_line is not None:
         lines = (
             host_line + ": other work takes the cores the job's loading needs",
@@ -181,6 +142,49 @@ def _cpu_cause(ctx: Context, procs: Sequence[ProcessSample]) -> _Cause | None:
         )
         return _Cause("host", lines, remedies)
     return None
+
+
+def _workers_cause(
+    proc: ProcessSample, cpu: ProcessCpu, n: int, host_lines: tuple[str, ...], full: bool
+) -> _Cause:
+    lines = (
+        f"{_who(proc)}: {n} data-loader worker{'s' if n != 1 else ''} at "
+        f"{cpu.per_worker_pct:.0f} % of a core each ({cpu.workers_pct:.0f} % together): they "
+        "cannot make batches as fast as the GPU uses them",
+        *host_lines,
+    )
+    if full:
+        remedies: tuple[str, ...] = (
+            "Every host core is busy: more workers will not help. Make each batch cheaper to "
+            "produce: decode and resize once, offline; GPU-side decoding and augmentation "
+            "(NVIDIA DALI, torchvision.io.decode_jpeg on the GPU)",
+            "Or give the job more CPU cores per GPU (a larger instance, fewer jobs per node)",
+            *_LOADER,
+        )
+    else:
+        remedies = (
+            f"Raise DataLoader num_workers (now {n}): the host has idle cores",
+            "Make each sample cheaper: pre-resized or pre-decoded data, lighter "
+            "augmentation, GPU-side augmentation (DALI)",
+            *_LOADER,
+        )
+    return _Cause("workers", lines, remedies)
+
+
+def _main_cause(proc: ProcessSample, main_pct: float, host_lines: tuple[str, ...]) -> _Cause:
+    lines = (
+        f"{_who(proc)} at {main_pct:.0f} % CPU with no data-loader workers "
+        "(num_workers=0): the training process does its own loading between steps, and "
+        "the GPU waits meanwhile",
+        *host_lines,
+    )
+    remedies = (
+        "Load in worker processes: DataLoader(num_workers=N) with N about the CPU cores per GPU",
+        *_LOADER,
+        "Not a data loader (an RL environment, a server)? torch.profiler shows the host "
+        "work between the steps",
+    )
+    return _Cause("main", lines, remedies)
 
 
 _TITLES = {

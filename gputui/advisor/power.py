@@ -53,23 +53,8 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
             f"({100 * power.mean / limit.mean:.0f} %)"
         ]
         default = device.power_default_limit_w
-        causes = []
-        if default is not None and limit.mean < default - t.limit_lowered_w:
-            causes.append(f"the limit is lowered from the default {default:.0f} W")
         heat = _heat(ctx, sample.index, device)
-        if heat is not None:
-            causes.append(f"capped while hot: {heat}")
-        clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
-        if (
-            clock is not None
-            and device.max_sm_clock_mhz
-            and clock.mean < t.power_cap_clock_floor * device.max_sm_clock_mhz
-        ):
-            causes.append(
-                f"SM clock {clock.mean:.0f} MHz, under {t.power_cap_clock_floor:.0%} of its "
-                f"{device.max_sm_clock_mhz} MHz maximum: far below what the board holds at its "
-                "limit"
-            )
+        causes = _cap_causes(ctx, sample.index, device, limit.mean, heat)
         lines += causes
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.SW_POWER_CAP, share)
         if causes:
@@ -100,6 +85,28 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
                 "acting on: gputui says so when it sees one",
             ),
         )
+
+
+def _cap_causes(
+    ctx: Context, index: int, device: DeviceInfo, limit_w: float, heat: str | None
+) -> list[str]:
+    """Why a capped board is worth acting on: a lowered limit, heat, or clocks far below
+    what the board holds at its limit; [] for a board working as designed."""
+    t = ctx.t
+    causes = []
+    default = device.power_default_limit_w
+    if default is not None and limit_w < default - t.limit_lowered_w:
+        causes.append(f"the limit is lowered from the default {default:.0f} W")
+    if heat is not None:
+        causes.append(f"capped while hot: {heat}")
+    clock = ctx.stats(index, Metric.SM_CLOCK_MHZ)
+    top = device.max_sm_clock_mhz
+    if clock is not None and top and clock.mean < t.power_cap_clock_floor * top:
+        causes.append(
+            f"SM clock {clock.mean:.0f} MHz, under {t.power_cap_clock_floor:.0%} of its "
+            f"{top} MHz maximum: far below what the board holds at its limit"
+        )
+    return causes
 
 
 def _cap_remedies(index: int, default: float | None, hot: bool) -> tuple[str, ...]:

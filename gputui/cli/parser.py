@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from gputui import __version__
 from gputui.core.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S
@@ -93,6 +93,10 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
     return common
 
 
+#: the subcommands' parsers, each command adds its own
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputui",
@@ -111,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _secrets_option(parser, for_command=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_snapshot, _doctor, _record, _replay, _export):
+        add(sub, common)
+    return parser
+
+
+def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
     snap = sub.add_parser(
         "snapshot",
         parents=[common],
@@ -123,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
     _secrets_option(snap, for_command=True)
     _sampling_options(snap, samples=3)
+
+
+def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:
     doctor = sub.add_parser(
         "doctor",
         parents=[common],
@@ -144,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     _secrets_option(doctor, for_command=True)
     _sampling_options(doctor, samples=2)
+
+
+def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
     rec = sub.add_parser(
         "record",
         parents=[common],
@@ -163,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rec.add_argument("--keep", type=int, default=5, help="rotated files to keep (default 5)")
     _secrets_option(rec, for_command=True)
+
+
+def _replay(sub: Commands, _common: argparse.ArgumentParser) -> None:
     replay = sub.add_parser(
         "replay",
         help="the monitor over a recording (pause, step, seek, speed)",
@@ -179,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="WHEN",
         help="where to start: seconds into the recording (90), or a clock time (14:05[:30])",
     )
+
+
+def _export(sub: Commands, common: argparse.ArgumentParser) -> None:
     export = sub.add_parser(
         "export",
         parents=[common],
@@ -199,7 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow --listen on an address other machines can reach (GPU, host and finding "
         "names become readable to them); at most 32 connections at once, 10 s a request",
     )
-    return parser
 
 
 def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:

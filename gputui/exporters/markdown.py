@@ -14,11 +14,12 @@ from typing import Any
 from gputui.advisor.coverage import context_lines, describe
 from gputui.core.clock_events import describe_reasons
 from gputui.core.judgement import Judgement
+from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
 from gputui.core.pcie import link_bandwidth
 from gputui.core.prose import simulated_span, starts_no_unit, wrap
 from gputui.core.units import NA, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
-from gputui.formats.snapshot import dumps, parse_snapshot
+from gputui.formats.snapshot import Snapshot, dumps, parse_snapshot
 
 #: the width prose is wrapped at: the report reads on an 80-column terminal
 WIDTH = 80
@@ -88,6 +89,20 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
     sampled."""
     snap = parse_snapshot(dumps(document))
     frame = snap.latest
+    lines = _head(snap, simulated_warmup_s)
+    lines += ["", "## Findings", ""]
+    lines += _findings(snap)
+    lines += ["", "## GPUs", ""]
+    lines += _gpu_table(snap.devices, frame)
+    lines += ["", "## Processes", ""]
+    lines += _process_table(frame)
+    if frame is not None and frame.notes:
+        lines += ["", "## Notes", ""] + [f"- {md(note.text)}" for note in frame.notes]
+    return "\n".join(out for line in lines for out in _wrapped(line)) + "\n"
+
+
+def _head(snap: Snapshot, simulated_warmup_s: float | None) -> list[str]:
+    frame = snap.latest
     lines = [
         f"# gputui snapshot: {snap.generated_at}",
         "",
@@ -111,48 +126,57 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
         )
     simulated = snap.source.kind is SourceKind.SIMULATED
     lines.append(_history_line(snap.history_times, simulated_warmup_s if simulated else None))
-    lines += ["", "## Findings", ""]
-    if snap.findings:
-        for finding in snap.findings:
-            where = "host" if finding.get("gpu") is None else f"GPU {finding['gpu']}"
-            lines.append(
-                f"- **{finding.get('severity', '?').upper()}** `{finding.get('rule')}` ({where}): "
-                f"{md(finding.get('title'))}"
-            )
-            # Remedies are imperatives ("Do augmentation on the GPU", "Check the airflow"):
-            # an arrow sets them apart from the evidence without a word to double.
-            for evidence in finding.get("evidence", ()):
-                lines.append(f"  - {md(evidence)}")
-            for remedy in finding.get("remedies", ()):
-                lines.append(f"  - → {md(remedy)}")
+    return lines
+
+
+def _findings(snap: Snapshot) -> list[str]:
+    lines: list[str] = []
+    for finding in snap.findings:
+        where = "host" if finding.get("gpu") is None else f"GPU {finding['gpu']}"
+        lines.append(
+            f"- **{finding.get('severity', '?').upper()}** `{finding.get('rule')}` ({where}): "
+            f"{md(finding.get('title'))}"
+        )
+        # Remedies are imperatives ("Do augmentation on the GPU", "Check the airflow"):
+        # an arrow sets them apart from the evidence without a word to double.
+        for evidence in finding.get("evidence", ()):
+            lines.append(f"  - {md(evidence)}")
+        for remedy in finding.get("remedies", ()):
+            lines.append(f"  - → {md(remedy)}")
     judgement = Judgement.from_dict(snap.judgement) if snap.judgement is not None else None
     if judgement is not None:
         lines += [f"- {md(line)}" for line in (*describe(judgement), *context_lines(judgement))]
-    if not snap.findings:
-        if lines[-1]:
-            lines.append("")  # a paragraph of its own, not the last item's lazy continuation
-        if judgement is not None and judgement.gathering:
-            lines.append(f"No verdict yet ({judgement.gathering_text()}).")
-        elif judgement is not None and judgement.not_judged:
-            lines.append("Nothing found in what could be judged (see not judged above).")
-        else:
-            lines.append("No findings.")
-    lines += ["", "## GPUs", ""]
-    header = [
-        "GPU",
-        "Name",
-        "Util",
-        "SM clock (MHz)",
-        "Temp (°C)",
-        "Power (W)",
-        "VRAM",
-        "PCIe",
-        "RX / TX",
-        "Clock events",
-    ]
-    lines += [_row(header), _row(["---"] * len(header))]
+    if snap.findings:
+        return lines
+    if lines and lines[-1]:
+        lines.append("")  # a paragraph of its own, not the last item's lazy continuation
+    if judgement is not None and judgement.gathering:
+        lines.append(f"No verdict yet ({judgement.gathering_text()}).")
+    elif judgement is not None and judgement.not_judged:
+        lines.append("Nothing found in what could be judged (see not judged above).")
+    else:
+        lines.append("No findings.")
+    return lines
+
+
+_GPU_COLUMNS = (
+    "GPU",
+    "Name",
+    "Util",
+    "SM clock (MHz)",
+    "Temp (°C)",
+    "Power (W)",
+    "VRAM",
+    "PCIe",
+    "RX / TX",
+    "Clock events",
+)
+
+
+def _gpu_table(devices: Sequence[DeviceInfo], frame: Frame | None) -> list[str]:
+    lines = [_row(list(_GPU_COLUMNS)), _row(["---"] * len(_GPU_COLUMNS))]
     samples = {s.index: s for s in frame.gpus} if frame is not None else {}
-    for device in snap.devices:
+    for device in devices:
         s = samples.get(device.index)
         if s is None or s.lost:
             lines.append(_row([str(device.index), device.name, "lost" if s else NA] + [NA] * 7))
@@ -177,38 +201,40 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
                 ]
             )
         )
-    lines += ["", "## Processes", ""]
-    if frame is not None and frame.processes:
-        header = [
-            "GPU",
-            "PID",
-            "User",
-            "GPU memory",
-            "CPU %",
-            "RSS",
-            "Threads",
-            "Workers",
-            "Command",
-        ]
-        lines += [_row(header), _row(["---"] * len(header))]
-        for p in frame.processes:
-            lines.append(
-                _row(
-                    [
-                        str(p.gpu_index),
-                        str(p.pid),
-                        p.user or NA,
-                        fmt_bytes(p.gpu_memory),
-                        fmt_num(p.cpu_percent, "", 1),
-                        fmt_bytes(p.rss),
-                        fmt_num(p.threads),
-                        fmt_num(p.children),
-                        (p.command or ("(not visible here)" if not p.visible else NA))[:200],
-                    ]
-                )
+    return lines
+
+
+_PROCESS_COLUMNS = (
+    "GPU",
+    "PID",
+    "User",
+    "GPU memory",
+    "CPU %",
+    "RSS",
+    "Threads",
+    "Workers",
+    "Command",
+)
+
+
+def _process_table(frame: Frame | None) -> list[str]:
+    if frame is None or not frame.processes:
+        return ["No processes on the GPUs."]
+    lines = [_row(list(_PROCESS_COLUMNS)), _row(["---"] * len(_PROCESS_COLUMNS))]
+    for p in frame.processes:
+        lines.append(
+            _row(
+                [
+                    str(p.gpu_index),
+                    str(p.pid),
+                    p.user or NA,
+                    fmt_bytes(p.gpu_memory),
+                    fmt_num(p.cpu_percent, "", 1),
+                    fmt_bytes(p.rss),
+                    fmt_num(p.threads),
+                    fmt_num(p.children),
+                    (p.command or ("(not visible here)" if not p.visible else NA))[:200],
+                ]
             )
-    else:
-        lines.append("No processes on the GPUs.")
-    if frame is not None and frame.notes:
-        lines += ["", "## Notes", ""] + [f"- {md(note.text)}" for note in frame.notes]
-    return "\n".join(out for line in lines for out in _wrapped(line)) + "\n"
+        )
+    return lines

@@ -17,7 +17,7 @@ from gputui.view import levels
 from gputui.view.cells import CardsKey, Cell, Panel, Role, Row, cut, fit
 from gputui.view.glyphs import bar
 from gputui.view.gpu_list import SEVERITY_MARK, SEVERITY_ROLE, hidden_gpus
-from gputui.view.timeline import Timeline, scale_for
+from gputui.view.timeline import Scale, Timeline, scale_for
 
 CARD_WIDTH = 38
 CARD_MIN_HEIGHT = 4
@@ -57,65 +57,15 @@ def card(
         Cell("─" * (inner - len(title)) + "╮", border, bold=selected),
     )
     body: list[tuple[int, Line]] = []  # (priority: lower is kept first, line)
-    if mine:
-        f = mine[0]
-        more = f" +{len(mine) - 1} more" if len(mine) > 1 else ""
-        status: Line = (
-            Cell(f"{SEVERITY_MARK[f.severity]} {f.rule}{more}", SEVERITY_ROLE[f.severity], True),
-        )
-    elif not_judged:  # "✓ ok" only for a GPU the rules could judge; said calmly
-        status = (Cell(not_judged, Role.DIM, flex=True),)
-    else:
-        status = (Cell("✓ ok", Role.OK),)
     if sample is None or sample.lost:
         body.append((0, (Cell("LOST" if sample is not None else "no data", Role.CRIT, True),)))
     else:
-        s, d = sample, device
-        gauges = (
-            (1, "util", levels.share(s.util_gpu, 100), s.util_gpu, Role.ACCENT),
-            (
-                3,
-                "vram",
-                levels.share(s.mem_used_pct, 100),
-                s.mem_used_pct,
-                levels.vram(t, s.mem_used_pct),
-            ),
-        )
-        for priority, name, frac, value, role in gauges:
-            body.append(
-                (
-                    priority,
-                    (Cell(f"{name} "), bar(frac, inner - 10, role), Cell(f" {fmt_num(value):>3}%")),
-                )
-            )
-        body.append(
-            (
-                2,
-                (
-                    Cell(f"{fmt_num(s.temp_c)}°C", levels.temp(t, s, d)),
-                    Cell(f" {fmt_of(s.power_w, s.power_limit_w, 'W')}"),
-                    Cell(f" {fmt_num(s.sm_clock_mhz, ' MHz')}", drop=1),
-                ),
-            )
-        )
-        body.append(
-            (4, (Cell(f"PCIe {fmt_link(s.pcie_gen, s.pcie_width)} RX {fmt_rate(s.pcie_rx_bps)}"),))
-        )
-        events = ", ".join(describe_reasons(s.clock_reasons, short=True)) or "no clock events"
-        quiet = not s.clock_reasons or s.clock_reasons == 1
-        body.append((5, (Cell(events, Role.DIM if quiet else Role.WARN, flex=True),)))
+        body += _readings(sample, device, t, inner)
         scale = scale_for(
             window_s, interval_s, inner - 5, history.latest.time if history.latest else 0.0
         )
-        sparks = (
-            ("util", Metric.UTIL_GPU, 100.0, Role.ACCENT),
-            ("temp", Metric.TEMP_C, d.temp_shutdown_c, levels.temp(t, s, d)),
-            ("pwr", Metric.POWER_W, s.power_limit_w, Role.ACCENT),
-        )
-        for k, (name, metric, top_value, role) in enumerate(sparks):
-            line = timeline.spark(history, d.index, metric, scale, interval_s, top_value)
-            body.append((6 + k, (Cell(f"{name:<5}"), Cell(f"{line:>{inner - 5}}", role))))
-    body.append((0, status))
+        body += _sparks(sample, device, t, history, timeline, scale, interval_s, inner)
+    body.append((0, _status(mine, not_judged)))
     room = max(1, height - 2)
     kept = sorted(sorted(range(len(body)), key=lambda i: body[i][0])[:room])
     lines = [top, *(_boxed(body[i][1], inner, border, selected) for i in kept)]
@@ -123,6 +73,79 @@ def card(
         lines.append(_boxed((), inner, border, selected))
     lines.append((Cell("╰" + "─" * inner + "╯", border, bold=selected),))
     return lines
+
+
+def _status(mine: Sequence[Finding], not_judged: str | None) -> Line:
+    if mine:
+        f = mine[0]
+        more = f" +{len(mine) - 1} more" if len(mine) > 1 else ""
+        return (
+            Cell(f"{SEVERITY_MARK[f.severity]} {f.rule}{more}", SEVERITY_ROLE[f.severity], True),
+        )
+    if not_judged:  # "✓ ok" only for a GPU the rules could judge; said calmly
+        return (Cell(not_judged, Role.DIM, flex=True),)
+    return (Cell("✓ ok", Role.OK),)
+
+
+def _readings(s: GpuSample, d: DeviceInfo, t: Thresholds, inner: int) -> list[tuple[int, Line]]:
+    """The card's gauges and figures, each with its priority (lower is kept first)."""
+    out: list[tuple[int, Line]] = []
+    gauges = (
+        (1, "util", levels.share(s.util_gpu, 100), s.util_gpu, Role.ACCENT),
+        (
+            3,
+            "vram",
+            levels.share(s.mem_used_pct, 100),
+            s.mem_used_pct,
+            levels.vram(t, s.mem_used_pct),
+        ),
+    )
+    for priority, name, frac, value, role in gauges:
+        out.append(
+            (
+                priority,
+                (Cell(f"{name} "), bar(frac, inner - 10, role), Cell(f" {fmt_num(value):>3}%")),
+            )
+        )
+    out.append(
+        (
+            2,
+            (
+                Cell(f"{fmt_num(s.temp_c)}°C", levels.temp(t, s, d)),
+                Cell(f" {fmt_of(s.power_w, s.power_limit_w, 'W')}"),
+                Cell(f" {fmt_num(s.sm_clock_mhz, ' MHz')}", drop=1),
+            ),
+        )
+    )
+    out.append(
+        (4, (Cell(f"PCIe {fmt_link(s.pcie_gen, s.pcie_width)} RX {fmt_rate(s.pcie_rx_bps)}"),))
+    )
+    events = ", ".join(describe_reasons(s.clock_reasons, short=True)) or "no clock events"
+    quiet = not s.clock_reasons or s.clock_reasons == 1
+    out.append((5, (Cell(events, Role.DIM if quiet else Role.WARN, flex=True),)))
+    return out
+
+
+def _sparks(
+    s: GpuSample,
+    d: DeviceInfo,
+    t: Thresholds,
+    history: History,
+    timeline: Timeline,
+    scale: Scale,
+    interval_s: float,
+    inner: int,
+) -> list[tuple[int, Line]]:
+    sparks = (
+        ("util", Metric.UTIL_GPU, 100.0, Role.ACCENT),
+        ("temp", Metric.TEMP_C, d.temp_shutdown_c, levels.temp(t, s, d)),
+        ("pwr", Metric.POWER_W, s.power_limit_w, Role.ACCENT),
+    )
+    out: list[tuple[int, Line]] = []
+    for k, (name, metric, top_value, role) in enumerate(sparks):
+        line = timeline.spark(history, d.index, metric, scale, interval_s, top_value)
+        out.append((6 + k, (Cell(f"{name:<5}"), Cell(f"{line:>{inner - 5}}", role))))
+    return out
 
 
 def overview(

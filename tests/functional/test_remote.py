@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -18,7 +19,7 @@ from gputui.core.model import SourceInfo
 from gputui.core.names import NoteKind, SourceKind
 from gputui.exporters.prometheus import GputuiCollector
 from gputui.launch import make_app
-from gputui.sources.remote import RemoteSource, parse_exposition
+from gputui.sources.remote import RemoteSource, ScrapeError, fetch, parse_exposition
 from gputui.ui.lines import LineView
 from tests.factories import demo_monitor
 from tests.servers import answer, dcgm_payload, serve
@@ -171,3 +172,35 @@ def test_doctor_over_a_source_says_what_it_cannot_check(
     assert status in (0, 1, 2, 4)
     assert "these rules cannot run" in out and "gave no GPUs at start" in out
     assert "CUDA n/a" in out  # an exporter does not say; never "None"
+
+
+def _gzipped(body: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        asked = request.headers.get("Accept-Encoding", "")
+        packed = gzip.compress(body) if "gzip" in asked else body
+        request.send_response(200)
+        request.send_header("Content-Type", "text/plain; version=0.0.4")
+        if "gzip" in asked:
+            request.send_header("Content-Encoding", "gzip")
+        request.send_header("Content-Length", str(len(packed)))
+        request.end_headers()
+        request.wfile.write(packed)
+
+    return handle
+
+
+def test_a_compressed_answer_is_read_and_its_size_capped_once_decompressed() -> None:
+    page = dcgm_payload("node-z")
+    url, server = serve(_gzipped(page))
+    try:
+        assert fetch(url, 2.0) == page.decode()
+    finally:
+        server.shutdown()
+    # a gzip bomb: 11 MB of text in a few kilobytes on the wire
+    bomb = b"#" * (11 * 1024 * 1024)
+    url, server = serve(_gzipped(bomb))
+    try:
+        with pytest.raises(ScrapeError, match="larger than 10 MB once decompressed"):
+            fetch(url, 5.0)
+    finally:
+        server.shutdown()

@@ -37,27 +37,7 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
     gpu.gpm = bool(gpm is not None and gpm.isSupportedDevice)
     gpu.mig = bool(mig is not None and mig[0])
     gpu.memory_total = int(memory.total) if memory is not None else None
-
-    def clock(kind: int) -> int | None:
-        return b.clean(q.ask(gpu, f"max_clock{kind}", pynvml.nvmlDeviceGetMaxClockInfo, h, kind))
-
-    def default_app(kind: int) -> int | None:
-        fn = pynvml.nvmlDeviceGetDefaultApplicationsClock
-        return b.clean(q.ask(gpu, f"default_app{kind}", fn, h, kind))
-
-    def threshold(kind: int) -> float | None:
-        fn = pynvml.nvmlDeviceGetTemperatureThreshold
-        value = b.clean(q.ask(gpu, f"threshold{kind}", fn, h, kind))
-        return float(value) if value else None
-
-    def watts(key: str, fn: Callable[..., int]) -> float | None:
-        value = b.clean(q.ask(gpu, key, fn, h))
-        return value / 1000.0 if value else None
-
-    gpu.max_link = (
-        b.clean(q.ask(gpu, "max_gen", pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h)),
-        b.clean(q.ask(gpu, "max_width", pynvml.nvmlDeviceGetMaxPcieLinkWidth, h)),
-    )
+    gpu.max_link = _max_link(q, gpu)
 
     return DeviceInfo(
         index=gpu.index,
@@ -67,19 +47,19 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
         architecture=b.ARCHITECTURES.get(arch) if arch is not None else None,
         compute_capability=f"{cc[0]}.{cc[1]}" if cc is not None else None,
         memory_total=gpu.memory_total,
-        max_sm_clock_mhz=clock(pynvml.NVML_CLOCK_SM),
-        max_mem_clock_mhz=clock(pynvml.NVML_CLOCK_MEM),
-        max_graphics_clock_mhz=clock(pynvml.NVML_CLOCK_GRAPHICS),
-        default_app_sm_clock_mhz=default_app(pynvml.NVML_CLOCK_SM),
-        default_app_mem_clock_mhz=default_app(pynvml.NVML_CLOCK_MEM),
-        temp_slowdown_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
-        temp_shutdown_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
-        temp_gpu_max_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
-        temp_mem_max_c=threshold(pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
-        temp_target_c=threshold(_ACOUSTIC_CURR),
-        power_limit_w=watts("limit", pynvml.nvmlDeviceGetEnforcedPowerLimit),
-        power_default_limit_w=watts(
-            "default_limit", pynvml.nvmlDeviceGetPowerManagementDefaultLimit
+        max_sm_clock_mhz=_clock(q, gpu, pynvml.NVML_CLOCK_SM),
+        max_mem_clock_mhz=_clock(q, gpu, pynvml.NVML_CLOCK_MEM),
+        max_graphics_clock_mhz=_clock(q, gpu, pynvml.NVML_CLOCK_GRAPHICS),
+        default_app_sm_clock_mhz=_default_app(q, gpu, pynvml.NVML_CLOCK_SM),
+        default_app_mem_clock_mhz=_default_app(q, gpu, pynvml.NVML_CLOCK_MEM),
+        temp_slowdown_c=_threshold(q, gpu, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+        temp_shutdown_c=_threshold(q, gpu, pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+        temp_gpu_max_c=_threshold(q, gpu, pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+        temp_mem_max_c=_threshold(q, gpu, pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+        temp_target_c=_threshold(q, gpu, _ACOUSTIC_CURR),
+        power_limit_w=_watts(q, gpu, "limit", pynvml.nvmlDeviceGetEnforcedPowerLimit),
+        power_default_limit_w=_watts(
+            q, gpu, "default_limit", pynvml.nvmlDeviceGetPowerManagementDefaultLimit
         ),
         power_min_limit_w=constraints[0] / 1000.0 if constraints else None,
         power_max_limit_w=constraints[1] / 1000.0 if constraints else None,
@@ -95,6 +75,34 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
         driver_version=b.text(driver) if driver is not None else None,
         cuda_driver_version=b.cuda_version(cuda),
         gpm_supported=gpu.gpm,
+    )
+
+
+def _clock(q: Query, gpu: Gpu, kind: int) -> int | None:
+    fn = pynvml.nvmlDeviceGetMaxClockInfo
+    return b.clean(q.ask(gpu, f"max_clock{kind}", fn, gpu.handle, kind))
+
+
+def _default_app(q: Query, gpu: Gpu, kind: int) -> int | None:
+    fn = pynvml.nvmlDeviceGetDefaultApplicationsClock
+    return b.clean(q.ask(gpu, f"default_app{kind}", fn, gpu.handle, kind))
+
+
+def _threshold(q: Query, gpu: Gpu, kind: int) -> float | None:
+    fn = pynvml.nvmlDeviceGetTemperatureThreshold
+    value = b.clean(q.ask(gpu, f"threshold{kind}", fn, gpu.handle, kind))
+    return float(value) if value else None
+
+
+def _watts(q: Query, gpu: Gpu, key: str, fn: Callable[..., int]) -> float | None:
+    value = b.clean(q.ask(gpu, key, fn, gpu.handle))
+    return value / 1000.0 if value else None
+
+
+def _max_link(q: Query, gpu: Gpu) -> tuple[int | None, int | None]:
+    return (
+        b.clean(q.ask(gpu, "max_gen", pynvml.nvmlDeviceGetMaxPcieLinkGeneration, gpu.handle)),
+        b.clean(q.ask(gpu, "max_width", pynvml.nvmlDeviceGetMaxPcieLinkWidth, gpu.handle)),
     )
 
 

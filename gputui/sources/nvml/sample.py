@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,63 +34,87 @@ FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start la
 _SAMPLE_ROOM = 128  # the driver keeps fewer utilisation samples than this
 
 
+@dataclasses.dataclass(frozen=True)
+class _Answers:
+    """What NVML answered this tick (``None``: no answer), before units and sanity checks."""
+
+    util: Any
+    memory: Any
+    temp: Any
+    reasons: Any
+    power_mw: int | None
+    sm_clock: int | None
+    margin: Any
+    fields: dict[int, int]
+    slow: dict[str, Any]
+    static: dict[str, Any]
+    violations: dict[str, float | None]
+    link: tuple[int | None, int | None]
+    gpm: tuple[float | None, float | None]
+
+
 def sample(
     q: Query, windows: Windows, gpu: Gpu, procs: list[tuple[str, Proc]], xids: Sequence[XidEvent]
 ) -> GpuSample:
-    h = gpu.handle
-    ask = functools.partial(q.ask, gpu)
-    util = ask("util", b.utilization, h)
-    memory = memory_info(q, gpu, h, "memory")
-    temp = q.ask_first(
-        gpu,
-        "temp",
-        [
-            (
-                b.temperature_v if b.TEMPERATURE_V else None,
-                (h, pynvml.NVML_TEMPERATURE_GPU),
-            ),
-            (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
-        ],
-    )
-    reasons = q.ask_first(
-        gpu,
-        "reasons",
-        [
-            (b.function("nvmlDeviceGetCurrentClocksEventReasons"), (h,)),
-            (b.function("nvmlDeviceGetCurrentClocksThrottleReasons"), (h,)),
-        ],
-    )
-    power_mw = b.clean(ask("power", pynvml.nvmlDeviceGetPowerUsage, h))
-    sm_clock = b.clean(ask("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM))
-    fields = field_values(q, gpu, gpu.fields) if gpu.fields else {}
-    util_samples = _util_samples(q, gpu)
-    margin = q.every(
-        gpu,
-        "margin",
-        MARGIN_PERIOD_S,
-        lambda: ask("margin", b.function("nvmlDeviceGetMarginTemperature"), h),
-    )
-    sm_activity, tensor_activity = q.every(gpu, "gpm", GPM_PERIOD_S, lambda: _gpm(q, gpu)) or (
-        None,
-        None,
-    )
-    slow = q.every(gpu, "slow", SLOW_PERIOD_S, lambda: _slow(q, gpu)) or {}
-    link = q.every(gpu, "link", LINK_PERIOD_S, lambda: _link(q, gpu)) or (None, None)
-    static = q.every(gpu, "static", STATIC_PERIOD_S, lambda: _static(q, gpu)) or {}
-    violations = q.every(gpu, "violations", VIOLATION_PERIOD_S, lambda: _violations(q, gpu)) or {}
-    migs = mig_instances(q, gpu, procs)
-    rx, tx, counter_based = windows.rates(gpu, fields, link)
+    a = _ask(q, gpu)
+    rx, tx, counter_based = windows.rates(gpu, a.fields, a.link)
     nvlinks: tuple[NvLinkSample, ...] = ()
     if gpu.nvlinks:
         nvlinks = q.every(gpu, "nvlink", NVLINK_PERIOD_S, lambda: _nvlink(q, gpu)) or ()
-    fabric = q.every(gpu, "fabric", FABRIC_PERIOD_S, lambda: _fabric(q, gpu))
     nvlink_errors = [
         n
         for link_sample in nvlinks
         for n in (link_sample.crc_errors, link_sample.replay_errors, link_sample.recovery_errors)
         if n is not None
     ]
+    return dataclasses.replace(
+        _readings(q, gpu, a),
+        util_samples=_util_samples(q, gpu),
+        pcie_rx_bps=rx,
+        pcie_tx_bps=tx,
+        pcie_counter_based=counter_based,
+        mig_instances=mig_instances(q, gpu, procs),
+        xid_events=tuple(xids),
+        nvlinks=nvlinks,
+        nvlink_errors=sum(nvlink_errors) if nvlink_errors else None,
+        fabric_state=q.every(gpu, "fabric", FABRIC_PERIOD_S, lambda: _fabric(q, gpu)),
+        unsupported=unsupported(gpu, windows.fallback),
+    )
 
+
+def _ask(q: Query, gpu: Gpu) -> _Answers:
+    h = gpu.handle
+    ask = functools.partial(q.ask, gpu)
+    temp_functions = [
+        (b.temperature_v if b.TEMPERATURE_V else None, (h, pynvml.NVML_TEMPERATURE_GPU)),
+        (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
+    ]
+    reason_functions = [
+        (b.function("nvmlDeviceGetCurrentClocksEventReasons"), (h,)),
+        (b.function("nvmlDeviceGetCurrentClocksThrottleReasons"), (h,)),
+    ]
+    margin_function = b.function("nvmlDeviceGetMarginTemperature")
+    return _Answers(
+        util=ask("util", b.utilization, h),
+        memory=memory_info(q, gpu, h, "memory"),
+        temp=q.ask_first(gpu, "temp", temp_functions),
+        reasons=q.ask_first(gpu, "reasons", reason_functions),
+        power_mw=b.clean(ask("power", pynvml.nvmlDeviceGetPowerUsage, h)),
+        sm_clock=b.clean(ask("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)),
+        fields=field_values(q, gpu, gpu.fields) if gpu.fields else {},
+        margin=q.every(gpu, "margin", MARGIN_PERIOD_S, lambda: ask("margin", margin_function, h)),
+        gpm=q.every(gpu, "gpm", GPM_PERIOD_S, lambda: _gpm(q, gpu)) or (None, None),
+        slow=q.every(gpu, "slow", SLOW_PERIOD_S, lambda: _slow(q, gpu)) or {},
+        link=q.every(gpu, "link", LINK_PERIOD_S, lambda: _link(q, gpu)) or (None, None),
+        static=q.every(gpu, "static", STATIC_PERIOD_S, lambda: _static(q, gpu)) or {},
+        violations=q.every(gpu, "violations", VIOLATION_PERIOD_S, lambda: _violations(q, gpu))
+        or {},
+    )
+
+
+def _readings(q: Query, gpu: Gpu, a: _Answers) -> GpuSample:
+    """The answers in gputui's units, each checked against what a card can report."""
+    memory, fields, slow = a.memory, a.fields, a.slow
     used = int(memory.used) if memory is not None else None
     total = int(memory.total) if memory is not None else None
     if used is not None and total is not None and used > total:
@@ -97,39 +122,39 @@ def sample(
     mem_temp = fields.get(b.FI_MEMORY_TEMP)
     energy_mj = fields.get(b.FI_ENERGY)
     if energy_mj is None and b.FI_ENERGY not in gpu.fields:
-        energy_mj = b.clean(ask("energy", pynvml.nvmlDeviceGetTotalEnergyConsumption, h))
+        energy_mj = b.clean(
+            q.ask(gpu, "energy", pynvml.nvmlDeviceGetTotalEnergyConsumption, gpu.handle)
+        )
     limit_mw = fields.get(b.FI_POWER_LIMIT)
     if limit_mw is None:
-        limit_mw = static.get("limit_mw")
+        limit_mw = a.static.get("limit_mw")
     replay = fields.get(b.FI_REPLAY)
     if replay is None and b.FI_REPLAY not in gpu.fields:
         replay = slow.get("replay")
     pstate = slow.get("pstate")
     return GpuSample(
         index=gpu.index,
-        util_gpu=b.percent(util.gpu) if util is not None else None,
-        util_mem=b.percent(util.memory) if util is not None else None,
-        sm_activity=sm_activity,
-        tensor_activity=tensor_activity,
-        sm_clock_mhz=sm_clock,
+        util_gpu=b.percent(a.util.gpu) if a.util is not None else None,
+        util_mem=b.percent(a.util.memory) if a.util is not None else None,
+        sm_activity=a.gpm[0],
+        tensor_activity=a.gpm[1],
+        sm_clock_mhz=a.sm_clock,
         mem_clock_mhz=slow.get("mem_clock"),
         graphics_clock_mhz=slow.get("graphics_clock"),
-        app_sm_clock_mhz=static.get("app_sm_clock"),
-        temp_c=b.celsius(temp),
+        app_sm_clock_mhz=a.static.get("app_sm_clock"),
+        temp_c=b.celsius(a.temp),
         mem_temp_c=b.celsius(mem_temp) if mem_temp else None,
-        temp_margin_c=float(margin) if margin is not None and -100 < margin < 200 else None,
+        temp_margin_c=float(a.margin) if a.margin is not None and -100 < a.margin < 200 else None,
         fan_pct=b.fan(slow.get("fan")),
-        power_w=power_mw / 1000.0 if power_mw is not None else None,
+        power_w=a.power_mw / 1000.0 if a.power_mw is not None else None,
         power_limit_w=limit_mw / 1000.0 if limit_mw else None,
         pstate=pstate if pstate is not None and pstate <= 15 else None,
-        clock_reasons=int(reasons) if reasons is not None else None,
+        clock_reasons=int(a.reasons) if a.reasons is not None else None,
         mem_used=used,
         mem_free=int(memory.free) if memory is not None else None,
         mem_total=total,
-        pcie_gen=link[0],
-        pcie_width=link[1],
-        pcie_rx_bps=rx,
-        pcie_tx_bps=tx,
+        pcie_gen=a.link[0],
+        pcie_width=a.link[1],
         pcie_replay_count=replay,
         ecc_volatile_corrected=fields.get(b.FI_ECC_SBE_VOL),
         ecc_volatile_uncorrected=fields.get(b.FI_ECC_DBE_VOL),
@@ -142,18 +167,10 @@ def sample(
         retired_pages_dbe=fields.get(b.FI_RETIRED_DBE),
         retired_pages_pending=_flag(fields.get(b.FI_RETIRED_PENDING)),
         energy_j=energy_mj / 1000.0 if energy_mj is not None else None,
-        util_samples=util_samples,
-        xid_events=tuple(xids),
-        pcie_counter_based=counter_based,
-        mig_instances=migs,
-        violation_power_s=violations.get("violation_power_s"),
-        violation_thermal_s=violations.get("violation_thermal_s"),
-        violation_board_s=violations.get("violation_board_s"),
-        violation_reliability_s=violations.get("violation_reliability_s"),
-        nvlinks=nvlinks,
-        nvlink_errors=sum(nvlink_errors) if nvlink_errors else None,
-        fabric_state=fabric,
-        unsupported=unsupported(gpu, windows.fallback),
+        violation_power_s=a.violations.get("violation_power_s"),
+        violation_thermal_s=a.violations.get("violation_thermal_s"),
+        violation_board_s=a.violations.get("violation_board_s"),
+        violation_reliability_s=a.violations.get("violation_reliability_s"),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from gputui.core import clock_events as ce
@@ -221,18 +221,40 @@ class Gpu:
         util_samples: tuple[float, ...] = (),
         worker_cpu: float = 62.0,
     ) -> Reading:
+        sample = self._sample(
+            t, util, clock_factor, temp, power, mem_frac, reasons, (rx, tx), link, util_samples
+        )
+        process, cores = self._process(
+            t, sample, cpu, workers, command, threads, env, (runtime, libraries), worker_cpu
+        )
+        return Reading(sample, process, cores)
+
+    def _sample(
+        self,
+        t: float,
+        util: float,
+        clock_factor: float,
+        temp: float,
+        power: float,
+        mem_frac: float,
+        reasons: int,
+        traffic: tuple[float, float],
+        link: tuple[int, int] | None,
+        util_samples: tuple[float, ...],
+    ) -> GpuSample:
         s, n = self.spec, self.noise
         gen, width = link if link is not None else (min(s.pcie_gen, self.host_pcie_gen), 16)
         mem_used = int(s.memory_total * min(mem_frac, 0.995))
-        sample = GpuSample(
+        clock = int(s.max_sm_clock * clock_factor / 15) * 15
+        return GpuSample(
             index=self.index,
             util_gpu=round(min(100.0, max(0.0, util)), 0),
             util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(_UTIL_MEM, t, 0, 3))), 0),
             sm_activity=round(util * 0.82, 1) if s.gpm else None,
             tensor_activity=round(util * 0.47, 1) if s.gpm else None,
-            sm_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            sm_clock_mhz=clock,
             mem_clock_mhz=s.max_mem_clock,
-            graphics_clock_mhz=int(s.max_sm_clock * clock_factor / 15) * 15,
+            graphics_clock_mhz=clock,
             app_sm_clock_mhz=s.default_app_sm_clock,
             temp_c=round(temp, 0),
             mem_temp_c=round(temp + 6, 0) if s.temp_mem_max is not None else None,
@@ -248,8 +270,8 @@ class Gpu:
             mem_total=s.memory_total,
             pcie_gen=gen,
             pcie_width=width,
-            pcie_rx_bps=max(0.0, rx * (0.85 + 0.3 * n(_RX, t))),
-            pcie_tx_bps=max(0.0, tx * (0.8 + 0.4 * n(_TX, t))),
+            pcie_rx_bps=max(0.0, traffic[0] * (0.85 + 0.3 * n(_RX, t))),
+            pcie_tx_bps=max(0.0, traffic[1] * (0.8 + 0.4 * n(_TX, t))),
             pcie_replay_count=0,
             ecc_volatile_corrected=0,
             ecc_volatile_uncorrected=0,
@@ -263,16 +285,36 @@ class Gpu:
             violation_reliability_s=0.0,
             **self.topology(t),  # type: ignore[arg-type]
         )
+
+    def _process(
+        self,
+        t: float,
+        sample: GpuSample,
+        cpu: float,
+        workers: int,
+        command: str | None,
+        threads: int,
+        env: tuple[str, ...] | None,
+        cuda: tuple[str, tuple[str, ...]],
+        worker_cpu: float,
+    ) -> tuple[ProcessSample, tuple[float, ...]]:
+        """The GPU's one process, and its data-loader workers' cores."""
+        n = self.noise
+        runtime, libraries = cuda
         rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
         env = self.launcher_env() if env is None else env
         if any(v.startswith("RANK=") for v in env):  # a rank of the node's one job
             started = self.opened - JOB_AGE_S + 0.4 * self.index
         else:
             started = self.opened - OWN_JOB_AGE_S - OWN_JOB_STEP_S * self.index
+        spread = 14.0 if worker_cpu < 90.0 else 1.0  # a saturated worker sits at its core
+        cores = tuple(
+            min(100.0, n.around(_WORKER_CORES + k, t, worker_cpu, spread)) for k in range(workers)
+        )
         process = ProcessSample(
             pid=self.pid,
             gpu_index=self.index,
-            gpu_memory=max(0, mem_used - 600 * MIB),
+            gpu_memory=max(0, (sample.mem_used or 0) - 600 * MIB),
             kind="compute",
             name="python",
             user="mlteam",
@@ -289,16 +331,8 @@ class Gpu:
             cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
             started=started,
             sm_util=sample.util_gpu,  # the GPU's one process: all of its utilisation
+            workers_cpu_percent=round(sum(cores), 1) if workers else None,
+            workers_active=sum(1 for c in cores if c >= WORKER_ACTIVE_PCT) if workers else None,
             **self.near(rss, workers),  # type: ignore[arg-type]
         )
-        spread = 14.0 if worker_cpu < 90.0 else 1.0  # a saturated worker sits at its core
-        cores = tuple(
-            min(100.0, n.around(_WORKER_CORES + k, t, worker_cpu, spread)) for k in range(workers)
-        )
-        if workers:
-            process = replace(
-                process,
-                workers_cpu_percent=round(sum(cores), 1),
-                workers_active=sum(1 for c in cores if c >= WORKER_ACTIVE_PCT),
-            )
-        return Reading(sample, process, cores)
+        return process, cores
