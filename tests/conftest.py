@@ -23,6 +23,14 @@ time.tzset()
 DemoApp = Callable[..., GpuTuiApp]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tier is marked by where it lives: everything outside tests/unit starts an
+    app, a process, a server or a pty (``pytest -m "not slow"`` is the unit tier)."""
+    for item in items:
+        if "unit" not in item.path.parent.parts[-1:]:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def demo_app(tmp_path: Path) -> DemoApp:
     def make(scenario: str | None = None, gpus: int = 4, **options: Any) -> GpuTuiApp:
