@@ -11,11 +11,13 @@ from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import SourceKind
+from gputui.core.process_access import ProcessAccess
 from gputui.core.units import fmt_duration
 from gputui.formats.recording import Recording
 from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
+from gputui.sources.process_access import LocalProcesses
 from gputui.sources.recorded import ReplaySource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.parts import AppParts
@@ -33,11 +35,13 @@ def make_app(
     keep_secrets: bool = False,
     owns_process: bool = False,
     history: Sequence[Frame] = (),
+    process_access: ProcessAccess | None = None,
 ) -> GpuTuiApp:
     """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames.
     ``ascii``: draw with ASCII only (None: as the terminal and locale say). ``history`` (a
     Prometheus server's window) is judged before the first frame, so the advisor speaks
-    from the first second."""
+    from the first second. ``process_access``: this machine's processes, where the source
+    reads them (the app may then look into one and signal it)."""
     monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
     for frame in history:
         monitor.ingest(frame)
@@ -49,6 +53,7 @@ def make_app(
         keep_secrets=keep_secrets,
         ascii=ascii,
         owns_process=owns_process,
+        process_access=process_access,
     )
     return GpuTuiApp(parts)
 
@@ -163,6 +168,9 @@ def run_app(
         keep_secrets=keep_secrets,
         owns_process=True,
         history=history,
+        # Only a local source's PIDs are processes here: never a demo's, a recording's or a
+        # remote node's.
+        process_access=LocalProcesses() if source.kind is SourceKind.LIVE else None,
     )
     try:
         return run_owned(app)

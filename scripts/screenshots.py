@@ -1,6 +1,7 @@
-"""Regenerate screenshots/: the default demo mix at the sizes users run at (160x50, 120x40
-and 80x24 with 8 GPUs, 100x30 with 16), each scenario at 160x50 and 80x24, the overview,
-every GPU process, and the ASCII fallback.
+"""Regenerate screenshots/: what `gputui --demo` shows first, the default demo mix at the
+sizes users run at (160x50, 120x40 and 80x24 with 8 GPUs, 100x30 with 16), each scenario at
+160x50 and 80x24, the overview, every GPU process, one process looked into, and the ASCII
+fallback.
 
 Usage: python scripts/screenshots.py [OUTPUT_DIR]
 
@@ -51,13 +52,18 @@ async def _shot(
 
 
 async def shoot(out: Path) -> list[Path]:
-    written = [await _shot(out, f"mix-{w}x{h}.svg", MIX, gpus, (w, h)) for w, h, gpus in MIX_SIZES]
+    # what `gputui --demo` shows first: the default mix on 4 GPUs, two minutes in
+    written = [await _shot(out, "demo-160x50.svg", MIX, 4, (160, 50))]
+    written += [await _shot(out, f"mix-{w}x{h}.svg", MIX, gpus, (w, h)) for w, h, gpus in MIX_SIZES]
     for scenario in SCENARIOS:
         for width, height in SIZES:
             name = f"{scenario}-{width}x{height}.svg"
             written.append(await _shot(out, name, scenario, 4, (width, height)))
     written.append(await _shot(out, "overview-160x50.svg", MIX, 8, (160, 50), "o"))
     written.append(await _shot(out, "processes-120x40.svg", MIX, 8, (120, 40), "a"))
+    # every GPU's processes on the main screen, a job's ranks under torchrun, one selected
+    written.append(await _shot(out, "all-gpus-160x50.svg", MIX, 8, (160, 50), "v", "down"))
+    written.append(await _shot(out, "process-160x50.svg", MIX, 8, (160, 50), "down", "i"))
     written.append(await _shot(out, "ascii-80x24.svg", MIX, 8, (80, 24)))
     return written
 

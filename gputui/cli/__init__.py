@@ -18,6 +18,7 @@ from gputui.cli.commands import (
     cmd_replay,
     cmd_snapshot,
 )
+from gputui.cli.completion import script
 from gputui.cli.parser import (
     DOCTOR_EXIT_CODES,
     EXIT_INTERNAL,
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_replay(args)
         if args.command == "export":
             return cmd_export(args)
+        if args.command == "completion":
+            print(script(args.shell, parser), end="")
+            return 0
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130

@@ -13,11 +13,16 @@ from gputui.cli.parser import EXIT_NO_SOURCE
 from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
+from gputui.core.names import SourceKind
 from gputui.core.sanitize import clean
 from gputui.sources.base import Source, SourceUnavailable
 
 if TYPE_CHECKING:
     from gputui.sampling.monitor import Monitor
+
+
+#: the simulated history the interactive demo opens with: every rule's window and more
+DEMO_HISTORY_S = 120.0
 
 
 def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
@@ -34,7 +39,11 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
     if args.demo is not None:
         from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
-        return SimulatedSource(resolve_scenarios(args.demo, args.gpus), seed=args.seed, clock=clock)
+        # The monitor starts with the scenarios under way (as the screenshots show them);
+        # a headless command steps its own warm-up (--warmup).
+        history = DEMO_HISTORY_S if getattr(args, "command", None) is None else 0.0
+        scenarios = resolve_scenarios(args.demo, args.gpus)
+        return SimulatedSource(scenarios, seed=args.seed, clock=clock, history_s=history)
     from gputui.sources.host import HostReader
     from gputui.sources.nvml import NvmlSource
 
@@ -79,7 +88,7 @@ def _collect(
     config = monitor.config
     sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
     readings = max(args.samples, int(seconds / config.interval_s) + 1)
-    if hasattr(source, "backfill"):
+    if source.kind is SourceKind.REMOTE and hasattr(source, "backfill"):
         # A Prometheus server: its history is already in, and its rates come computed; a
         # second reading would only wait for the same answer. The window asked for remains.
         readings = int(seconds / config.interval_s) + 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from gputui import __version__
+from gputui.cli.completion import SHELLS
 from gputui.core.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.core.prose import DOCTOR_EXITS
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
@@ -21,7 +22,7 @@ PROMETHEUS_INTERVAL_S = 15.0
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
-COMMANDS = ("snapshot", "doctor", "record", "replay", "export")
+COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "completion")
 
 
 def _interval(text: str) -> float:
@@ -117,7 +118,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_snapshot, _doctor, _record, _replay, _export):
         add(sub, common)
+    _completion(sub)
     return parser
+
+
+def _completion(sub: Commands) -> None:
+    completion = sub.add_parser(
+        "completion",
+        help="print shell completion for bash, zsh or fish",
+        description="Print a completion script: every command, option and scenario. bash: "
+        'eval "$(gputui completion bash)" in ~/.bashrc; zsh: the same in ~/.zshrc with zsh; '
+        "fish: gputui completion fish > ~/.config/fish/completions/gputui.fish",
+    )
+    completion.add_argument("shell", choices=SHELLS, help="bash, zsh or fish")
 
 
 def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:

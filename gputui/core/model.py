@@ -35,6 +35,9 @@ def _clean_text(obj: object) -> None:
             object.__setattr__(obj, name, cleaned)
 
 
+#: for model types defined in other modules of the core
+clean_text_fields = _clean_text
+
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -317,6 +320,8 @@ class ProcessSample:
     env: Final[tuple[str, ...]] = ()
     #: the parent process's pid (ranks of one job launched by one torchrun share it)
     ppid: Final[int | None] = None
+    #: the parent's command line: the launcher a job's ranks are grouped under
+    parent_command: Final[str | None] = None
     #: CPU % of its child processes together (data-loader workers), where readable
     workers_cpu_percent: Final[float | None] = None
     #: how many of its children use at least ``config.WORKER_ACTIVE_PCT`` of a core: the

@@ -101,6 +101,23 @@ def is_secret_name(name: str) -> bool:
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
+# An environment variable named for a key (OPENAI_KEY, SSH_KEY, WANDB_KEY) holds one; an
+# option named --key often does not (a sort key, a dictionary key), so only here.
+_VARIABLE_SECRET_ENDS: Final = frozenset({"key", "keys", "pat", "dsn"})
+
+
+def mask_variable(entry: str) -> str:
+    """One ``NAME=value`` of an environment: the value masked where the name says it is a
+    credential (as ``mask_secrets``, and any name ending in KEY), URL passwords in it too."""
+    name, sep, value = entry.partition("=")
+    if not sep:
+        return mask_secrets(entry)
+    words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
+    if is_secret_name(name) or (words and words[-1] in _VARIABLE_SECRET_ENDS):
+        return f"{name}={MASK}"
+    return f"{name}={mask_secrets(value)}"
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with credential-looking values replaced by ``***``: values of options and
     assignments whose names say password, token, secret, key or auth, and passwords in

@@ -19,6 +19,7 @@ from gputui.core.names import SourceKind
 from gputui.core.pcie import link_bandwidth
 from gputui.core.prose import simulated_span, starts_no_unit, wrap
 from gputui.core.units import NA, fmt_bytes, fmt_duration, fmt_link, fmt_num, fmt_rate, known
+from gputui.exporters.code_spans import code_span, pieces
 from gputui.formats.snapshot import Snapshot, dumps, parse_snapshot
 
 #: the width prose is wrapped at: the report reads on an 80-column terminal
@@ -43,6 +44,19 @@ def md(text: object) -> str:
     come out of a command line, a GPU name or a label (they are already free of control
     characters: gputui.core.sanitize)."""
     return str(text).translate(_MARKDOWN_SPECIAL)
+
+
+# Inside a code span a space is this until the lines are wrapped: a command never breaks.
+_KEEP_SPACE = "\x00"
+
+
+def remedy_markdown(remedy: str) -> str:
+    """A remedy with its commands and code as code spans (copied as read), the rest as
+    literal prose."""
+    return "".join(
+        code_span(piece).replace(" ", _KEEP_SPACE) if code else md(piece)
+        for piece, code in pieces(remedy)
+    )
 
 
 def may_start_line(word: str) -> bool:
@@ -98,7 +112,8 @@ def markdown_report(document: Mapping[str, Any], simulated_warmup_s: float | Non
     lines += _process_table(frame)
     if frame is not None and frame.notes:
         lines += ["", "## Notes", ""] + [f"- {md(note.text)}" for note in frame.notes]
-    return "\n".join(out for line in lines for out in _wrapped(line)) + "\n"
+    text = "\n".join(out for line in lines for out in _wrapped(line)) + "\n"
+    return text.replace(_KEEP_SPACE, " ")
 
 
 def _head(snap: Snapshot, simulated_warmup_s: float | None) -> list[str]:
@@ -142,7 +157,7 @@ def _findings(snap: Snapshot) -> list[str]:
         for evidence in finding.get("evidence", ()):
             lines.append(f"  - {md(evidence)}")
         for remedy in finding.get("remedies", ()):
-            lines.append(f"  - → {md(remedy)}")
+            lines.append(f"  - → {remedy_markdown(remedy)}")
     judgement = Judgement.from_dict(snap.judgement) if snap.judgement is not None else None
     if judgement is not None:
         lines += [f"- {md(line)}" for line in (*describe(judgement), *context_lines(judgement))]

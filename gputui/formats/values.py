@@ -122,7 +122,10 @@ def masked(frame: Frame) -> Frame:
         frame,
         processes=tuple(
             dataclasses.replace(
-                p, command=mask_optional(p.command), env=tuple(mask_secrets(e) for e in p.env)
+                p,
+                command=mask_optional(p.command),
+                parent_command=mask_optional(p.parent_command),
+                env=tuple(mask_secrets(e) for e in p.env),
             )
             for p in frame.processes
         ),

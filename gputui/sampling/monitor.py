@@ -14,6 +14,7 @@ from gputui.core.config import Config, Thresholds
 from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.sampling.history import History
+from gputui.sampling.process_history import ProcessHistory
 
 
 class Judge(Protocol):
@@ -48,6 +49,8 @@ class Monitor:
         self.config = config
         self.source = source
         self.history = History(config.history_points)
+        #: each GPU process's own readings, while it lives (the process page)
+        self.processes = ProcessHistory()
         self._make_judge = make_judge
         self.advisor = make_judge()
 
@@ -91,6 +94,7 @@ class Monitor:
     def ingest(self, frame: Frame, advise: bool = True) -> tuple[Finding, ...]:
         """Add a frame; ``advise=False`` only fills history (catching up after a seek)."""
         self.history.add(frame)
+        self.processes.add(frame)
         if not advise:
             return self.advisor.findings
         return self.advisor.update(self.history)
@@ -98,4 +102,5 @@ class Monitor:
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""
         self.history = History(self.config.history_points)
+        self.processes = ProcessHistory()
         self.advisor = self._make_judge()

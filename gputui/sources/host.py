@@ -283,11 +283,13 @@ class HostReader:
         kept = self._identity.get(proc.pid)
         if kept is not None and now - kept[0] < IDENTITY_PERIOD_S:
             return kept[1]
+        ppid = _safe_int(proc.ppid)
         fields: dict[str, object] = {
             "name": _safe(proc.name),
             "user": _safe(proc.username),
             "command": _command(proc),
-            "ppid": _safe_int(proc.ppid),
+            "ppid": ppid,
+            "parent_command": _parent_command(ppid),
             "started": _safe_float(proc.create_time),
         }
         self._identity[proc.pid] = (now, fields)
@@ -479,6 +481,16 @@ def _command(proc: psutil.Process) -> str | None:
     if len(command) > MAX_COMMAND_CHARS:
         command = command[:MAX_COMMAND_CHARS] + "…"
     return command or None
+
+
+def _parent_command(ppid: int | None) -> str | None:
+    """The launcher's command line (torchrun, mpirun, a shell); None for init or unknown."""
+    if ppid is None or ppid <= 1:
+        return None
+    try:
+        return _command(psutil.Process(ppid))
+    except psutil.Error:
+        return None
 
 
 def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:

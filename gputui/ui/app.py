@@ -16,7 +16,7 @@ import contextlib
 import gc
 import signal
 import socket
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events
 from textual.app import App, ComposeResult
@@ -39,7 +39,10 @@ from gputui.ui.navigation import Navigation
 from gputui.ui.paint import ASCII, Palette, ascii_terminal, theme_palette
 from gputui.ui.panels import Panels
 from gputui.ui.parts import AppParts
+from gputui.ui.process_keys import ProcessKeys
+from gputui.ui.processes import FilterScreen
 from gputui.ui.replay_keys import ReplayKeys
+from gputui.ui.screens import PageScreen
 from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
 from gputui.view.header import Replaying, header_row, header_state
@@ -66,8 +69,10 @@ class GpuTuiApp(App[int]):
         self.pending_notices = list(parts.notices)
         self._parts = parts
         self.ascii = ascii_terminal() if parts.ascii is None else parts.ascii
+        self.process_access = parts.process_access
         self.choices = Choices(
-            selected=self.monitor.devices[0].index if self.monitor.devices else 0
+            selected=self.monitor.devices[0].index if self.monitor.devices else 0,
+            mask=not parts.keep_secrets,
         )
         self.paused = False
         self.palette = Palette(ascii=self.ascii)
@@ -77,6 +82,7 @@ class GpuTuiApp(App[int]):
         self.navigation = Navigation(self)
         self.modals = Modals(self)
         self.snapshot = SnapshotKey(self)
+        self.process_keys = ProcessKeys(self)
         self.replay_keys = (
             ReplayKeys(
                 self.replay,
@@ -219,10 +225,11 @@ class GpuTuiApp(App[int]):
             return
         size = self._size or self.size
         self._draw_header(size.width)
-        if isinstance(self.screen, LIVE_SCREENS):
-            self.screen.refresh_rows()
-            return
-        if isinstance(self.screen, MODALS):
+        over = self.screen_stack[1:]
+        for screen in over:
+            if isinstance(screen, LIVE_SCREENS):
+                screen.refresh_rows()
+        if any(isinstance(screen, MODALS | LIVE_SCREENS) for screen in over):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
@@ -236,8 +243,17 @@ class GpuTuiApp(App[int]):
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
-        """Toasts carry file names, paths and error text: never parsed as markup here."""
+        """Toasts carry file names, paths and error text: never parsed as markup here. Over
+        a dialog the message goes on the dialog's own border, never over its text."""
+        if isinstance(self.screen, PageScreen):
+            self.screen.say(f"{title}: {message}" if title else message, timeout or 5.0)
+            return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        """A screen over the panels opens clear: no toast left over it."""
+        self.clear_notifications()
+        return super().push_screen(*args, **kwargs)
 
     def choose(self, choices: Choices) -> None:
         """Take the user's new choices and show them."""
@@ -258,9 +274,14 @@ class GpuTuiApp(App[int]):
         position = min(range(len(INTERVALS)), key=lambda i: abs(INTERVALS[i] - current))
         new = INTERVALS[max(0, min(len(INTERVALS) - 1, position + step))]
         new = max(MIN_INTERVAL_S, min(MAX_INTERVAL_S, new))
+        if new == current:
+            end = "slowest" if step > 0 else "fastest"
+            self.notify(f"Already refreshing every {new:g} s, the {end} (+ slower, - faster)")
+            return
         self.monitor.set_interval(new)  # the history keeps its length in seconds
         self.sampler.wake()
-        self.notify(f"Refresh every {new:g} s", timeout=2)
+        way = "less often" if new > current else "more often"
+        self.notify(f"Refreshing every {new:g} s now, {way} (+ slower, - faster)", timeout=3)
         self.redraw()
 
     def action_quit(self) -> None:  # type: ignore[override]
@@ -285,8 +306,36 @@ class GpuTuiApp(App[int]):
     def action_window(self) -> None:
         self.navigation.window()
 
+    # -- the process table -------------------------------------------------------------
     def action_sort(self) -> None:
-        self.navigation.sort()
+        self.process_keys.next_sort()
+
+    def action_sort_by(self, key: str) -> None:
+        self.process_keys.sort_by(key)
+
+    def action_process(self, step: int) -> None:
+        self.process_keys.move(step)
+
+    def action_skip(self, step: int) -> None:
+        self.process_keys.move(step)
+
+    def action_all_gpus(self) -> None:
+        self.process_keys.toggle_all()
+
+    def action_user(self) -> None:
+        self.process_keys.next_user()
+
+    def action_filter(self) -> None:
+        self.push_screen(FilterScreen(self))
+
+    def action_clear(self) -> None:
+        self.process_keys.clear()
+
+    def action_inspect(self) -> None:
+        self.process_keys.inspect()
+
+    def action_signal(self, signum: int) -> None:
+        self.process_keys.signal(signum)
 
     def action_goto_finding(self) -> None:
         self.navigation.goto_finding()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -15,7 +18,11 @@ from gputui.ui import compat
 # GPUTUI_TEXTUAL_PUBLIC=1).
 @compat.blank
 class _MainScreen(Screen[int]):
-    pass
+    # Nothing here takes focus: Tab and Shift+Tab move between GPUs, as ← and → do.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "app.gpu(1)", show=False),
+        Binding("shift+tab", "app.gpu(-1)", show=False),
+    ]
 
 
 # The compositor asks every widget on the screen for its rows on each repaint, whatever

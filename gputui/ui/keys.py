@@ -10,19 +10,41 @@ from textual.binding import Binding, BindingType
 from textual.keys import key_to_character
 
 from gputui.core.config import PROCESS_UTIL_PERIOD_S
+from gputui.view.process_table import SORTS
 
 #: actions that exist only while a recording plays (the app hides them otherwise)
 REPLAY_ACTIONS: Final = ("step", "seek", "speed")
 #: actions that exist only live (a recording keeps its own interval)
 LIVE_ACTIONS: Final = ("interval",)
 
+#: the process table's keys: the main screen's and the every-process page's alike
+PROCESS_BINDINGS: Final[list[Binding]] = [
+    Binding("down,j", "process(1)", "next process", key_display="↓", show=False),
+    Binding("up,k", "process(-1)", "previous process", key_display="↑", show=False),
+    Binding("pagedown", "skip(10)", "10 processes down", show=False),
+    Binding("pageup", "skip(-10)", "10 processes up", show=False),
+    Binding("i,e", "inspect", "inspect the process", show=False),
+    Binding("T", "signal(15)", "SIGTERM", show=False),
+    Binding("I", "signal(2)", "SIGINT", show=False),
+    Binding("K", "signal(9)", "SIGKILL", show=False),
+    Binding("t", "sort", "sort processes", show=False),
+    *(
+        Binding(column.key, f"sort_by('{name}')", f"sort by {column.header}", show=False)
+        for name, column in SORTS.items()
+    ),
+    Binding("u", "user", "one user's processes", show=False),
+    Binding("slash", "filter", "filter processes", key_display="/", show=False),
+]
+
 BINDINGS: Final[list[Binding]] = [
     # First in the footer, so a narrow terminal never pushes them out of it.
     Binding("question_mark", "help", "help", key_display="?"),
     Binding("q,ctrl+c", "quit", "quit"),
     # priority: nothing here takes focus, so Tab moves between GPUs, not widgets
-    Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←", priority=True),
-    Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→", priority=True),
+    # Tab and Shift+Tab also reach these through the main screen's own bindings (it has
+    # nothing to focus); over a page, ← → belong to the page.
+    Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←"),
+    Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→"),
     Binding("o", "overview", "overview"),
     Binding("n", "finding(1)", "next finding"),
     Binding("N", "finding(-1)", "prev finding", show=False),
@@ -33,11 +55,14 @@ BINDINGS: Final[list[Binding]] = [
     Binding("plus,equals_sign", "interval(1)", "refresh slower", key_display="+"),
     Binding("minus", "interval(-1)", "refresh faster", key_display="-"),
     Binding("w", "window", "history window"),
-    Binding("t", "sort", "sort processes", show=False),
+    *PROCESS_BINDINGS,
+    Binding("v", "all_gpus", "processes: this GPU / all", show=False),
+    Binding("escape", "clear", "clear selection", key_display="Esc", show=False),
     Binding("s", "snapshot", "snapshot"),
     Binding("r", "rules", "advisor rules", show=False),
     Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
     Binding("c", "cluster", "cluster: every node", show=False),
+    Binding("ctrl+p", "command_palette", "palette", show=False),
     # replay only
     Binding("full_stop", "step", "replay: step", key_display="."),
     Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),
@@ -76,14 +101,29 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "goto_finding": "go to the GPU of the selected finding",
     "open_finding": "the selected finding in full",
     "all_processes": (
-        "every GPU process on the machine: its GPUs, GPU memory, SM %, CPU, RSS, age, user "
-        "and command; `t` sorts, `u` shows one user's, workers folded under their process"
+        "every GPU process on the machine, full screen: the same keys as the table, ← → "
+        "scroll the command sideways, Enter looks into the selected process, workers folded "
+        "under their process"
     ),
     "pause": "pause / resume",
     "interval(1)": "refresh less often (live only)",
     "interval(-1)": "refresh more often (live only)",
     "window": "history window: 1, 5, 15, 60 min",
-    "sort": "sort processes (GPU memory, CPU, RSS, PID)",
+    "sort": "sort processes by the next column",
+    "process": "select a process in the table; its whole command line shows under it",
+    "skip": "ten processes down / up",
+    "sort_by": "sort processes by a column: "
+    + ", ".join(f"{c.key} {c.header}" for c in SORTS.values())
+    + "; the same key again turns the order round",
+    "inspect": "the selected process looked into: its GPUs, tree, devices, placement,"
+    " history and environment (secrets masked)",
+    "signal": "send the selected process SIGTERM (T), SIGINT (I) or SIGKILL (K), after a"
+    " confirmation that names it; only your own processes (root: any)",
+    "user": "show one user's processes, then the next user's, then every user's",
+    "filter": "filter processes by part of a command, user or PID (Enter keeps, Esc undoes)",
+    "all_gpus": "the process table: the selected GPU's processes / every GPU's, a job's"
+    " ranks under their launcher",
+    "clear": "clear the process selection and filters",
     "snapshot": "snapshot: JSON + Markdown + SVG of the screen, in the current directory"
     " or `--snapshot-dir`",
     "rules": "the advisor's rules",
@@ -92,6 +132,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     " the NUMA node of each GPU and where each GPU process and its loader workers may run"
     " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
     "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
+    "command_palette": "the command palette: every action by name, searched as you type",
     "step": "replay: one frame forward (pauses first)",
     "seek": "replay: back / forward 1 min ([ ]) or 10 min ({ })",
     "speed": "replay: half / double speed",
@@ -107,6 +148,7 @@ _KEY_NAMES: Final[dict[str, str]] = {
     "escape": "Esc",
     "pageup": "PgUp",
     "pagedown": "PgDn",
+    "slash": "/",
 }
 
 
@@ -153,6 +195,8 @@ def _grouped_keys(group: list[Binding]) -> str | None:
     keys = [binding_keys(b) for b in group]
     if len(group) == 1:
         return " / ".join(keys[0])
+    if _name(group[0].action) in _SIDE_BY_SIDE:
+        return " ".join(k for ks in keys for k in ks)
     if any(len(k) != len(keys[0]) for k in keys):
         return None
     if len(keys[0]) == 1:
@@ -163,6 +207,10 @@ def _grouped_keys(group: list[Binding]) -> str | None:
                 return f"{single[0]} … {single[-1]}"
         return " / ".join(" ".join(single[i : i + 2]) for i in range(0, len(single), 2))
     return " / ".join(" ".join(column) for column in zip(*keys, strict=True))
+
+
+#: actions whose keys are listed side by side in one cell ('P G U M …', 'T I K')
+_SIDE_BY_SIDE: Final = ("sort_by", "signal")
 
 
 def _description(key: str, group: list[Binding]) -> str:
@@ -230,6 +278,44 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
         ),
     ),
     (
+        "GPU detail",
+        (
+            ("Util", "GPU utilisation: the share of time a kernel ran (not how much of the GPU)"),
+            ("SM act", "the share of SMs busy (Hopper and newer); tensor: tensor cores busy"),
+            ("mem ctrl", "the memory controller busy (where SM activity is not read)"),
+            ("SM clk", "the SM clock against the board's maximum; mem: the memory clock"),
+            ("Temp", "GPU temperature against the board's slowdown and shutdown limits"),
+            ("mem °C", "the memory's (HBM) temperature against its own maximum"),
+            ("margin", "degrees left before the GPU slows itself down (drivers R570+)"),
+            ("fan", "fan speed, where the board has one"),
+            ("Power", "draw against the enforced limit; default: the board's own limit"),
+            ("P0 … P15", "the performance state: P0 is full speed"),
+            ("VRAM", "GPU memory in use against the total"),
+            (
+                "PCIe",
+                "the link now (generation, lanes) of the most it can run, its bandwidth, RX/TX"
+                " against it; idle downshift: a link that slows when idle, as it should;"
+                " card GenN: host-limited: the card could run faster than the slot allows",
+            ),
+            ("counted, sampled", "PCIe traffic from the driver's byte counters, or a 20 ms window"),
+            ("replays", "PCIe replays: link errors corrected by resending (should stay 0)"),
+            ("Events", "the clock-event (throttle) reasons active now, in plain words"),
+            ("Xid", "a driver error of the last hour: its code, what it means, how long ago"),
+            (
+                "Held",
+                "seconds the driver held clocks down for power, heat, board or reliability"
+                " (its violation counters) in the last minutes",
+            ),
+            ("MIG", "a MIG instance: its profile, memory and SM activity"),
+            ("ID", "the GPU's UUID, its PCI bus id, and its node"),
+            (
+                "util, temp, power, PCIe RX, PCIe TX",
+                "the history: each reading as a sparkline on the window's time scale (w),"
+                " newest at the right, ending in its value now; SM clk and VRAM likewise",
+            ),
+        ),
+    ),
+    (
         "Host line",
         (
             ("CPU", "host CPU busy, of all its cores; the data loaders run here"),
@@ -241,7 +327,11 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
     (
         "Processes",
         (
+            ("▶", "the selected process (↑ ↓); its whole command line shows under the table"),
+            ("↓ ↑", "the column the table is sorted by, and which way (↓: largest first)"),
+            ("▾ torchrun …", "a job: the processes one launcher started, its ranks under it"),
             ("PID", "process id"),
+            ("GPU", "the GPUs it holds (every GPU's processes: v)"),
             ("USER", "its owner"),
             ("GPU MEM", "GPU memory it holds"),
             (
@@ -256,9 +346,16 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
             ),
             ("RSS", "host memory it holds (resident set)"),
             ("TIME", "since the process started, as ps prints it ([days-]h:mm:ss)"),
-            ("WORKERS", "its child processes: data-loader workers"),
+            (
+                "WORKERS",
+                "its child processes (data-loader workers) and their CPU together: 8 340%",
+            ),
             ("THR", "its threads"),
-            ("COMMAND", "its command line (credentials masked in snapshots)"),
+            (
+                "COMMAND",
+                "its command line, the interpreter's directory left out (python3 train.py);"
+                " credentials masked unless --keep-secrets",
+            ),
         ),
     ),
 )

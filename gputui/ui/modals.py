@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gputui.ui import keys
-from gputui.ui.processes import AllProcessesScreen
+from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
 from gputui.ui.screens import (
     ClusterScreen,
     FindingScreen,
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
 
 #: screens under which the panels are not drawn at all
-MODALS = HelpScreen | RulesScreen | FindingScreen | TopologyScreen
+MODALS = HelpScreen | RulesScreen | FindingScreen | TopologyScreen | SignalScreen
 #: screens that follow the frames themselves while shown
-LIVE_SCREENS = ClusterScreen | AllProcessesScreen
+LIVE_SCREENS = ClusterScreen | AllProcessesScreen | ProcessScreen
 
 
 class Modals:
@@ -54,7 +54,7 @@ class Modals:
 
     def all_processes(self) -> None:
         app = self._app
-        app.push_screen(AllProcessesScreen(app.monitor, app.palette), self._after)
+        app.push_screen(AllProcessesScreen(app), self._after)
 
     def topology(self) -> None:
         app = self._app

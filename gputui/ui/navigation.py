@@ -1,5 +1,5 @@
 """The keys and clicks that move through GPUs and findings and change what the panels
-show (window, sort, overview). Each is a pure step of ``view.choices.Choices``; the app
+show (window, overview). Each is a pure step of ``view.choices.Choices``; the app
 shows the result."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.ui.lines import LineView
-from gputui.view.cells import CardsKey, FindingKey, GpuKey
+from gputui.view.cells import CardsKey, FindingKey, GpuKey, PidKey
 
 if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
@@ -39,9 +39,6 @@ class Navigation:
     def window(self) -> None:
         self._app.choose(self._app.choices.next_window())
 
-    def sort(self) -> None:
-        self._app.choose(self._app.choices.next_sort())
-
     def goto_finding(self) -> None:
         app = self._app
         at = app.choices.finding_at(len(app.monitor.findings))
@@ -56,5 +53,7 @@ class Navigation:
             app.choose(app.choices.jump(self._indices(), key.index))
         elif isinstance(key, FindingKey):
             app.choose(replace(app.choices, finding=key.position))
+        elif isinstance(key, PidKey):
+            app.choose(app.choices.with_procs(replace(app.choices.procs, pid=key.pid)))
         elif isinstance(key, CardsKey) and (gpu := key.gpu_at(message.x)) is not None:
             app.choose(app.choices.jump(self._indices(), gpu))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gputui.core.process_access import ProcessAccess
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
@@ -30,3 +31,6 @@ class AppParts:
     #: the app owns the process (the CLI's): it freezes the startup heap and ends on
     #: SIGTERM, SIGHUP and SIGINT as ``q`` does; tests run many apps in one process
     owns_process: bool = False
+    #: this machine's processes, to look into and signal; None where the processes shown
+    #: are not this machine's (a demo, a recording, a remote node)
+    process_access: ProcessAccess | None = None

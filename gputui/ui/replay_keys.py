@@ -49,4 +49,7 @@ class ReplayKeys:
         """The sampler ran out of frames: pause there and say how to go back."""
         if not self.paused():
             self.pause()
-            self.notify("End of the recording: [ and ] seek back", "Replay")
+            self.notify(
+                "End of the recording: [ goes back 1 min, { 10 min; p plays on from there",
+                "Replay",
+            )

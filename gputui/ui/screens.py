@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
+from rich.markup import escape as escape_markup
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -41,6 +42,13 @@ class PageScreen(ModalScreen[T]):
 
     def build(self, width: int) -> Panel:
         raise NotImplementedError
+
+    def say(self, message: str, seconds: float) -> None:
+        """A line on the dialog's lower border, for ``seconds``: the app's messages while
+        the dialog is open (a toast would cover it)."""
+        dialog = self.query_one("#dialog", VerticalScroll)
+        dialog.border_subtitle = escape_markup(message)  # file names and errors: outside text
+        self.set_timer(seconds, lambda: setattr(dialog, "border_subtitle", ""))
 
     def on_mount(self) -> None:
         self.refresh_rows()

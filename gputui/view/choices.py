@@ -1,13 +1,13 @@
-"""What the user picked with the keys (GPU, finding, window, sort, overview), and how each
-key changes it: pure, so navigation is tested without an app."""
+"""What the user picked with the keys (GPU, finding, window, overview, the process table),
+and how each key changes it: pure, so navigation is tested without an app."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gputui.view.detail import WINDOWS_S
-from gputui.view.processes import SORT_KEYS
+from gputui.view.process_table import ProcessChoices
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,16 +16,12 @@ class Choices:
     finding: int = 0  # a position in the advisor's list
     overview: bool = False
     window: int = 0  # into WINDOWS_S
-    sort: int = 0  # into SORT_KEYS
-    mask: bool = False  # drawn for a file: credentials in command lines masked
+    procs: ProcessChoices = field(default_factory=ProcessChoices)
+    mask: bool = True  # credentials in command lines masked (--keep-secrets shows them)
 
     @property
     def window_s(self) -> int:
         return WINDOWS_S[self.window]
-
-    @property
-    def sort_key(self) -> str:
-        return SORT_KEYS[self.sort]
 
     def step_gpu(self, indices: Sequence[int], step: int) -> Choices:
         """The next or previous GPU, wrapping around."""
@@ -57,5 +53,5 @@ class Choices:
     def next_window(self) -> Choices:
         return replace(self, window=(self.window + 1) % len(WINDOWS_S))
 
-    def next_sort(self) -> Choices:
-        return replace(self, sort=(self.sort + 1) % len(SORT_KEYS))
+    def with_procs(self, procs: ProcessChoices) -> Choices:
+        return replace(self, procs=procs)

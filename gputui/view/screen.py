@@ -18,6 +18,7 @@ from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.overview import overview
+from gputui.view.process_table import listing
 from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
 
@@ -39,9 +40,10 @@ def gpu_lines(monitor: Monitor) -> int:
     return len(monitor.devices) + len(nodes)
 
 
-def screen_layout(monitor: Monitor, selected: int, width: int, height: int) -> Layout:
+def screen_layout(monitor: Monitor, choices: Choices, width: int, height: int) -> Layout:
     frame = monitor.latest
-    processes = len(frame.processes_on(selected)) if frame is not None else 0
+    gpu = None if choices.procs.all_gpus else choices.selected
+    processes = len(listing(frame.processes, choices.procs, gpu)) if frame is not None else 0
     host = frame is not None and frame.host is not None
     findings = monitor.findings
     critical = critical_count(findings)
@@ -60,7 +62,7 @@ class ScreenView:
     ) -> Contents:
         t = monitor.thresholds
         frame = monitor.latest
-        box = screen_layout(monitor, choices.selected, width, height)
+        box = screen_layout(monitor, choices, width, height)
         host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
         if choices.overview:
             w, h = box.overview.inner
@@ -140,10 +142,10 @@ class ScreenView:
     ) -> Panel:
         notes = [n.text for n in (frame.notes if frame else ()) if n.kind is NoteKind.PID_NAMESPACE]
         return processes(
-            frame.processes_on(choices.selected) if frame else (),
+            frame.processes if frame else (),
             notes,
             choices.selected,
-            choices.sort_key,
+            choices.procs,
             frame.time if frame else None,
             width,
             height,

@@ -104,9 +104,11 @@ async def test_window_and_sort_keys(demo_app: DemoApp) -> None:
         await pilot.press("w")
         assert "last 5 min," in text_of(app, "detail")
         procs = app.query_one("#procs")
-        assert "by GPU mem (t)" in str(procs.border_title)
-        await pilot.press("t")
-        assert "by CPU % (t)" in str(procs.border_title)
+        assert "by GPU MEM" in str(procs.border_title)
+        await pilot.press("t")  # the next column: SM %
+        assert "by SM%" in str(procs.border_title)
+        await pilot.press("C")  # by CPU at once
+        assert "by CPU%" in str(procs.border_title)
 
 
 async def test_snapshot_key_writes_json_markdown_and_svg(demo_app: DemoApp, tmp_path: Path) -> None:

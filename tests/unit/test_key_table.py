@@ -179,3 +179,63 @@ def test_go_to_gpu_follows_the_devices_index_and_escapes_their_names() -> None:
     (go,) = [c for c in palette_commands([odd]) if c.name.startswith("Go to GPU")]
     assert go.name == "Go to GPU 12" and go.action == "jump(12)"
     assert "\\[bold]" in go.help and "key" not in go.help  # no key jumps to GPU 12
+
+
+# -- the legend: every label the detail pane draws is explained --------------------------
+# Words the detail pane puts beside its gauges (a scenario may show only some).
+DETAIL_WORDS = (
+    "SM act",
+    "tensor",
+    "mem ctrl",
+    "slowdown",
+    "shutdown",
+    "margin",
+    "fan",
+    "default",
+    "idle downshift",
+    "counted",
+    "sampled",
+    "replays",
+    "host-limited",
+)
+
+
+def test_every_label_of_the_gpu_detail_is_in_the_help_legend() -> None:
+    from gputui.sources.simulated import SCENARIOS
+    from gputui.view.detail import View, detail
+    from gputui.view.timeline import Timeline
+
+    legend = dict(keys.LEGEND)["GPU detail"]
+    terms = {t for term, _ in legend for t in term.split(", ")}
+    terms |= {t for term, _ in legend for t in term.replace(",", " ").split()}
+    terms |= {term for term, _ in legend}
+    text = " ".join(f"{term} {meaning}" for term, meaning in legend)
+    labels: set[str] = set()
+    drawn = ""
+    for scenario in SCENARIOS:
+        app = make_demo_app(scenario, 2, warmup_s=40)
+        monitor = app.monitor
+        for device in monitor.devices:
+            panel = detail(
+                monitor.latest, device, monitor.history, Timeline(), View(60, 1.0, 150, 40),
+                monitor.thresholds,
+            )  # fmt: skip
+            for row in panel.rows:
+                if row.cells and row.cells[0].bold:
+                    labels.add(row.cells[0].text.strip())
+                drawn += " " + row.plain
+    assert {"Util", "SM clk", "Temp", "Power", "VRAM", "PCIe", "Events", "ID"} <= labels
+    assert labels <= terms, labels - terms
+    for word in DETAIL_WORDS:
+        if word in drawn:
+            assert word in text, word
+    assert "P0" in terms
+
+
+def test_the_readme_names_every_demo_scenario_and_the_completion() -> None:
+    from gputui.sources.simulated import SCENARIOS
+
+    text = README.read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `gputui --demo"))
+    assert not [s for s in SCENARIOS if f"`{s}`" not in row]
+    assert "gputui completion bash" in text

@@ -127,3 +127,30 @@ def test_unknown_scenario_is_refused() -> None:
         resolve_scenarios("lava", 2)
     with pytest.raises(ValueError):
         resolve_scenarios("healthy", 0)
+
+
+def test_the_interactive_demo_opens_with_its_scenarios_under_way() -> None:
+    """`gputui --demo` starts as the screenshots show it: two minutes of history, the
+    advisor's findings already there; a headless command steps its own warm-up instead."""
+    import time
+
+    from gputui.advisor import make_monitor
+    from gputui.cli.opening import DEMO_HISTORY_S, make_source
+    from gputui.cli.parser import build_parser
+    from gputui.core.config import Config
+    from gputui.core.model import SourceInfo
+    from gputui.core.names import SourceKind
+
+    parser = build_parser()
+    source = make_source(parser.parse_args(["--demo"]))
+    devices = source.open()
+    frames = source.backfill()  # type: ignore[attr-defined]
+    assert len(frames) == DEMO_HISTORY_S and len(devices) == 4
+    assert abs(frames[-1].time + 1.0 - time.time()) < 5.0  # ending where live reading starts
+    monitor = make_monitor(devices, Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED))
+    for frame in frames:
+        monitor.ingest(frame)
+    assert monitor.findings and not monitor.judgement.gathering
+    headless = make_source(parser.parse_args(["--demo=mix", "snapshot"]))
+    headless.open()
+    assert headless.backfill() == []  # type: ignore[attr-defined]

@@ -89,7 +89,7 @@ def test_markdown_report_is_readable() -> None:
     assert "SIMULATED" in report
     assert "thermal slowdown (HW)" in report
     assert "Gen3 x8 (max Gen4 x16)" in report
-    assert "python finetune.py" in report
+    assert "python3 finetune.py --data" in report
 
 
 def test_write_atomic_mode_0600_and_no_leftovers(tmp_path: Path) -> None:

@@ -300,3 +300,43 @@ def test_markdown_remedies_never_double_a_word() -> None:
     report = markdown_report(snapshot_of(demo_monitor("mix", 120, gpus=8)))
     remedies = [line for line in report.splitlines() if line.startswith("  - → ")]
     assert remedies and not any("Do: " in line for line in report.splitlines())
+
+
+# -- remedies to copy --------------------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["powercap", "numa", "vram", "starved", "nvlink-down"])
+def test_markdown_remedy_commands_are_whole_code_spans(scenario: str) -> None:
+    """A command or a piece of code in a remedy copies as it reads: in backticks, nothing
+    escaped inside, never broken across two lines."""
+    report = markdown_report(snapshot_of(demo_monitor(scenario, seconds=60, gpus=2)))
+    spans_found = re.findall(r"`([^`\n]+)`", report)
+    assert spans_found, "the remedies name no command"
+    for code in spans_found:
+        assert "\\" not in code, code
+    for line in report.splitlines():
+        assert line.count("`") % 2 == 0, line
+
+
+def test_known_commands_and_code_are_recognised_and_prose_is_not() -> None:
+    from gputui.exporters.code_spans import code_span, pieces
+
+    def code(text: str) -> list[str]:
+        return [p for p, is_code in pieces(text) if is_code]
+
+    assert code(
+        "Check the limit: nvidia-smi -i 0 -q -d POWER; restore it: sudo nvidia-smi -i 0 -pl 700"
+    ) == [
+        "nvidia-smi -i 0 -q -d POWER",
+        "sudo nvidia-smi -i 0 -pl 700",
+    ]
+    assert code("Load in workers: DataLoader(num_workers=N) with N cores") == [
+        "DataLoader(num_workers=N)"
+    ]
+    assert code("Use pinned memory (pin_memory=True) and .to(device, non_blocking=True)") == [
+        "pin_memory=True",
+        ".to(device, non_blocking=True)",
+    ]
+    assert code("Only this GPU is hot (90 °C, its 3 peer(s) 69 °C): check dmesg for Xid 79") == []
+    assert code("Under Slurm: srun --cpu-bind=cores (or --cpus-per-gpu)") == [
+        "srun --cpu-bind=cores"
+    ]
+    assert code_span("a`b") == "``a`b``" and code_span("`x") == "`` `x ``"

@@ -35,7 +35,7 @@ def test_window_sort_and_overview_cycle() -> None:
         c = c.next_window()
         seen.append(c.window_s)
     assert seen == [*WINDOWS_S, WINDOWS_S[0]]
-    assert Choices().next_sort().sort_key == "cpu_percent"
+    assert Choices().procs.next_sort().sort == "sm_util"  # after GPU memory
     shown = Choices(overview=True).show_gpu(5)
     assert shown.selected == 5 and not shown.overview
 

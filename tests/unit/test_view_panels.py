@@ -6,15 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gputui.core.config import Thresholds
-from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, HostSample
 from gputui.core.names import RuleId, Severity
 from gputui.view.advisor import advisor
-from gputui.view.all_processes import all_processes, entries, users
-from gputui.view.cells import FindingKey, GpuKey, PidKey, fit, plain_lines
+from gputui.view.cells import FindingKey, GpuKey, fit, plain_lines
 from gputui.view.gpu_list import gpu_list
 from gputui.view.header import HeaderState, header_row
 from gputui.view.host_line import host_row
-from gputui.view.processes import elapsed, processes
 
 T = Thresholds()
 NOW = 1_800_000_000.0
@@ -120,77 +118,6 @@ def test_the_advisor_says_it_is_gathering_instead_of_all_clear() -> None:
     assert lines[0] == "gathering: 4 s of 10 s" and "✓" not in "".join(lines)
     calm = plain_lines(advisor((), 0, NOW, False, 78, 5), 78)
     assert calm[0].startswith("✓ nothing slows")
-
-
-# -- processes -------------------------------------------------------------------------
-def _proc(pid: int, gpu: int = 0, **fields: object) -> ProcessSample:
-    base = ProcessSample(
-        pid=pid,
-        gpu_index=gpu,
-        gpu_memory=(pid % 7 + 1) << 30,
-        user="mlteam",
-        command="python train.py --model llama-3-8b --batch-size 64 --data /data/imagenet",
-        cpu_percent=120.0,
-        rss=12 << 30,
-        threads=48,
-        children=8,
-        started=NOW - 9300,
-        sm_util=80.0,
-    )
-    return replace(base, **fields)  # type: ignore[arg-type]
-
-
-def test_the_command_gets_the_remaining_width_first_at_80_columns() -> None:
-    panel = processes([_proc(2100)], [], 0, "gpu_memory", NOW, 78, 6, T)
-    header, row = plain_lines(panel, 78)[:2]
-    assert header.split()[0] == "PID" and header.rstrip().endswith("COMMAND")
-    command = row[header.index("COMMAND") :]
-    assert len(command) >= 24 and command.startswith("python train.py")
-    assert panel.rows[1].key == PidKey(2100)
-
-
-def test_a_wide_table_shows_every_column() -> None:
-    header = plain_lines(processes([_proc(1)], [], 0, "gpu_memory", NOW, 160, 6, T), 160)[0]
-    for name in ("PID", "USER", "GPU MEM", "SM%", "CPU%", "RSS", "TIME", "WORKERS", "THR"):
-        assert name in header
-
-
-def test_processes_that_do_not_fit_are_counted() -> None:
-    panel = processes([_proc(p) for p in range(10)], [], 0, "pid", NOW, 120, 5, T)
-    lines = plain_lines(panel, 120)
-    assert len(lines) == 5 and lines[-1].startswith("+7 processes")
-
-
-def test_elapsed_reads_like_ps() -> None:
-    assert elapsed(NOW - 38, NOW) == "00:38"
-    assert elapsed(NOW - 9312, NOW) == "2:35:12"
-    assert elapsed(NOW - 3 * 86400 - 60, NOW) == "3-00:01:00"
-    assert elapsed(None, NOW) == "n/a"
-
-
-# -- every process ---------------------------------------------------------------------
-def test_all_processes_merge_gpus_sort_filter_and_fold_workers() -> None:
-    procs = [
-        _proc(10, 0, gpu_memory=4 << 30),
-        _proc(10, 1, gpu_memory=4 << 30),
-        _proc(20, 2, gpu_memory=20 << 30, user="alice", children=0),
-        _proc(30, 3, gpu_memory=1 << 30, user="bob", workers_cpu_percent=340.0),
-    ]
-    assert next((e.process.pid, e.gpus, e.process.gpu_memory) for e in entries(procs)) == (
-        10,
-        (0, 1),
-        8 << 30,
-    )
-    assert users(procs) == ["alice", "bob", "mlteam"]
-    panel = all_processes(procs, "gpu_memory", None, NOW, 150, 30, T)
-    lines = plain_lines(panel, 150)
-    pids = [r.key.pid for r in panel.rows if isinstance(r.key, PidKey)]
-    assert pids == [20, 10, 30]  # by GPU memory, the two GPUs of 10 added up
-    assert any("0,1" in line for line in lines)
-    assert any("└ 8 workers (data loaders), CPU 340 % together" in line for line in lines)
-    only_bob = all_processes(procs, "gpu_memory", "bob", NOW, 150, 30, T)
-    assert [r.key.pid for r in only_bob.rows if isinstance(r.key, PidKey)] == [30]
-    assert "1 of 3, user bob" in only_bob.title
 
 
 # -- header and host line --------------------------------------------------------------

@@ -46,7 +46,11 @@ class SimulatedSource:
         seed: int = 0,
         clock: Callable[[], float] = time.time,
         hostname: str = "demo-node",
+        history_s: float = 0.0,
     ) -> None:
+        """``history_s``: the source opens that long ago, and ``backfill`` gives the
+        frames of those seconds (the interactive demo starts with its scenarios under way,
+        as the screenshots show it, not with an empty history)."""
         unknown = [s for s in scenarios if s not in _BY_NAME]
         if unknown or not scenarios:
             raise ValueError(f"unknown scenarios: {unknown}")
@@ -58,10 +62,18 @@ class SimulatedSource:
         ]
         self._start: float | None = None
         self._host_noise = _Noise(seed, 10_000)
+        self._history_s = max(0.0, history_s)
 
     def open(self) -> tuple[DeviceInfo, ...]:
-        self._begin(self._clock())
+        self._begin(self._clock() - self._history_s)
         return tuple(gpu.info() for gpu in self._gpus)
+
+    def backfill(self) -> list[Frame]:
+        """One frame a second from the opening to now (none without ``history_s``)."""
+        start = self._start
+        if start is None:
+            return []
+        return [self._frame(start + k) for k in range(int(self._history_s))]
 
     def _begin(self, now: float) -> None:
         self._start = now
@@ -70,10 +82,12 @@ class SimulatedSource:
 
     def read(self) -> Frame:
         now = self._clock()
-        start = self._start
-        if start is None:
+        if self._start is None:
             self._begin(now)
-            start = now
+        return self._frame(now)
+
+    def _frame(self, now: float) -> Frame:
+        start = self._start if self._start is not None else now
         t = max(0.0, now - start)
         readings = [gpu.read(t) for gpu in self._gpus]
         return Frame(

@@ -59,6 +59,11 @@ def _mix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
+LAUNCHER_PID = 2000  # torchrun, the parent of the node's job's ranks
+_VENV = "/home/mlteam/venvs/llm/bin"
+_OWNERS = ("ana", "ravi", "kim", "lee")
+
+
 class _Noise:
     """Deterministic noise in [0, 1) keyed by (seed, gpu, channel, whole second)."""
 
@@ -303,7 +308,8 @@ class Gpu:
         runtime, libraries = cuda
         rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
         env = self.launcher_env() if env is None else env
-        if any(v.startswith("RANK=") for v in env):  # a rank of the node's one job
+        rank = any(v.startswith("RANK=") for v in env)  # a rank of the node's one job
+        if rank:
             started = self.opened - JOB_AGE_S + 0.4 * self.index
         else:
             started = self.opened - OWN_JOB_AGE_S - OWN_JOB_STEP_S * self.index
@@ -316,17 +322,26 @@ class Gpu:
             gpu_index=self.index,
             gpu_memory=max(0, (sample.mem_used or 0) - 600 * MIB),
             kind="compute",
-            name="python",
-            user="mlteam",
+            name="python3",
+            # the node's job is the team's; the single-GPU runs are people's own
+            user="mlteam" if rank else _OWNERS[self.index % len(_OWNERS)],
             command=command
-            or f"python train.py --model llama-3-8b --batch-size 16 --local-rank {self.index}",
+            or f"{_VENV}/python3 -u train.py --model llama-3-8b --batch-size 16"
+            f" --local-rank {self.index}",
             cpu_percent=round(cpu, 1),
             rss=rss,
             threads=threads,
             children=workers,
             cuda_runtime=runtime,
             env=env,
-            ppid=2000,
+            # torchrun started the job's ranks; each own run was started from a shell
+            ppid=LAUNCHER_PID if rank else 3000 + 17 * self.index,
+            parent_command=(
+                f"{_VENV}/python3 {_VENV}/torchrun --nproc-per-node {self.gpus} train.py"
+                " --model llama-3-8b --batch-size 16"
+                if rank
+                else "-bash"
+            ),
             cuda_libraries=libraries,
             cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
             started=started,

@@ -155,7 +155,7 @@ def vram(gpu: Gpu, t: float) -> Reading:
         temp=_approach(50.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, 0.78 * s.power_default, 25.0),
         mem_frac=frac,
-        command="python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
+        command="/opt/conda/bin/python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
     )
 
 
@@ -198,7 +198,7 @@ def loader_bound(gpu: Gpu, t: float) -> Reading:
         cpu=n.around(_PROC_CPU, t, 41.0, 3.0),
         workers=4,
         threads=12,
-        command="python train_resnet.py --data /data/imagenet --workers 4 --batch-size 256",
+        command="/usr/bin/python3 /home/ana/resnet/train_resnet.py --data /data/in1k --workers 4",
         env=(),  # its own single-process job: no rank of the node's training job
         util_samples=samples,
         worker_cpu=99.5,
@@ -221,7 +221,7 @@ def starved(gpu: Gpu, t: float) -> Reading:
         cpu=n.around(_PROC_CPU, t, 99.5, 1.2),
         workers=0,
         threads=5,
-        command="python finetune.py --data /data/imagenet --num-workers 0",
+        command="/usr/bin/python3 finetune.py --data /data/imagenet --num-workers 0",
         env=(),  # its own single-process job: no rank of the node's training job
     )
     return Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(_MAIN_CORE, t)),))
@@ -309,7 +309,7 @@ def sweep(gpu: Gpu, t: float) -> Reading:
         temp=_approach(48.0, 66.0 if small else 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, (0.55 if small else 0.8) * s.power_default, 20.0),
         mem_frac=0.6,
-        command=f"python train.py --lr {lr} --seed {gpu.index}",
+        command=f"/opt/conda/envs/sweep/bin/python train.py --lr {lr} --seed {gpu.index}",
         env=(),
     )
 

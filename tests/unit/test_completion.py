@@ -1,0 +1,86 @@
+"""Shell completion, run in the real shells: the script `gputui completion SHELL` prints
+completes commands, options, --demo's scenarios and option choices. bash always; zsh and
+fish where installed (CI installs them: absent there is a failure, not a skip)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from gputui.cli.completion import script
+from gputui.cli.parser import COMMANDS, build_parser
+
+CASES = [  # (words typed, the word being completed, what must be offered)
+    (["gputui", ""], "", set(COMMANDS)),
+    (["gputui", "--de"], "--de", {"--demo"}),
+    (["gputui", "--demo", "th"], "th", {"thermal"}),
+    (["gputui", "snapshot", "--for"], "--for", {"--format"}),
+    (["gputui", "snapshot", "--format", ""], "", {"json", "markdown"}),
+    (["gputui", "doctor", "--d"], "--d", {"--demo", "--duration"}),
+    (["gputui", "completion", "f"], "f", {"fish"}),
+]
+
+
+def _needs(shell: str) -> str:
+    path = shutil.which(shell)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{shell} is not installed: .ci/run installs it")
+        pytest.skip(f"{shell} is not installed here")
+    return path
+
+
+def _bash_like(shell: str, words: list[str], setup: str = "") -> set[str]:
+    text = script(shell, build_parser())
+    quoted = " ".join(f"'{w}'" for w in words)
+    program = (
+        f"{setup}\n{text}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}\n"
+        'COMPREPLY=(); _gputui; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    out = subprocess.run(
+        [_needs(shell), "-c", program], capture_output=True, text=True, check=True, timeout=30
+    )
+    return {line for line in out.stdout.splitlines() if line}
+
+
+@pytest.mark.parametrize(("words", "current", "offered"), CASES)
+def test_bash_completes_commands_options_and_choices(
+    words: list[str], current: str, offered: set[str]
+) -> None:
+    got = _bash_like("bash", words)
+    assert offered <= got and all(w.startswith(current) for w in got), got
+
+
+def test_zsh_completes_through_bashcompinit() -> None:
+    for words, _current, offered in CASES[:3]:
+        # bashcompinit's wrapper sets ksharrays (0-based arrays) before calling a bash function
+        got = _bash_like("zsh", words, setup="setopt ksharrays")
+        assert offered <= got, (words, got)
+
+
+def test_fish_completes_commands_options_and_choices() -> None:
+    fish = _needs("fish")
+    text = script("fish", build_parser())
+    for line, offered in (
+        ("gputui ", set(COMMANDS)),
+        ("gputui --demo ", {"thermal", "numa", "mix"}),
+        ("gputui snapshot --format ", {"json", "markdown"}),
+        ("gputui doctor --dur", {"--duration"}),
+    ):
+        program = f"{text}\ncomplete -C {line!r}"
+        out = subprocess.run(
+            [fish, "--no-config", "-c", program], capture_output=True, text=True, timeout=30
+        )
+        got = {row.split("\t")[0] for row in out.stdout.splitlines()}
+        assert offered <= got, (line, got, out.stderr)
+
+
+def test_every_command_and_scenario_is_in_every_script() -> None:
+    from gputui.sources.simulated import SCENARIOS
+
+    for shell in ("bash", "zsh", "fish"):
+        text = script(shell, build_parser())
+        assert all(c in text for c in COMMANDS) and all(s in text for s in SCENARIOS)
