@@ -29,7 +29,8 @@ class SnapshotKey:
                 timeout=8,
             )
             return
-        app.notify(f"{base}.json (+ .md, .svg)", title="Snapshot saved", timeout=6)
+        where = base.parent.resolve()
+        app.notify(f"{base.name}.json, .md and .svg in {where}", title="Snapshot saved", timeout=6)
 
     def _svg(self) -> str:
         """The screen as SVG for a file that travels: credentials masked, local fonts only."""

@@ -115,6 +115,8 @@ async def test_snapshot_key_writes_json_markdown_and_svg(demo_app: DemoApp, tmp_
     app = demo_app(None, 4, snapshot_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("s")
+        saved = [n.message for n in app._notifications if n.title == "Snapshot saved"]
+        assert saved and saved[0].endswith(f" in {tmp_path.resolve()}")
         await pilot.pause()
     names = sorted(p.suffix for p in tmp_path.iterdir())
     assert names == [".json", ".md", ".svg"]
