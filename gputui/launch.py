@@ -143,6 +143,8 @@ def run_owned(app: GpuTuiApp) -> int:
     SIGTERM and SIGHUP (an SSH drop) end it like ``q`` does, so the terminal is restored.
     """
     result = app.run()
+    if app.panicked:  # Textual's panic leaves the return code at 0
+        return max(1, app.return_code or 0)
     if isinstance(result, int):
         return result
     return app.return_code or 0

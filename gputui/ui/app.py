@@ -75,6 +75,7 @@ class GpuTuiApp(App[int]):
             mask=not parts.keep_secrets,
         )
         self.paused = False
+        self.panicked = False
         self.palette = Palette(ascii=self.ascii)
         self.sample_error: str | None = None
         self.view = ScreenView()
@@ -133,6 +134,7 @@ class GpuTuiApp(App[int]):
         self.screen.set_class(self.ascii, "-ascii")
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
+        self.app_resume_signal.subscribe(self, lambda _app: self._repaint_all())
         if self._parts.start_at is not None and self.replay_keys is not None:
             self.replay_keys.seek_to(self._parts.start_at)
         self.redraw()
@@ -153,6 +155,14 @@ class GpuTuiApp(App[int]):
             for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, self.exit, 128 + signum)
+
+    def _repaint_all(self) -> None:
+        """Back from Ctrl+Z (fg): the terminal's screen is blank, and the panels only ever
+        repaint the lines that changed: every line of every panel is painted again."""
+        for view in self.query(LineView):
+            view.refresh()
+        self.screen.refresh(layout=True)
+        self.redraw()
 
     def on_unmount(self) -> None:
         self._drawable = False
@@ -254,6 +264,12 @@ class GpuTuiApp(App[int]):
         """A screen over the panels opens clear: no toast left over it."""
         self.clear_notifications()
         return super().push_screen(*args, **kwargs)
+
+    def panic(self, *renderables: Any) -> None:
+        """Textual ends the app this way when its input thread dies; it leaves the return
+        code at 0. A crash never exits 0: ``panicked`` tells the CLI."""
+        self.panicked = True
+        super().panic(*renderables)
 
     def choose(self, choices: Choices) -> None:
         """Take the user's new choices and show them."""

@@ -47,25 +47,46 @@ class _WakingEvent(threading.Event):
 
 
 class QuietLinuxDriver(LinuxDriver):
+    """The wake-up pipe lives as long as application mode: made when it starts, closed
+    with the driver. Ctrl+Z closes the driver (Textual's suspend) and fg starts it again,
+    so each start makes its own pipe rather than reading one closed at the suspend."""
+
     def __init__(self, app: Any, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._waking = self.exit_event = _WakingEvent(self._wake_w)
+        self._pipe: tuple[int, int] | None = None
+        self._waking: _WakingEvent | None = None
+
+    def _open_pipe(self) -> None:
+        if self._pipe is not None:
+            return
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        os.set_blocking(write, False)
+        self._pipe = (read, write)
+        self._waking = self.exit_event = _WakingEvent(write)
+
+    def start_application_mode(self) -> None:
+        self._open_pipe()
+        super().start_application_mode()  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
         super().close()
-        self._waking.disarm()
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        if self._waking is not None:
+            self._waking.disarm()
+        if self._pipe is not None:
+            for fd in self._pipe:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._pipe = None
 
     def run_input_thread(self) -> None:
         """Textual's loop, with a blocking select while no escape sequence is pending."""
+        self._open_pipe()  # started on its own (tests): the pipe it wakes on
+        assert self._pipe is not None
+        wake_r = self._pipe[0]
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)
-        selector.register(self._wake_r, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
         parser_class = compat.XTermParser
         if parser_class is None:  # quiet_driver never picks this driver then
             raise RuntimeError("the quiet driver needs Textual's XTermParser")
@@ -75,9 +96,9 @@ class QuietLinuxDriver(LinuxDriver):
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
             """Feed what arrived to the parser; False when the input has ended."""
             for key, _mask in events:
-                if key.fd == self._wake_r:
+                if key.fd == wake_r:
                     with contextlib.suppress(OSError):
-                        os.read(self._wake_r, 64)
+                        os.read(wake_r, 64)
                     continue
                 data = decode(os.read(self.fileno, 4096), final=final)
                 if not data:

@@ -366,6 +366,23 @@ def test_an_app_that_crashes_never_exits_0(monkeypatch: pytest.MonkeyPatch) -> N
     assert run_owned(app) == 1
 
 
+def test_a_panic_such_as_a_dead_input_thread_never_exits_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual's driver panics the app when its input thread dies (as it did on Ctrl+Z
+    then fg), and panic() leaves Textual's return code at 0."""
+    from gputui.launch import make_demo_app, run_owned
+
+    app = make_demo_app(None, 2)
+    real_run = app.run
+
+    async def died(pilot: object) -> None:
+        app.panic("the input thread died")
+
+    monkeypatch.setattr(app, "run", lambda: real_run(headless=True, auto_pilot=died))
+    assert run_owned(app) == 1 and app.panicked
+
+
 def test_remote_pages_are_not_read_with_urlopen() -> None:
     """urllib follows redirects anywhere and has no whole-request deadline."""
     source = Path(cli.__file__).parent.parent / "sources" / "remote.py"

@@ -99,3 +99,27 @@ def test_a_resize_storm_neither_crashes_nor_stalls_the_app() -> None:
     os.write(fd, b"q")
     _out, status, took = _drain_and_wait(pid, fd, 5)
     assert status == 0 and took < 2.0
+
+
+def test_suspend_and_resume_ctrl_z_then_fg_keeps_the_app_running() -> None:
+    """SIGTSTP (Ctrl+Z) then SIGCONT (fg): the app gives the terminal back, takes it again,
+    draws and answers keys; it quits with 0 only when asked (issue 27: it died with EBADF
+    and exited 0)."""
+    pid, fd = _start()
+    assert b"GPUs" in _read_until(fd, b"GPUs", 20), "the app did not draw"
+    for _ in range(2):  # twice: the second resume must find what the first rebuilt
+        os.kill(pid, signal.SIGTSTP)
+        suspended = _read_until(fd, RESTORED[0], 5)
+        assert RESTORED[0] in suspended, "the terminal was not given back on Ctrl+Z"
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGCONT)
+        assert b"GPUs" in _read_until(fd, b"GPUs", 10), "nothing drawn after fg"
+    done, _raw = os.waitpid(pid, os.WNOHANG)
+    assert not done, "the app died on resume"
+    os.write(fd, b"?")  # keys still arrive: the help opens
+    assert b"gputui keys" in _read_until(fd, b"gputui keys", 5)
+    os.write(fd, b"\x1b")
+    time.sleep(0.3)
+    os.write(fd, b"q")
+    out, status, _took = _drain_and_wait(pid, fd, 5)
+    assert status == 0 and b"Traceback" not in out and b"Bad file descriptor" not in out
