@@ -113,6 +113,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             max_bytes=int(args.rotate_mb * 1e6),
             keep=args.keep,
             keep_secrets=args.keep_secrets,
+            replace=args.force,
         )
     except OSError as exc:
         source.close()
@@ -131,6 +132,8 @@ def cmd_record(args: argparse.Namespace) -> int:
                 print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
             else:
                 writer.write(frame, monitor.ingest(frame))
+                while writer.notices:
+                    print(f"gputui: {clean(writer.notices.pop(0))}", file=sys.stderr)
             pause = monitor.config.interval_s - (time.monotonic() - started)
             if deadline is not None:
                 pause = min(pause, deadline - time.monotonic())

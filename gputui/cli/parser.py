@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -32,6 +33,31 @@ def _interval(text: str) -> float:
             f"must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} seconds"
         )
     return value
+
+
+# Bounds of the record options: a year, a terabyte a file, a thousand files.
+MAX_RECORD_S = 366 * 86400.0
+MAX_ROTATE_MB = 1_000_000.0
+MAX_KEEP = 1000
+
+
+def _bounded(
+    kind: type[int] | type[float], low: float, high: float, low_open: bool = False
+) -> Callable[[str], float]:
+    """An argparse type: a finite number of ``kind`` in [low, high] (low excluded with
+    ``low_open``), else a sentence saying what is accepted."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
+            above = f"above {low:g}" if low_open else f"from {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {above} to {high:g}, not {text}")
+        return value
+
+    return parse
 
 
 def _gpus(text: str) -> int:
@@ -181,16 +207,39 @@ def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
         "gzip-compressed with a .gz name, until --duration or Ctrl+C. Safe to stop at any "
         "moment: the file reads back up to its last complete line. Format: docs/record.md.",
     )
-    rec.add_argument("-o", "--output", type=Path, required=True, help="run.jsonl or run.jsonl.gz")
-    rec.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    rec.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="run.jsonl or run.jsonl.gz; never an existing file unless --force",
+    )
+    rec.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file (a new file in its place: other hard links keep theirs)",
+    )
+    rec.add_argument(
+        "--duration",
+        type=_bounded(float, 0.0, MAX_RECORD_S, low_open=True),
+        metavar="SECONDS",
+        help="stop after this long",
+    )
     rec.add_argument(
         "--rotate-mb",
-        type=float,
+        type=_bounded(float, 0.0, MAX_ROTATE_MB),
         default=0.0,
         metavar="MB",
-        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older)",
+        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older); "
+        f"0 (the default): never; at most {MAX_ROTATE_MB:,.0f}",
     )
-    rec.add_argument("--keep", type=int, default=5, help="rotated files to keep (default 5)")
+    rec.add_argument(
+        "--keep",
+        type=_bounded(int, 1, MAX_KEEP),
+        default=5,
+        help=f"rotated files to keep, 1 to {MAX_KEEP} (default 5)",
+    )
     _secrets_option(rec, for_command=True)
 
 

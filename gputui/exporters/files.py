@@ -8,26 +8,45 @@ shared machine could point it at a file of yours.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import secrets
+import stat
 from pathlib import Path
 
 # Temporary files are named so that a later write can find the ones a killed gputui left.
 _TMP_MARK = ".gputui-tmp-"
 
 
-def open_private(path: Path) -> io.BufferedWriter:
-    """Create or truncate ``path`` for writing, mode 0600; refuse a symbolic link there."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+def open_new(path: Path, replace: bool = False) -> io.BufferedWriter:
+    """A file gputui creates itself for writing, mode 0600 (a recording).
+
+    An existing file is never truncated or written through: without ``replace`` it is an
+    error that says so; with it, a regular file of one link is removed and a new one made
+    in its place (a second hard link keeps its content and mode). A symbolic link is
+    never followed. A device or a pipe (/dev/stdout, a FIFO a reader waits on) is written
+    as it is, its mode untouched."""
     try:
-        fd = os.open(path, flags, 0o600)
-    except OSError as exc:
-        if path.is_symlink():
-            raise OSError(exc.errno, f"{path} is a symbolic link: not written through") from exc
-        raise
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, f"{path} is a symbolic link: not written through")
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+            return os.fdopen(os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)), "wb")
+        if not replace:
+            raise FileExistsError(errno.EEXIST, f"{path} exists: --force replaces it")
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            raise OSError(errno.EPERM, f"{path} has other links or is no file: not replaced")
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
     try:
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode on O_TRUNC
+        os.fchmod(fd, 0o600)  # whatever the umask
         return os.fdopen(fd, "wb")
     except BaseException:
         os.close(fd)

@@ -53,6 +53,12 @@ class FormatError(ValueError):
     """A value of the wrong kind where the model expects another: the file is not ours."""
 
 
+# Every counter NVML or DCGM reports fits 64 bits; a number past these is no reading, and
+# formatting it (float(), "%.1f") is what would fail, far from where it entered.
+MAX_INT = 2**64
+MAX_FLOAT = 1e18
+
+
 def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
     """``value`` if it is what field ``name`` (annotation ``kind``) holds; else FormatError.
 
@@ -74,21 +80,30 @@ def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
         if isinstance(value, bool):
             return value
     elif base == "int":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return int(value)
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if -MAX_INT < value < MAX_INT:
+                return value
+            raise FormatError(f"{cls.__name__}.{name}: {_digits(value)} is no reading")
     elif base == "float":
+        if isinstance(value, int) and not -MAX_INT < value < MAX_INT:
+            raise FormatError(f"{cls.__name__}.{name}: {_digits(value)} is no reading")
         if isinstance(value, int | float) and not isinstance(value, bool):
-            if math.isfinite(value):
+            if math.isfinite(value) and abs(value) < MAX_FLOAT:
                 return float(value)
-            raise FormatError(f"{cls.__name__}.{name}: not a finite number")
+            raise FormatError(f"{cls.__name__}.{name}: not a finite number in range")
     elif base == "str":
         if isinstance(value, str):
             return clean(value)  # GpuSample cleans nothing itself: a file's text is cleaned here
     else:
         return value  # an enum or a record: its own parser checks it
     raise FormatError(f"{cls.__name__}.{name}: {type(value).__name__} where {base} belongs")
+
+
+def _digits(value: int) -> str:
+    """A huge integer named by its size (printing it would be the attack)."""
+    return f"a {value.bit_length()}-bit number" if abs(value) > MAX_INT else str(value)
 
 
 def _kind(f: dataclasses.Field[Any]) -> str:

@@ -163,6 +163,71 @@ def test_record_refuses_to_write_through_a_symlink(
     assert "symbolic link" in capsys.readouterr().err
 
 
+def test_record_never_overwrites_a_file_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    existing = tmp_path / "run.jsonl"
+    existing.write_text("last night's run")
+    assert cli.main(["record", "--demo", "-o", str(existing), "--duration", "1"]) == 1
+    assert existing.read_text() == "last night's run"
+    assert "exists: --force replaces it" in capsys.readouterr().err
+    args = ["record", "--demo", "-o", str(existing), "--duration", "1", "--force"]
+    assert cli.main(args) == 0
+    assert read_recording(existing).ticks
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o600
+
+
+def test_record_never_writes_through_a_hard_link_or_chmods_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    victim.chmod(0o644)
+    link = tmp_path / "run.jsonl"
+    os.link(victim, link)
+    for force in ((), ("--force",)):
+        assert cli.main(["record", "--demo", "-o", str(link), "--duration", "1", *force]) == 1
+    assert victim.read_text() == "keep me" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert "other links" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("--rotate-mb", "nan"),
+        ("--rotate-mb", "inf"),
+        ("--rotate-mb", "-1"),
+        ("--keep", "0"),
+        ("--keep", "-3"),
+        ("--keep", "1000000"),
+        ("--duration", "nan"),
+        ("--duration", "0"),
+    ],
+)
+def test_record_rotate_keep_and_duration_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: tuple[str, str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["record", "--demo", "-o", str(tmp_path / "r.jsonl"), *option])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option[0]}" in err and "must be" in err and "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_directory_at_a_rotated_name_names_itself_and_the_recording_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "run.jsonl"
+    planted = tmp_path / "run.1.jsonl"
+    planted.mkdir()
+    args = ["record", "--demo", "-o", str(target), "--duration", "3", "--interval", "0.25"]
+    assert cli.main([*args, "--rotate-mb", "0.001", "--keep", "2"]) == 0
+    err = capsys.readouterr().err
+    assert f"{planted} is a directory: no more rotation, recording on in {target}" in err
+    assert planted.is_dir() and len(read_recording(target).ticks) >= 8
+
+
 def test_snapshot_replaces_a_symlink_instead_of_writing_through(tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
@@ -224,6 +289,13 @@ HOSTILE_FILES: dict[str, Callable[[Path], object]] = {
     "interval -5": lambda p: p.write_text(json.dumps({**HEADER, "interval_s": -5}) + "\n"),
     "a million GPUs": lambda p: p.write_text(
         json.dumps({**HEADER, "devices": [{"index": i, "name": "g"} for i in range(10**6)]}) + "\n"
+    ),
+    # an integer no reading can be: it passed validation and crashed the screen (issue 27)
+    "mem_used 10^400": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + _tick(1.0, mem_used=10**400) + "\n"
+    ),
+    "power 1e300": lambda p: p.write_text(
+        json.dumps(HEADER) + "\n" + _tick(1.0, power_w=1e300) + "\n"
     ),
     "a 20 MiB line": lambda p: p.write_text(
         json.dumps(HEADER) + "\n" + '{"frame": "' + "x" * (20 * 2**20) + '"}\n'
