@@ -87,6 +87,8 @@ _SECRET_PAIRS: Final = frozenset(
 # --password=x, --api-key x, -token x, and NAME=value assignments
 _OPTION = re.compile(r"(?<!\S)(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?P<value>[^\s-]\S*)")
 _ASSIGNMENT = re.compile(r"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>\S+)")
+# -p VALUE: a password to mysql, sshpass, redis-cli and kin; a number there is a port
+_SHORT_PASSWORD = re.compile(r"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))[^\s-]\S*)")
 # scheme://user:password@host
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@")
 
@@ -123,6 +125,7 @@ def mask_secrets(text: str) -> str:
     assignments whose names say password, token, secret, key or auth, and passwords in
     URLs. Names stay, so the reader still sees what was passed."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}@", text)
+    text = _SHORT_PASSWORD.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", text)
     text = _OPTION.sub(
         lambda m: f"{m['name']}{m['sep']}{MASK}" if is_secret_name(m["name"]) else m[0], text
     )

@@ -36,7 +36,7 @@ from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
 from gputui.ui.modals import LIVE_SCREENS, MODALS, Modals
 from gputui.ui.navigation import Navigation
-from gputui.ui.paint import ASCII, Palette, ascii_terminal, theme_palette
+from gputui.ui.paint import Palette, ascii_terminal, theme_palette, to_ascii
 from gputui.ui.panels import Panels
 from gputui.ui.parts import AppParts
 from gputui.ui.process_keys import ProcessKeys
@@ -122,7 +122,7 @@ class GpuTuiApp(App[int]):
 
     def get_key_display(self, binding: Binding) -> str:
         shown = super().get_key_display(binding)
-        return shown.translate(ASCII) if self.ascii else shown
+        return to_ascii(shown) if self.ascii else shown
 
     def compose(self) -> ComposeResult:
         yield LineView(id="header")

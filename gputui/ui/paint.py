@@ -7,8 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rich.markup import escape as escape_markup
 from rich.text import Span, Text
+from textual.content import Content
 
 from gputui.view.cells import Cell, Panel, Role, Row, fit
 
@@ -132,18 +132,27 @@ class Painted:
         return Text(self.plain, spans=spans)
 
 
+def to_ascii(text: str) -> str:
+    """``text`` in ASCII, one character for one: the panels' glyphs as the table says,
+    anything else outside ASCII (a name's letters, the sanitiser's visible escapes such as
+    ␛ and <U+202E>'s kin) as '?'."""
+    out = text.translate(ASCII)
+    if out.isascii():
+        return out
+    return "".join(c if c.isascii() else "?" for c in out)
+
+
 def paint(row: Row, width: int, palette: Palette) -> Painted:
     """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
     pieces = tuple(
-        (cell.text.translate(ASCII) if palette.ascii else cell.text, palette.style(cell, row.bold))
+        (to_ascii(cell.text) if palette.ascii else cell.text, palette.style(cell, row.bold))
         for cell in fit(row.cells, width)
     )
     return Painted("".join(piece for piece, _style in pieces), pieces)
 
 
-def border_title(panel: Panel, ascii: bool = False) -> str:
-    """The text for a panel's top border: its title, then its subtitle. A border text is
-    markup to Textual, and a GPU's name in it is outside text: escaped."""
+def border_title(panel: Panel, ascii: bool = False) -> Content:
+    """A panel's top border: its title, then its subtitle, as plain content: a GPU's name
+    there is outside text and is never read as markup (an escape would show as one)."""
     text = f"{panel.title} · {panel.subtitle}" if panel.subtitle else panel.title
-    text = escape_markup(text)
-    return text.translate(ASCII) if ascii else text
+    return Content(to_ascii(text) if ascii else text)

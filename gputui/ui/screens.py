@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
-from rich.markup import escape as escape_markup
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 
 from gputui.advisor import RULES
@@ -47,7 +47,7 @@ class PageScreen(ModalScreen[T]):
         """A line on the dialog's lower border, for ``seconds``: the app's messages while
         the dialog is open (a toast would cover it)."""
         dialog = self.query_one("#dialog", VerticalScroll)
-        dialog.border_subtitle = escape_markup(message)  # file names and errors: outside text
+        dialog.border_subtitle = Content(message)  # file names and errors: never markup
         self.set_timer(seconds, lambda: setattr(dialog, "border_subtitle", ""))
 
     def on_mount(self) -> None:

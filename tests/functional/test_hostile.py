@@ -5,6 +5,7 @@ Each test is one finding of the attack report in issue 14, failing before its fi
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -84,6 +85,42 @@ async def test_tui_draws_hostile_names_and_commands_inert(tmp_path: Path) -> Non
     assert "url(" not in files[".svg"].split("<style", 1)[1].split("</style>", 1)[0]
     for path in tmp_path.iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def _drawn(app: object) -> str:
+    svg = app.export_screenshot()  # type: ignore[attr-defined]
+    return html.unescape("".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).replace(
+        "\xa0", " "
+    )
+
+
+@pytest.mark.parametrize("name", ["[/]", "\\[/]", "\\\\[x]", "[b]bold[/b]"])
+async def test_a_markup_escape_in_a_gpu_name_shows_as_written_in_the_title(name: str) -> None:
+    """A GPU named with a markup escape ("\\[/]") showed with its backslash doubled in the
+    detail's title (issue 27): titles are plain content now, never markup."""
+    source = HostileSource(("healthy",), [name], clock=time.time)
+    app = make_app(source, source.open(), Config(), live=False)
+    app.monitor.ingest(source.read())
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        drawn = _drawn(app)
+    assert f"GPU 0 {name} · " in drawn
+
+
+async def test_ascii_mode_draws_hostile_text_in_ascii() -> None:
+    """The sanitiser makes escapes visible (␛, <U+202E>...): on an ASCII terminal those
+    glyphs, and any letter it cannot draw, become '?' (issue 27)."""
+    source = _hostile(time.time)
+    app = make_app(source, source.open(), Config(), live=False, ascii=True)
+    for _ in range(5):
+        app.monitor.ingest(source.read())
+    async with app.run_test(size=(160, 50)) as pilot:
+        for key in ("right", "v", "down"):
+            await pilot.press(key)
+        await pilot.pause()
+        drawn = _drawn(app)
+    assert drawn.isascii(), {c for c in drawn if not c.isascii()}
+    assert "?[31mred" in drawn or "?[2J" in drawn
 
 
 # -- doctor, snapshot, record ---------------------------------------------------------

@@ -107,3 +107,10 @@ def test_a_recordings_gpu_text_is_clean_though_gpu_samples_clean_nothing_themsel
     gpu = frame.gpus[0]
     assert gpu.fabric_state == clean(hostile) and gpu.unsupported == (clean(hostile),)
     assert not any(c in gpu.fabric_state for c in FORBIDDEN)
+
+
+def test_a_short_p_password_is_masked_and_a_port_is_not() -> None:
+    assert mask_secrets("mysql -u root -p hunter2 db") == "mysql -u root -p *** db"
+    assert mask_secrets("sshpass -p s3cret ssh node") == "sshpass -p *** ssh node"
+    assert mask_secrets("server -p 8080 --workers 4") == "server -p 8080 --workers 4"
+    assert mask_secrets("nvidia-smi -i 0 -pl 700") == "nvidia-smi -i 0 -pl 700"
