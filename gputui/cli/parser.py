@@ -281,7 +281,8 @@ def _export(sub: Commands, common: argparse.ArgumentParser) -> None:
         "--allow-remote",
         action="store_true",
         help="allow --listen on an address other machines can reach (GPU, host and finding "
-        "names become readable to them); at most 32 connections at once, 10 s a request",
+        "names become readable to them); 32 requests served at once, 10 s each, and 2 s "
+        "for a client to send its request",
     )
 
 

@@ -112,8 +112,13 @@ class GputuiCollector(Collector):
 
 # What scrapers may cost the machine the exporter shares with a training job
 # (docs/security.md): a Prometheus server scrapes with one connection at a time.
-MAX_CONNECTIONS = 32  # more at once are answered 503 and closed, never queued in threads
-REQUEST_TIMEOUT_S = 10.0  # a whole request, slow or silent client included
+MAX_CONNECTIONS = 32  # requests served at once; more complete ones are answered 503
+# Connections still sending their request line and headers: each has a thread for at most
+# HEADER_TIMEOUT_S, and they never hold one of the MAX_CONNECTIONS slots, so a crowd of
+# idle or dripping clients cannot turn a real scrape away. Past MAX_PENDING: 503.
+MAX_PENDING = 128
+HEADER_TIMEOUT_S = 2.0
+REQUEST_TIMEOUT_S = 10.0  # a whole request once its headers are in, slow client included
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -125,7 +130,9 @@ class _Server(ThreadingMixIn, WSGIServer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._pending = threading.BoundedSemaphore(MAX_PENDING)
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._serving: set[socket.socket] = set()
         # One thread watches every request's deadline (not a timer thread per request).
         self._deadlines: dict[socket.socket, float] = {}
         self._deadlines_lock = threading.Lock()
@@ -134,17 +141,14 @@ class _Server(ThreadingMixIn, WSGIServer):
         reaper.start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        if not self._pending.acquire(blocking=False):
             with contextlib.suppress(OSError):
                 request.settimeout(1.0)
-                request.sendall(
-                    b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Connection: close\r\n\r\n"
-                )
+                request.sendall(_BUSY)
             self.shutdown_request(request)
             return
         with self._deadlines_lock:
-            self._deadlines[request] = time.monotonic() + REQUEST_TIMEOUT_S
+            self._deadlines[request] = time.monotonic() + HEADER_TIMEOUT_S
         try:
             super().process_request(request, client_address)
         except BaseException:
@@ -165,10 +169,25 @@ class _Server(ThreadingMixIn, WSGIServer):
         self._stopped.set()
         super().server_close()
 
+    def serve(self, request: socket.socket) -> bool:
+        """The request's headers are in: a serving slot and the longer deadline, or False
+        when every slot is taken (the handler answers 503)."""
+        if not self._slots.acquire(blocking=False):
+            return False
+        with self._deadlines_lock:
+            self._serving.add(request)
+            self._deadlines[request] = time.monotonic() + REQUEST_TIMEOUT_S
+        request.settimeout(REQUEST_TIMEOUT_S)
+        return True
+
     def _done(self, request: socket.socket) -> None:
         with self._deadlines_lock:
             self._deadlines.pop(request, None)
-        self._slots.release()
+            serving = request in self._serving
+            self._serving.discard(request)
+        if serving:
+            self._slots.release()
+        self._pending.release()
 
     def _reap(self) -> None:
         """A client that drips its request a byte at a time is cut at its deadline."""
@@ -182,10 +201,24 @@ class _Server(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    timeout = REQUEST_TIMEOUT_S  # each read; the watchdog bounds the whole request
+    timeout = HEADER_TIMEOUT_S  # each read until the headers are in; the watchdog bounds all
+    server: _Server
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if not self.server.serve(self.connection):
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(_BUSY)
+            return False
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+_BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 def _get_only(app: WSGIApplication) -> WSGIApplication:

@@ -22,7 +22,13 @@ from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, GpuSample, HostSample, ProcessSample
 from gputui.core.names import NoteKind
-from gputui.exporters.prometheus import MAX_CONNECTIONS, GputuiCollector, serve_metrics
+from gputui.exporters.prometheus import (
+    HEADER_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    MAX_PENDING,
+    GputuiCollector,
+    serve_metrics,
+)
 from gputui.launch import make_app
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
@@ -156,7 +162,8 @@ def test_exporter_survives_200_concurrent_scrapes_and_bad_clients(exporter: str)
 
 def test_half_open_connections_cost_a_few_threads_and_are_released(exporter: str) -> None:
     """Slowloris: 200 connections that send half a request and wait. The exporter holds at
-    most MAX_CONNECTIONS of them, answers the rest 503, and frees every one on close."""
+    most MAX_PENDING of them (each at most HEADER_TIMEOUT_S), answers the rest 503, and
+    frees every one on close."""
     host, port = exporter.split(":")
     threads_before = threading.active_count()
     fds_before = len(os.listdir("/proc/self/fd"))
@@ -166,7 +173,7 @@ def test_half_open_connections_cost_a_few_threads_and_are_released(exporter: str
         conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # no blank line: never done
         clients.append(conn)
     time.sleep(0.5)
-    assert threading.active_count() - threads_before <= MAX_CONNECTIONS + 1
+    assert threading.active_count() - threads_before <= MAX_PENDING + 1
     for conn in clients:
         conn.close()
     deadline = time.monotonic() + 10
@@ -176,6 +183,35 @@ def test_half_open_connections_cost_a_few_threads_and_are_released(exporter: str
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
     body = urllib.request.urlopen(f"http://{exporter}/metrics", timeout=10).read()
     assert b"DCGM_FI_DEV_GPU_TEMP" in body
+
+
+def test_idle_connections_never_turn_a_real_scrape_away(exporter: str) -> None:
+    """Issue 27: 32 connections that opened and said nothing took every serving slot, and
+    every real scrape got 503. Idle and dripping clients wait in their own, larger pool for
+    HEADER_TIMEOUT_S at most; a complete request is served."""
+    host, port = exporter.split(":")
+    idle = [socket.create_connection((host, int(port)), timeout=5) for _ in range(MAX_CONNECTIONS)]
+    dripping = []
+    for _ in range(MAX_CONNECTIONS // 2):
+        conn = socket.create_connection((host, int(port)), timeout=5)
+        conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        dripping.append(conn)
+    time.sleep(0.3)
+    for _ in range(3):
+        started = time.monotonic()
+        body = urllib.request.urlopen(f"http://{exporter}/metrics", timeout=10).read()
+        assert b"DCGM_FI_DEV_GPU_TEMP" in body and time.monotonic() - started < 2.0
+    time.sleep(HEADER_TIMEOUT_S + 1.0)  # the silent ones are cut at the header deadline
+    for conn in idle + dripping:
+        conn.settimeout(2.0)
+        try:
+            answer = conn.recv(1024)
+        except TimeoutError:
+            pytest.fail("an idle connection was still open past the header deadline")
+        except OSError:
+            answer = b""  # reset by the server: cut as well
+        assert answer == b""
+        conn.close()
 
 
 def _ask(address: str, request: bytes) -> bytes:
