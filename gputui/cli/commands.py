@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -169,7 +170,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         start_s = _start_offset(args.start, recording.ticks[0].frame.time)
     except ValueError:
-        print(f"gputui: --start wants seconds or HH:MM[:SS], not {args.start!r}", file=sys.stderr)
+        print(
+            f"gputui: --start wants seconds or HH:MM[:SS], not {clean(args.start)!r}",
+            file=sys.stderr,
+        )
         return 2
     from gputui.launch import make_replay_app, run_owned
 
@@ -189,7 +193,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _start_offset(text: str, first: float) -> float:
     """Seconds after the recording's first frame: '90', or a clock time on its first day."""
     if ":" not in text:
-        return max(0.0, float(text))
+        seconds = float(text)
+        if not math.isfinite(seconds):
+            raise ValueError(text)
+        return max(0.0, seconds)
     parts = [int(p) for p in text.split(":")]
     if (
         len(parts) not in (2, 3)
@@ -223,7 +230,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from gputui.sampling.sampler import Sampler
 
     host, _, port = args.listen.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or int(port) > 65535:
         print(f"gputui: --listen wants HOST:PORT, not {clean(args.listen)!r}", file=sys.stderr)
         return 2
     if not _loopback(host.strip("[]")):
@@ -250,7 +257,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         server, _thread = serve_metrics(registry, host.strip("[]"), int(port))
     except OSError as exc:
         source.close()
-        print(f"gputui: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"gputui: cannot listen on {clean(args.listen)}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 1
     sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
     sampler.start()

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from gputui import __version__
 from gputui.cli.completion import SHELLS
-from gputui.core.config import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.core.config import (
+    DEFAULT_INTERVAL_S,
+    MAX_INTERVAL_S,
+    MAX_SPEED,
+    MIN_INTERVAL_S,
+    MIN_SPEED,
+)
 from gputui.core.prose import DOCTOR_EXITS
 from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
@@ -26,19 +32,14 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command document
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "completion")
 
 
-def _interval(text: str) -> float:
-    value = float(text)
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise argparse.ArgumentTypeError(
-            f"must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} seconds"
-        )
-    return value
-
-
 # Bounds of the record options: a year, a terabyte a file, a thousand files.
 MAX_RECORD_S = 366 * 86400.0
 MAX_ROTATE_MB = 1_000_000.0
 MAX_KEEP = 1000
+# snapshot/doctor: a day of readings at most; the demo's warm-up within the history window
+MAX_SAMPLES = 86_400
+MAX_SAMPLING_S = 86_400.0
+MAX_WARMUP_S = 3600.0
 
 
 def _bounded(
@@ -58,6 +59,9 @@ def _bounded(
         return value
 
     return parse
+
+
+_interval = _bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
 
 
 def _gpus(text: str) -> int:
@@ -191,7 +195,11 @@ def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:
         "gives every rule its window.",
     )
     doctor.add_argument(
-        "--duration", type=float, default=30.0, metavar="SECONDS", help="default 30"
+        "--duration",
+        type=_bounded(float, 0.0, MAX_SAMPLING_S),
+        default=30.0,
+        metavar="SECONDS",
+        help=f"default 30, at most {MAX_SAMPLING_S:,.0f}",
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     _secrets_option(doctor, for_command=True)
@@ -253,7 +261,12 @@ def _replay(sub: Commands, _common: argparse.ArgumentParser) -> None:
         "damaged or foreign one is refused naming the line, exit 3.",
     )
     replay.add_argument("file", type=Path, help="a file written by gputui record")
-    replay.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
+    replay.add_argument(
+        "--speed",
+        type=_bounded(float, MIN_SPEED, MAX_SPEED),
+        default=1.0,
+        help=f"playback speed, {MIN_SPEED:g} to {MAX_SPEED:g} (default 1)",
+    )
     replay.add_argument(
         "--start",
         default="0",
@@ -301,13 +314,13 @@ def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:
 def _sampling_options(parser: argparse.ArgumentParser, samples: int) -> None:
     parser.add_argument(
         "--samples",
-        type=int,
+        type=_bounded(int, 1, MAX_SAMPLES),
         default=samples,
         help=f"at least this many readings (>= 2 for rates; default {samples})",
     )
     parser.add_argument(
         "--warmup",
-        type=float,
+        type=_bounded(float, 0.0, MAX_WARMUP_S),
         default=120.0,
         metavar="SECONDS",
         help="with --demo: simulated seconds of history before sampling (default 120)",

@@ -12,6 +12,8 @@ MAX_INTERVAL_S = 60.0
 # tick would add one call per GPU). The screen's legend says so.
 PROCESS_UTIL_PERIOD_S = 10.0
 DEFAULT_HISTORY_S = 3600.0
+# A replay plays from an eighth of real time to 64 times it.
+MIN_SPEED, MAX_SPEED = 0.125, 64.0
 # A child process using at least this much of a core does work (a data-loader worker that
 # makes batches); idle helpers below it (compile workers, a logger) are not counted.
 WORKER_ACTIVE_PCT = 10.0

@@ -24,6 +24,7 @@ from gputui.core.model import (
     XidEvent,
 )
 from gputui.core.names import NoteKind, SourceKind
+from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean, mask_optional, mask_secrets
 
 T = TypeVar("T")
@@ -241,7 +242,7 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
             from_record(MigInstance, m) for m in entry.get("mig_instances") or ()
         ]
         clean["nvlinks"] = [from_record(NvLinkSample, n) for n in entry.get("nvlinks") or ()]
-        gpus.append(from_record(GpuSample, clean))
+        gpus.append(within_ranges(from_record(GpuSample, clean)))
     host = data.get("host")
     time = data.get("time")
     if isinstance(time, bool) or not isinstance(time, int | float) or not 0 <= time < MAX_TIME:

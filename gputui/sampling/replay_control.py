@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from gputui.core.config import MAX_SPEED, MIN_SPEED
 from gputui.core.model import Frame
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.sampler import Sampler
 
-MIN_SPEED, MAX_SPEED = 0.125, 64.0
 MIN_PACE_S = 0.05  # a frame this often at most: faster only costs the CPU
 
 

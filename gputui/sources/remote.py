@@ -35,6 +35,7 @@ from gputui.core.dcgm import (
 )
 from gputui.core.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.ranges import within_ranges
 from gputui.core.xid import describe_xid
 from gputui.sources.base import SourceUnavailable
 
@@ -556,7 +557,7 @@ def _sample(index: int, entry: NodeGpu) -> GpuSample:
         used = [m.mem_used for m in instances]
         if "mem_used" not in fields and used and all(u is not None for u in used):
             fields["mem_used"] = sum(u for u in used if u is not None)
-    return GpuSample(index=index, **fields)
+    return within_ranges(GpuSample(index=index, **fields))
 
 
 def _with_xid(

@@ -252,6 +252,52 @@ def test_record_rotate_keep_and_duration_are_checked(
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "r.jsonl", "--speed", "0"],
+        ["replay", "r.jsonl", "--speed", "1e9"],
+        ["replay", "r.jsonl", "--speed", "nan"],
+        ["doctor", "--demo", "--warmup", "1e12"],
+        ["doctor", "--demo", "--warmup", "-1"],
+        ["doctor", "--demo", "--samples", "0"],
+        ["doctor", "--demo", "--samples", "1000000000"],
+        ["doctor", "--demo", "--duration", "inf"],
+        ["snapshot", "--demo", "--samples", "-5"],
+        ["--demo", "--interval", "nan"],
+        ["--demo", "--interval", "1e-9"],
+    ],
+)
+def test_every_number_on_the_command_line_is_bounded(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "must be" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("start", ["inf", "nan", "1e400", "25:00", "\x1b[2J"])
+def test_replay_start_outside_the_recording_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: str
+) -> None:
+    target = tmp_path / "r.jsonl"
+    assert cli.main(["record", "--demo", "-o", str(target), "--duration", "2"]) == 0
+    capsys.readouterr()
+    assert cli.main(["replay", str(target), "--start", start]) == 2
+    err = capsys.readouterr().err
+    assert "--start wants" in err and "\x1b" not in err
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:70000", "127.0.0.1:99999999999999999999"])
+def test_export_port_out_of_range_is_refused(
+    capsys: pytest.CaptureFixture[str], listen: str
+) -> None:
+    assert cli.main(["export", "--demo", "--listen", listen]) == 2
+    assert "--listen wants HOST:PORT" in capsys.readouterr().err
+
+
 def test_a_directory_at_a_rotated_name_names_itself_and_the_recording_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -89,6 +89,16 @@ def test_sample_values_and_units(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "nvmlDeviceGetPcieThroughput" not in lib.calls  # counters cost no 20 ms window
 
 
+def test_readings_no_card_can_give_are_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a broken driver or a GPU falling off the bus hands back: all ones, not readings
+    gpu = FakeGpu(power_mw=0xFFFFFFFF * 1000, temperature=0xFFFFFFFF, util=(255, 41))
+    source = _source(monkeypatch, FakeNvmlLib([gpu]))
+    source.open()
+    sample = source.read().gpus[0]
+    assert sample.power_w is None and sample.temp_c is None and sample.util_gpu is None
+    assert sample.util_mem == 41.0 and sample.sm_clock_mhz == 1755  # the rest still read
+
+
 def test_pcie_throughput_fallback_without_counters(monkeypatch: pytest.MonkeyPatch) -> None:
     lib = FakeNvmlLib([FakeGpu(field_errors={197: NOT_SUPPORTED, 198: NOT_SUPPORTED})])
     source = _source(monkeypatch, lib)

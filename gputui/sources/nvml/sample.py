@@ -17,6 +17,7 @@ from typing import Any
 import pynvml
 
 from gputui.core.model import GpuSample, MigInstance, NvLinkSample, XidEvent
+from gputui.core.ranges import within_ranges
 from gputui.sources.nvml import bindings as b
 from gputui.sources.nvml.policy import Gpu, GpuLost, Mig, Query, Verdict, error_code, meaning
 from gputui.sources.nvml.processes import Proc
@@ -67,7 +68,7 @@ def sample(
         for n in (link_sample.crc_errors, link_sample.replay_errors, link_sample.recovery_errors)
         if n is not None
     ]
-    return dataclasses.replace(
+    reading = dataclasses.replace(
         _readings(q, gpu, a),
         util_samples=_util_samples(q, gpu),
         pcie_rx_bps=rx,
@@ -80,6 +81,7 @@ def sample(
         fabric_state=q.every(gpu, "fabric", FABRIC_PERIOD_S, lambda: _fabric(q, gpu)),
         unsupported=unsupported(gpu, windows.fallback),
     )
+    return within_ranges(reading)  # a broken driver's 0xFFFFFFFF is unknown, not 4 MW
 
 
 def _ask(q: Query, gpu: Gpu) -> _Answers:

@@ -1,0 +1,263 @@
+"""Fuzzing the parsers of outside input (issue 27): random exporter pages and recording
+lines, built from the real formats and then broken. Whatever arrives, no exception but the
+parser's own clear error escapes, memory stays bounded, every reading that comes out is
+inside its physical range and every text is clean.
+
+Bounded in time: a fixed number of examples, derandomised so CI runs the same cases."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tempfile
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gputui.core.dcgm import BY_NAME
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import DeviceInfo, Frame, GpuSample, SourceInfo
+from gputui.core.names import SourceKind
+from gputui.core.ranges import within_ranges
+from gputui.core.sanitize import clean
+from gputui.formats.recording import Header, RecordingError, header_line, read_recording
+from gputui.formats.values import frame_dict
+from gputui.sources.remote import (
+    MAX_GPUS_PER_NODE,
+    MAX_LABEL_CHARS,
+    ScrapeError,
+    _device,
+    _sample,
+    parse_exposition,
+)
+from gputui.sources.simulated import SimulatedSource
+
+MEMORY_BOUND = 64 * 1024 * 1024  # bytes allocated at the peak of one example
+FUZZ = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@contextmanager
+def bounded_memory() -> Iterator[None]:
+    tracemalloc.start()
+    try:
+        yield
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_BOUND, f"peak {peak / 1e6:.1f} MB"
+
+
+def assert_clean_text(obj: Any) -> None:
+    """Every string of a model object has passed the sanitiser (cleaning it again is a no-op)."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, str):
+            assert clean(value) == value, (f.name, value)
+
+
+# -- exporter pages ------------------------------------------------------------------------
+
+NUMBERS = st.one_of(
+    st.floats(min_value=-10, max_value=2e6).map(repr),
+    st.floats(min_value=-10, max_value=2e6).map(repr),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.sampled_from(["1e400", "-1e400", "NaN", "+Inf", "-Inf", "9223372036854775808", "0x1F"]),
+)
+LABEL_NAMES = st.sampled_from(
+    ["gpu", "UUID", "Hostname", "modelName", "GPU_I_ID", "GPU_I_PROFILE", "instance", "device"]
+) | st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,20}", fullmatch=True)
+LABEL_VALUES = st.one_of(
+    st.integers(min_value=-5, max_value=400).map(str),
+    st.text(max_size=40),
+    st.text(alphabet='\x1b[]();\\"\n\u202e\udcff', max_size=20),
+    st.integers(min_value=MAX_LABEL_CHARS - 2, max_value=3 * MAX_LABEL_CHARS).map(
+        lambda n: "x" * n
+    ),
+)
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+@st.composite
+def exposition_lines(draw: st.DrawFn) -> str:
+    kind = draw(st.integers(0, 39))
+    if kind == 0:
+        return draw(st.text(max_size=80))  # junk
+    if kind < 4:
+        name = draw(st.sampled_from(sorted(BY_NAME)))
+        return f"# TYPE {name} {draw(st.sampled_from(['gauge', 'counter', 'bogus']))}"
+    name = draw(st.sampled_from(sorted(BY_NAME)))
+    if not draw(st.integers(0, 9)):
+        name = draw(st.from_regex(r"[a-z_]{1,12}", fullmatch=True))
+    labels = draw(st.dictionaries(LABEL_NAMES, LABEL_VALUES, max_size=5))
+    if draw(st.integers(0, 9)):  # most series name their GPU, as an exporter's do
+        labels["gpu"] = draw(st.integers(0, 7).map(str) | LABEL_VALUES)
+    body = ",".join(f'{k}="{_escaped(v)}"' for k, v in labels.items())
+    return f"{name}{{{body}}} {draw(NUMBERS)}"
+
+
+@st.composite
+def pages(draw: st.DrawFn) -> str:
+    return "\n".join(draw(st.lists(exposition_lines(), max_size=60))) + "\n"
+
+
+@FUZZ
+@given(pages())
+def test_a_random_exporter_page_gives_an_error_or_readings_in_range(page: str) -> None:
+    with bounded_memory():
+        try:
+            host, gpus = parse_exposition(page)
+        except ScrapeError as exc:
+            assert str(exc)
+            return
+        assert len(gpus) <= MAX_GPUS_PER_NODE
+        assert host is None or len(host) <= MAX_LABEL_CHARS
+        for index, entry in gpus.items():
+            assert all(len(v) <= MAX_LABEL_CHARS for v in entry.labels.values())
+            sample = _sample(index, entry)
+            assert within_ranges(sample) is sample
+            assert all(math.isfinite(v) for v in entry.values.values())
+            assert_clean_text(_device(index, clean(host or "node"), entry))
+
+
+# -- recordings ----------------------------------------------------------------------------
+
+JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+)
+INTEGERS = st.integers(min_value=-(2**70), max_value=2**70) | st.integers(0, 200)
+FLOATS = st.floats(min_value=-1e20, max_value=1e20) | st.floats(min_value=-1.0, max_value=300.0)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _simulated() -> tuple[tuple[DeviceInfo, ...], list[dict[str, Any]]]:
+    clock = ManualClock(1.7e9)
+    source = SimulatedSource(["thermal", "healthy", "vram", "starved"], seed=5, clock=clock)
+    devices = source.open()
+    frames: list[dict[str, Any]] = []
+    for _ in range(5):
+        frames.append(frame_dict(source.read()))
+        clock.advance(1.0)
+    return devices, frames
+
+
+DEVICES, FRAMES = _simulated()
+HEADER = header_line(Header(SourceInfo("SIMULATED", SourceKind.SIMULATED), DEVICES, 1.0))
+
+
+def _paths(node: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield at
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*at, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _paths(value, (*at, i))
+
+
+PATHS = [p for p in _paths(FRAMES[0]) if p]
+
+
+def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    copy = dict(node) if isinstance(node, dict) else list(node)
+    copy[head] = _replaced(node[head], rest, value)
+    return copy
+
+
+def _at(node: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _like(value: Any) -> st.SearchStrategy[Any]:
+    """Numbers of the kind a field holds, of any size: the range, not the type, decides."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return JSON_LEAVES
+    return INTEGERS if isinstance(value, int) else FLOATS
+
+
+@st.composite
+def tick_lines(draw: st.DrawFn, frame: Any) -> bytes:
+    """One recorded tick, a few of its values replaced: mostly by numbers of any size (the
+    type is right, the range decides), sometimes by any JSON; rarely a line of junk."""
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2]))):
+        path = draw(st.sampled_from(PATHS))
+        value = draw(_like(_at(frame, path)) if draw(st.integers(0, 3)) else JSON_VALUES)
+        try:
+            frame = _replaced(frame, path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier change removed what this path goes through
+    kind = draw(st.integers(0, 49))
+    if kind == 0:
+        return draw(st.binary(max_size=200)) + b"\n"
+    if kind == 1:
+        return json.dumps(draw(JSON_VALUES)).encode() + b"\n"
+    return json.dumps({"frame": frame, "findings": []}).encode() + b"\n"
+
+
+@st.composite
+def recordings(draw: st.DrawFn) -> list[bytes]:
+    return [draw(tick_lines(frame)) for frame in FRAMES[: draw(st.integers(1, len(FRAMES)))]]
+
+
+def _check_frame(frame: Frame) -> None:
+    for gpu in frame.gpus:
+        assert isinstance(gpu, GpuSample) and within_ranges(gpu) is gpu
+    for process in frame.processes:
+        assert_clean_text(process)
+    for note in frame.notes:
+        assert_clean_text(note)
+
+
+def _read(lines: list[bytes], check: Callable[[Frame], None]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.jsonl"
+        path.write_bytes(HEADER + b"".join(lines))
+        try:
+            recording = read_recording(path)
+        except RecordingError as exc:
+            assert str(exc).startswith(str(path))
+            return
+        for tick in recording.ticks:
+            check(tick.frame)
+
+
+@FUZZ
+@given(recordings())
+def test_a_random_recording_gives_an_error_naming_its_line_or_frames_in_range(
+    lines: list[bytes],
+) -> None:
+    with bounded_memory():
+        _read(lines, _check_frame)
