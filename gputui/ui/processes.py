@@ -21,6 +21,7 @@ from gputui.ui.screens import PageScreen
 from gputui.view.all_processes import all_processes
 from gputui.view.cells import Panel
 from gputui.view.process_page import process_page, process_tops, signal_page
+from gputui.view.process_table import FILTER_MAX_CHARS
 
 if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
@@ -227,7 +228,7 @@ class FilterScreen(ModalScreen[None]):
         yield Input(
             value=self._before,
             placeholder="filter: part of a command, user or PID (Enter keeps, Esc undoes)",
-            max_length=200,
+            max_length=FILTER_MAX_CHARS,
         )
 
     def on_input_changed(self, event: Input.Changed) -> None:

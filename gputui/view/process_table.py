@@ -50,6 +50,10 @@ SORTS: Final[dict[str, SortColumn]] = {
 }
 
 
+#: the text filter: what a person types to find a process, not a paste of a file
+FILTER_MAX_CHARS = 200
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessChoices:
     """What the user chose for the process table, the same on the main screen and the
@@ -62,6 +66,10 @@ class ProcessChoices:
     text: str = ""  # shown only where the command, user, name or PID contains it
     pid: int | None = None  # the selected process
     offset: int = 0  # the command column scrolled this many characters
+
+    def __post_init__(self) -> None:
+        if len(self.text) > FILTER_MAX_CHARS:
+            object.__setattr__(self, "text", self.text[:FILTER_MAX_CHARS])
 
     def sort_by(self, key: str) -> ProcessChoices:
         """Sort by ``key``; the same key again turns the order round."""

@@ -29,8 +29,11 @@ from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.files import write_atomic
 from gputui.exporters.prometheus import GputuiCollector
+from gputui.formats import recording as recording_format
+from gputui.formats import values as values_format
 from gputui.formats.recording import RecordingError, read_recording
 from gputui.launch import make_app
+from gputui.sources import remote
 from gputui.sources.remote import MAX_GPUS_PER_NODE, RemoteSource, fetch, parse_exposition
 from gputui.ui.lines import LineView
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_VALUES, HostileSource, everything
@@ -402,6 +405,28 @@ def test_hostile_replay_files_are_refused_clearly(
     _assert_inert(err, "stderr")
 
 
+def test_a_recording_longer_than_the_tick_bound_is_cut_with_a_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recording_format, "MAX_TICKS", 5)
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join([json.dumps(HEADER), *(_tick(float(t)) for t in range(8))]) + "\n")
+    recording = read_recording(path)
+    assert len(recording.ticks) == 5
+    assert recording.notices == (f"{path}: more than 5 ticks; the rest was left out",)
+
+
+def test_a_frame_with_too_many_processes_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(values_format, "MAX_PROCESSES", 3)
+    frame = {"time": 1.0, "gpus": [{"index": 0}], "processes": [{"pid": p} for p in range(4)]}
+    path = tmp_path / "crowded.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + json.dumps({"frame": frame}) + "\n")
+    with pytest.raises(RecordingError, match="more than 1024 GPUs or 3 processes"):
+        read_recording(path)
+
+
 # -- remote pages ---------------------------------------------------------------------
 def test_a_page_claiming_100000_gpus_is_refused_not_allocated() -> None:
     lines = [f'DCGM_FI_DEV_GPU_TEMP{{gpu="{i}",Hostname="n"}} 50' for i in range(100_000)]
@@ -409,6 +434,28 @@ def test_a_page_claiming_100000_gpus_is_refused_not_allocated() -> None:
 
     with pytest.raises(ScrapeError, match=f"more than {MAX_GPUS_PER_NODE} GPUs"):
         parse_exposition("\n".join(lines) + "\n")
+
+
+def test_a_page_past_the_series_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "MAX_SERIES", 50)
+    lines = [f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",Hostname="n",x="{i}"}} 50' for i in range(51)]
+    with pytest.raises(remote.ScrapeError, match="more than 50 series: refused"):
+        parse_exposition("\n".join(lines) + "\n")
+
+
+def test_a_gpu_claiming_too_many_mig_instances_is_refused() -> None:
+    lines = [
+        f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="0",Hostname="n",GPU_I_ID="{i}"}} 0.5'
+        for i in range(remote.MAX_MIG_PER_GPU + 1)
+    ]
+    with pytest.raises(remote.ScrapeError, match="MIG instances on GPU 0: refused"):
+        parse_exposition("\n".join(lines) + "\n")
+
+
+def test_label_values_are_cut_at_their_bound() -> None:
+    name = "A" * (remote.MAX_LABEL_CHARS * 8)
+    _host, gpus = parse_exposition(f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",modelName="{name}"}} 50\n')
+    assert gpus[0].labels["modelName"] == "A" * remote.MAX_LABEL_CHARS
 
 
 def test_unicode_digits_and_huge_numbers_are_not_gpu_numbers() -> None:

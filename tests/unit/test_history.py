@@ -9,9 +9,9 @@ import pytest
 
 from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
-from gputui.core.model import Frame, GpuSample
+from gputui.core.model import Frame, GpuSample, XidEvent
 from gputui.core.names import Metric
-from gputui.sampling.history import History, Ring
+from gputui.sampling.history import MAX_XIDS, History, Ring
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 
@@ -153,3 +153,12 @@ def test_resized_keeps_the_newest_readings_of_every_ring() -> None:
     larger = smaller.resized(20)  # room for more: what there is stays, and new readings fit
     larger.add(Frame(time=8.0, gpus=(GpuSample(index=0, util_gpu=8.0),)))
     assert larger.series(0, Metric.UTIL_GPU) == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+def test_an_xid_storm_keeps_only_the_latest_events() -> None:
+    history = History(10)
+    for t in range(50):
+        storm = tuple(XidEvent(code=79 if t < 49 else 48, time=float(t)) for _ in range(20))
+        history.add(Frame(time=float(t), gpus=(GpuSample(index=0, xid_events=storm),)))
+    kept = history.xids(0)
+    assert len(kept) == MAX_XIDS and {x.code for x in kept} == {48}

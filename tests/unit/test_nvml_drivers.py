@@ -15,6 +15,7 @@ from gputui.core.manual_clock import ManualClock
 from gputui.sources.nvml import NvmlSource, bindings, policy
 from gputui.sources.nvml.policy import Verdict, meaning
 from gputui.sources.nvml.sample import VIOLATION_PERIOD_S
+from gputui.sources.nvml.source import MAX_EVENTS_PER_READ
 from tests.nvml_double import (
     GPU_NOT_FOUND,
     MIB,
@@ -455,6 +456,17 @@ def test_xid_events_read_without_blocking(monkeypatch: pytest.MonkeyPatch) -> No
     assert rig.source.read().gpus[1].xid_events == ()
     rig.close()
     assert lib.event_sets == 0
+
+
+def test_an_xid_storm_is_read_a_bounded_number_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a GPU falling off the bus can queue thousands of events: a tick reads a bounded few
+    lib = FakeNvmlLib([FakeGpu()])
+    rig = Rig(monkeypatch, lib)
+    lib.xid_queue = [(0, 79)] * (3 * MAX_EVENTS_PER_READ + 5)
+    rig.tick()
+    assert len(rig.source.read().gpus[0].xid_events) == MAX_EVENTS_PER_READ
+    assert len(lib.xid_queue) == 2 * MAX_EVENTS_PER_READ + 5  # the rest waits for later ticks
+    rig.close()
 
 
 def test_violation_counters_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,12 +10,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
 from gputui.core.process_access import Outcome
-from gputui.sources.process_access import LocalProcesses, signal_name
+from gputui.core.sanitize import MAX_TEXT
+from gputui.sources import process_access
+from gputui.sources.process_access import MAX_ENVIRONMENT, LocalProcesses, signal_name
 
 
 @pytest.fixture
@@ -24,9 +27,22 @@ def child() -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "--token", "t0k"], env=env
     )
+    _exec_done(proc.pid)
     yield proc
     proc.kill()
     proc.wait()
+
+
+def _exec_done(pid: int) -> None:
+    """Wait until the child runs Python: between fork and exec its environment reads empty."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if "time.sleep(60)" in " ".join(psutil.Process(pid).cmdline()):
+                return
+        except psutil.Error:
+            pass
+        time.sleep(0.01)
 
 
 def _started(pid: int) -> float:
@@ -122,3 +138,50 @@ def test_a_look_inside_an_ended_process_says_it_has_gone(
 def test_signal_names() -> None:
     assert [signal_name(s) for s in (2, 9, 15)] == ["SIGINT", "SIGKILL", "SIGTERM"]
     assert signal_name(999) == "signal 999"
+
+
+def test_a_huge_environment_is_cut_to_what_a_page_shows() -> None:
+    env = {f"VAR_{i:04d}": "x" for i in range(MAX_ENVIRONMENT + 100)}
+    env["A_HUGE_ONE"] = "y" * 100_000  # under the kernel's 128 KiB a string
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    _exec_done(proc.pid)
+    try:
+        details = LocalProcesses().details(proc.pid, _started(proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(details.environment) == MAX_ENVIRONMENT
+    assert all(len(pair) <= MAX_TEXT for pair in details.environment)
+    assert details.environment[0].startswith("A_HUGE_ONE=yyy")
+
+
+def test_a_process_with_many_children_lists_the_first_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(process_access, "MAX_CHILDREN", 3)
+    spawn = "import subprocess, sys, time; [subprocess.Popen(['sleep', '60']) for _ in range(6)]"
+    proc = subprocess.Popen([sys.executable, "-c", spawn + "; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(psutil.Process(proc.pid).children()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        details = LocalProcesses().details(proc.pid, _started(proc.pid))
+    finally:
+        for below in psutil.Process(proc.pid).children():
+            below.kill()
+        proc.kill()
+        proc.wait()
+    assert len(details.children) == 3
+
+
+def test_descriptors_past_the_bound_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: subprocess.Popen[bytes]
+) -> None:
+    # a process holding more descriptors than the page reads: a fake /proc with ten GPUs open
+    monkeypatch.setattr(process_access, "MAX_DESCRIPTORS", 4)
+    folder = tmp_path / str(child.pid) / "fd"
+    folder.mkdir(parents=True)
+    for n in range(10):
+        (folder / str(n)).symlink_to(f"/dev/nvidia{n}")
+    details = LocalProcesses(proc=tmp_path).details(child.pid, _started(child.pid))
+    assert len(details.gpu_devices) == 4

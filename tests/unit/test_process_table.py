@@ -13,6 +13,7 @@ from gputui.view.all_processes import all_processes
 from gputui.view.cells import PidKey, plain_lines
 from gputui.view.command_line import compact
 from gputui.view.process_table import (
+    FILTER_MAX_CHARS,
     SORTS,
     Entry,
     Group,
@@ -307,3 +308,9 @@ def test_the_column_sorted_by_is_never_the_one_left_out(key: str) -> None:
     panel = processes(_varied(), [], 0, ProcessChoices(key, all_gpus=True), NOW, 78, 8, T)
     header = plain_lines(panel, 78)[0]
     assert SORTS[key].header in header, header
+
+
+def test_the_text_filter_is_bounded_however_it_arrives() -> None:
+    pasted = "x" * (FILTER_MAX_CHARS * 50)
+    assert ProcessChoices(text=pasted).text == "x" * FILTER_MAX_CHARS
+    assert replace(ProcessChoices(), text=pasted).text == "x" * FILTER_MAX_CHARS

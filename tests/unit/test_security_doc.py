@@ -1,0 +1,131 @@
+"""docs/security.md's table of bounds stays true: every row is an input this test knows,
+every number it states is the code's constant, and every test it names exists."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "security.md"
+
+#: row (its first cell) -> {constant: the words that state it in the row's bound}
+CONSTANTS: dict[str, dict[str, str]] = {
+    "GPU text from NVML (name, UUID, VBIOS, driver)": {
+        "gputui.core.sanitize.MAX_TEXT": "16,384 characters",
+    },
+    "GPU readings from NVML": {},
+    "Xid events from NVML": {
+        "gputui.sources.nvml.source.MAX_EVENTS_PER_READ": "64 read a tick",
+        "gputui.sampling.history.MAX_XIDS": "latest 8",
+    },
+    "a process's command line (`/proc`)": {
+        "gputui.sources.host.MAX_COMMAND_CHARS": "4,096 characters",
+    },
+    "a process page (`/proc`: environment, children, descriptors)": {
+        "gputui.sources.process_access.MAX_ENVIRONMENT": "512 environment variables",
+        "gputui.core.sanitize.MAX_TEXT": "16,384 characters",
+        "gputui.sources.process_access.MAX_CHILDREN": "64 children",
+        "gputui.sources.process_access.MAX_DESCRIPTORS": "65,536 descriptors",
+    },
+    "a remote page (`--source`)": {
+        "gputui.sources.remote.MAX_BYTES": "10 MiB",
+        "gputui.sources.remote.MAX_SERIES": "200,000 series",
+        "gputui.sources.remote.MAX_GPUS_PER_NODE": "256 GPUs a node",
+        "gputui.sources.remote.MAX_MIG_PER_GPU": "64 MIG instances",
+        "gputui.sources.remote.MAX_LABEL_CHARS": "1,024 characters",
+    },
+    "a Prometheus server's answer (`--prometheus`)": {
+        "gputui.sources.remote.MAX_BYTES": "10 MiB",
+        "gputui.sources.remote.MAX_SERIES": "200,000 series",
+        "gputui.sources.remote.MAX_GPUS_PER_NODE": "256 GPUs a node",
+    },
+    "a redirect": {},
+    "duplicate series": {},
+    "a recording (`replay`)": {
+        "gputui.formats.recording.MAX_LINE_BYTES": "16 MiB",
+        "gputui.formats.values.MAX_GPUS": "1,024 GPUs",
+        "gputui.formats.values.MAX_PROCESSES": "65,536 processes",
+        "gputui.formats.recording.MAX_TICKS": "500,000 ticks",
+        "gputui.formats.values.MAX_INT": "below 2^64",
+        "gputui.formats.values.MAX_FLOAT": "below 1e18",
+        "gputui.formats.recording.MAX_INTERVAL_S": "at most 3,600 s",
+    },
+    "the exporter's clients (`export`)": {
+        "gputui.exporters.prometheus.HEADER_TIMEOUT_S": "2 s to send",
+        "gputui.exporters.prometheus.MAX_PENDING": "128 such",
+        "gputui.exporters.prometheus.MAX_CONNECTIONS": "32 requests",
+        "gputui.exporters.prometheus.REQUEST_TIMEOUT_S": "within 10 s",
+    },
+    "numbers on the command line": {
+        "gputui.core.config.MIN_INTERVAL_S": "`--interval` 0.25",
+        "gputui.core.config.MAX_INTERVAL_S": "0.25 to 60 s",
+        "gputui.sources.simulated.MAX_GPUS": "`--gpus` 1 to 64",
+        "gputui.cli.parser.MAX_SAMPLES": "`--samples` 1 to 86,400",
+        "gputui.cli.parser.MAX_SAMPLING_S": "at most 86,400 s",
+        "gputui.cli.parser.MAX_WARMUP_S": "`--warmup` at most 3,600 s",
+        "gputui.cli.parser.MAX_ROTATE_MB": "`--rotate-mb` at most 1,000,000",
+        "gputui.cli.parser.MAX_KEEP": "`--keep` 1 to 1,000",
+        "gputui.core.config.MIN_SPEED": "`replay --speed` 0.125",
+        "gputui.core.config.MAX_SPEED": "0.125 to 64",
+    },
+    "keys typed in the app": {
+        "gputui.view.process_table.FILTER_MAX_CHARS": "at most 200 characters",
+    },
+    "signals to gputui": {},
+    "files gputui writes (`record -o`, `snapshot -o`, the `s` key)": {},
+}
+
+UNITS = {"MiB": 2**20, "KiB": 2**10}
+NUMBER = re.compile(r"(\d+)\^(\d+)|(\d[\d,]*(?:\.\d+)?(?:e\d+)?)(?:\s*(MiB|KiB))?")
+
+
+def _table() -> list[list[str]]:
+    text = DOC.read_text()
+    section = text[text.index("## Bounds on every input") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    cells = [[c.strip() for c in row.strip("|").split(" | ")] for row in rows]
+    return [c for c in cells[1:] if not set(c[0]) <= {"-"}]
+
+
+def _stated(words: str) -> float:
+    """The last number in ``words``, in the unit written after it."""
+    *_, last = NUMBER.finditer(words)
+    if last.group(1):
+        return float(int(last.group(1)) ** int(last.group(2)))
+    return float(last.group(3).replace(",", "")) * UNITS.get(last.group(4) or "", 1)
+
+
+def _constant(path: str) -> float:
+    module, name = path.rsplit(".", 1)
+    return float(getattr(importlib.import_module(module), name))
+
+
+def _test_names() -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names.update(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(), re.M))
+    return names
+
+
+def test_every_row_is_an_input_this_test_knows_and_has_four_cells() -> None:
+    table = _table()
+    assert all(len(row) == 4 for row in table), [row[0] for row in table if len(row) != 4]
+    assert [row[0] for row in table] == list(CONSTANTS)
+
+
+def test_every_number_the_table_states_is_the_codes() -> None:
+    for row in _table():
+        for path, words in CONSTANTS[row[0]].items():
+            assert words in row[1], (row[0], words)
+            assert _stated(words) == _constant(path), (row[0], path, words, _constant(path))
+
+
+def test_every_test_the_table_names_exists() -> None:
+    known = _test_names()
+    for row in _table():
+        named = re.findall(r"`(test_\w+)`", row[3])
+        assert named, f"{row[0]}: no test holds it"
+        assert not set(named) - known, (row[0], set(named) - known)
