@@ -1,11 +1,19 @@
-"""gputui's steady CPU against nvitop's, same run, same fake 8-GPU node, same terminal.
+"""gputui against a bare Textual app and nvitop: first frame, memory, CPU and NVML calls,
+same run, same fake 8-GPU node, same terminal.
 
 Usage: python benchmarks/vs_nvitop.py [--python /tmp/nvitop-venv/bin/python] [--gpus 8]
                                       [--warmup 10] [--seconds 60] [--size 160x50] [--still]
-                                      [--rounds 3]
+                                      [--rounds 3] [--day]
 
 Starts each monitor in its own detached tmux session of the given size through this same
-script (``--child gputui`` / ``--child nvitop``), one after the other. The child installs
+script (``--child gputui`` / ``--child bare`` / ``--child nvitop``), one after the other,
+--rounds times in turn. The bare app is Textual's floor: the same child (the same fake
+node, pytest and the double imported), then an ``App`` with one ``Static`` showing a row
+per GPU; what gputui takes above it is gputui's own. The first frame is the time from the
+exec to the first capture of tmux's pane that shows every GPU's row. Without nvitop (no
+--python that imports it) the table has gputui and the bare app only. --day adds
+benchmarks/app_memory.py over 24 simulated hours (minutes of CPU): the app's RSS after the
+first hour and at the end. The child installs
 the test double of libnvidia-ml (tests/nvml_double.py, an R570 driver with N Hopper GPUs,
 GPM, a fan and one process each) into the real nvidia-ml-py, then runs the tool's own entry
 point in-process: ``gputui.cli.main(["--interval", "1"])`` (the live NVML monitor) and
@@ -69,7 +77,7 @@ import psutil  # noqa: E402
 
 from benchmarks.app_cpu import cpu_seconds, tmux  # noqa: E402
 
-TOOLS = ("gputui", "nvitop")
+TOOLS = ("gputui", "bare", "nvitop")
 
 if TYPE_CHECKING:
     from tests.nvml_double import FakeNvmlLib
@@ -257,10 +265,27 @@ def child(tool: str, gpus: int, moving: bool, report: Path | None) -> int:
         from gputui import cli
 
         return cli.main(["--interval", "1"])
+    if tool == "bare":
+        return bare_app(len(lib.gpus))
     nvitop_cli: Any = importlib.import_module("nvitop.cli")
     sys.argv = ["nvitop", "--interval", "1"]
     status: int = nvitop_cli.main()
     return status
+
+
+def bare_app(gpus: int) -> int:
+    """Textual's floor: one Static with a row per GPU, nothing read, nothing refreshed."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    rows = "\n".join(f"bare {i} H100 80GB HBM3" for i in range(gpus))
+
+    class Bare(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static(rows)
+
+    Bare().run()
+    return 0
 
 
 # -- the parent: tmux, /proc ---------------------------------------------------------------
@@ -274,6 +299,7 @@ def rss_mb(pid: int) -> float:
 #: nvitop's device rows (power "605W / 700W", in its compact and its full mode alike)
 GPU_ROW = {
     "gputui": re.compile(r"^\s*▶?\s*\d+ H100 "),
+    "bare": re.compile(r"^bare \d+ H100 "),
     "nvitop": re.compile(r"^│.*\d+W / \d+W"),
 }
 
@@ -389,6 +415,7 @@ def main() -> int:
     parser.add_argument(
         "--rounds", type=int, default=3, help="measure each tool this often, in turn"
     )
+    parser.add_argument("--day", action="store_true", help="also 24 simulated hours of RSS")
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.gpus, not args.still, args.report)
@@ -396,75 +423,117 @@ def main() -> int:
         print("tmux is needed", file=sys.stderr)
         return 1
     version = nvitop_version(args.python)
-    if version is None:
-        print(
-            f"vs_nvitop: {args.python} cannot import nvitop (or pytest). Install it beside "
-            "gputui in a throwaway venv (python3 -m venv /tmp/nvitop-venv && "
-            "/tmp/nvitop-venv/bin/pip install nvitop pytest -e .) and pass "
-            "--python /tmp/nvitop-venv/bin/python",
-            file=sys.stderr,
-        )
-        return 1
+    tools = [t for t in TOOLS if t != "nvitop" or version is not None]
     print(
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
         f"tmux {args.size}; fake R570 driver, {args.gpus} x H100 with GPM, readings "
         f"{'fixed' if args.still else 'changing every second'}; "
-        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s"
+        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s, {args.rounds} rounds"
     )
-    print(f"gputui: {sys.executable} (Python {sys.version.split()[0]})")
-    print(f"nvitop {version}: {args.python} --interval 1")
-    pythons = {"gputui": sys.executable, "nvitop": args.python}
+    print(f"gputui and the bare Textual app: {sys.executable} (Python {sys.version.split()[0]})")
+    if version is None:
+        print(
+            f"nvitop: not measured ({args.python} cannot import nvitop and pytest; install "
+            "them beside gputui in a throwaway venv: python3 -m venv /tmp/nvitop-venv && "
+            "/tmp/nvitop-venv/bin/pip install nvitop pytest -e . and pass --python "
+            "/tmp/nvitop-venv/bin/python)"
+        )
+    else:
+        print(f"nvitop {version}: {args.python} --interval 1")
+    pythons = {"gputui": sys.executable, "bare": sys.executable, "nvitop": args.python}
     rounds: list[dict[str, Result]] = []
     for number in range(1, args.rounds + 1):
-        # In turn, so a slow spell of the machine falls on both tools alike.
-        pair = {
+        # In turn, so a slow spell of the machine falls on every tool alike.
+        one = {
             tool: measure(
                 tool, pythons[tool], args.gpus, args.warmup, args.seconds, args.size, not args.still
             )
-            for tool in TOOLS
+            for tool in tools
         }
-        rounds.append(pair)
+        rounds.append(one)
         print(
-            f"round {number}: gputui {pair['gputui'].cpu_pct:.2f} %, nvitop "
-            f"{pair['nvitop'].cpu_pct:.2f} %, ratio {_ratio(pair):.2f}"
+            f"round {number}: "
+            + "; ".join(
+                f"{t} {r.cpu_pct:.2f} %, first frame {r.first_frame_s:.2f} s, "
+                f"RSS {r.rss_end_mb:.1f} MB"
+                for t, r in one.items()
+            ),
+            flush=True,
         )
-    # the round with the median ratio stands for the run
-    results = sorted(rounds, key=_ratio)[len(rounds) // 2]
-    for tool, r in results.items():
-        print(f"\n--- {tool}: the top of its screen at the end of the measurement ---")
+    last = rounds[-1]
+    for tool, r in last.items():
+        print(f"\n--- {tool}: the top of its screen at the end of the last round ---")
         lines = r.screen.splitlines()
         print("\n".join(line.rstrip() for line in lines[: 8 + 2 * args.gpus]))
         print(f"{tool} shows {gpu_rows(tool, r.screen)} GPU rows")
         for what in r.changed:
             print(f"changed for this run: {what}")
-        top = sorted(r.calls.items(), key=lambda item: -item[1])[:6]
-        print(
-            f"NVML calls per GPU per second: {r.calls_per_gpu_s:.2f}; most: "
-            + ", ".join(f"{n} {c / args.gpus / args.seconds:.2f}" for n, c in top)
-        )
     print()
-    columns = ("tool", "CPU % of a core", "first frame s", "RSS start/end MB", "NVML calls/GPU/s")
-    print(f"{columns[0]:<8} {columns[1]:>16} {columns[2]:>14} {columns[3]:>17} {columns[4]:>17}")
-    for r in results.values():
-        rss = f"{r.rss_start_mb:.1f} / {r.rss_end_mb:.1f}"
-        print(
-            f"{r.tool:<8} {r.cpu_pct:>16.2f} {r.first_frame_s:>14.2f} {rss:>17} "
-            f"{r.calls_per_gpu_s:>17.2f}"
-        )
-    added = sorted({what for r in results.values() for what in r.added})
+    _table(tools, rounds)
+    _verdicts(tools, rounds)
+    added = sorted({what for one in rounds for r in one.values() for what in r.added})
     if added:
         print(
-            "added to tests/nvml_double.py's fake library in both children (a real R570 "
+            "added to tests/nvml_double.py's fake library in every child (a real R570 "
             f"libnvidia-ml has them; nvitop asks for them): {', '.join(added)}"
         )
-    ratios = ", ".join(f"{_ratio(pair):.2f}" for pair in rounds)
-    print(f"ratio gputui / nvitop: {_ratio(results):.2f}, the median of {ratios} (budget: 0.50)")
+    if args.day:
+        _day(args.gpus, args.size)
     return 0
 
 
-def _ratio(pair: dict[str, Result]) -> float:
-    nvitop_cpu = pair["nvitop"].cpu_pct
-    return pair["gputui"].cpu_pct / nvitop_cpu if nvitop_cpu > 0 else float("inf")
+FIGURES: dict[str, Callable[[Result], float]] = {
+    "first frame s": lambda r: r.first_frame_s,
+    "RSS MB": lambda r: r.rss_end_mb,
+    "CPU % of a core": lambda r: r.cpu_pct,
+    "NVML calls/GPU/s": lambda r: r.calls_per_gpu_s,
+}
+
+
+def _spread(values: list[float]) -> str:
+    ordered = sorted(values)
+    middle = ordered[len(ordered) // 2]
+    return f"{middle:.2f} ({ordered[0]:.2f}-{ordered[-1]:.2f})"
+
+
+def _table(tools: list[str], rounds: list[dict[str, Result]]) -> None:
+    print("median (lowest-highest) of the rounds; RSS at the end of the measured window")
+    print(f"{'tool':<8}" + "".join(f"{name:>24}" for name in FIGURES))
+    for tool in tools:
+        cells = [_spread([figure(one[tool]) for one in rounds]) for figure in FIGURES.values()]
+        print(f"{tool:<8}" + "".join(f"{cell:>24}" for cell in cells))
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _verdicts(tools: list[str], rounds: list[dict[str, Result]]) -> None:
+    """The issue's goals, each from the same rounds (ratios taken round by round)."""
+    frame = _median([one["gputui"].first_frame_s / one["bare"].first_frame_s for one in rounds])
+    memory = _median([one["gputui"].rss_end_mb - one["bare"].rss_end_mb for one in rounds])
+    calls = _median([one["gputui"].calls_per_gpu_s for one in rounds])
+    print(f"first frame gputui / bare: {frame:.2f} (goal <= 1.25)")
+    print(f"RSS gputui - bare: {memory:+.1f} MB (goal <= +6)")
+    print(f"NVML calls per GPU per second: {calls:.2f} (goal <= 12)")
+    if "nvitop" in tools:
+        cpu = _median([one["gputui"].cpu_pct / one["nvitop"].cpu_pct for one in rounds])
+        print(f"CPU gputui / nvitop: {cpu:.2f} (goal <= 0.40)")
+
+
+def _day(gpus: int, size: str) -> None:
+    """benchmarks/app_memory.py over 24 simulated hours: RSS after the first hour, at the end."""
+    script = Path(__file__).resolve().parent / "app_memory.py"
+    command = [sys.executable, str(script), "--gpus", str(gpus), "--hours", "24", "--size", size]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    hours = [float(m) for m in re.findall(r"hour\s+\d+.*?RSS ([\d.]+) MB", out)]
+    if len(hours) < 2:
+        print(f"24 h: could not read app_memory.py's output:\n{out}")
+        return
+    print(
+        f"24 simulated hours of 1 s ticks: RSS {hours[0]:.1f} MB after the first hour, "
+        f"{hours[-1]:.1f} MB at the end ({hours[-1] - hours[0]:+.1f} MB; goal <= +2)"
+    )
 
 
 if __name__ == "__main__":
