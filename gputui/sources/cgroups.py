@@ -243,7 +243,7 @@ def _read_cpu(
     throttled = stat.get("throttled_time")  # nanoseconds
     out.cpu_throttled_s = throttled / 1e9 if throttled is not None else None
     acct = cgroup_dir(memberships, mounts, "cpuacct")
-    if acct is not None:
+    if acct is not None and acct[3] == out.path:  # the same cgroup, not a parent's total
         text = _text(acct[0] / "cpuacct.usage")
         if text is not None and text.strip().isdigit():
             out.cpu_usage_s = int(text) / 1e9

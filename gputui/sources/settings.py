@@ -66,7 +66,8 @@ class SettingsReader:
         self._sys = sys
         self._jobs: dict[tuple[str, str], _Job] = {}
         self._host: tuple[float, HostSettings] | None = None
-        self._waiters: tuple[float, tuple[DeviceWaiter, ...], str | None] | None = None
+        #: when the jobs were last read, of which GPU processes, and what they were
+        self._last: tuple[float, frozenset[int], tuple[JobSettings, ...]] | None = None
 
     def read(
         self,
@@ -78,6 +79,14 @@ class SettingsReader:
         host's settings; ``exclusive_minors``: the device numbers of GPUs in
         EXCLUSIVE_PROCESS mode, whose waiting processes are looked for."""
         now = self._clock()
+        # who may hold a GPU's device file without being a waiter: NVML's, their workers, us
+        skip = {p.pid for p in processes} | {os.getpid()}
+        skip |= {w for p in processes for w in workers_of(p.pid)}
+        host = self._host_settings(now, exclusive_minors, skip)
+        visible = frozenset(p.pid for p in processes if p.visible)
+        kept = self._last
+        if kept is not None and kept[1] == visible and now - kept[0] < JOB_PERIOD_S:
+            return kept[2], host  # the same processes, read a moment ago
         groups: dict[tuple[str, str], list[int]] = {}
         seen: set[int] = set()
         for proc in processes:
@@ -97,9 +106,8 @@ class SettingsReader:
                 jobs.append(self._job(key, (), workers_of, now, own=True))
         for key in [k for k in self._jobs if k not in used]:
             del self._jobs[key]
-        skip = {p.pid for p in processes} | {os.getpid()}
-        skip |= {w for p in processes for w in workers_of(p.pid)}
-        return tuple(jobs), self._host_settings(now, exclusive_minors, skip)
+        self._last = (now, visible, tuple(jobs))
+        return tuple(jobs), host
 
     def _key(self, pid: int | str) -> tuple[str, str] | None:
         """What makes two processes one job: their cgroups and mount namespace; None for a

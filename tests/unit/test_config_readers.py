@@ -147,6 +147,7 @@ def test_cgroup_v2_binding_quota_on_the_parent(tmp_path: Path) -> None:
 def test_cgroup_v1_quota_throttling_and_accounting(tmp_path: Path) -> None:
     mountinfo = fixture("mountinfo_v1_hybrid")
     cgroup = fixture("proc_cgroup_v1_hybrid").replace("1:cpu:/", "1:cpu:/job")
+    cgroup = cgroup.replace("2:cpuacct:/", "2:cpuacct:/job")
     proc = _proc(tmp_path, 7, cgroup, mountinfo)
     root = tmp_path / "cg"
     _write(root / "cpu", cpu__cfs_quota_us="-1\n", cpu__cfs_period_us="100000\n")
@@ -156,7 +157,8 @@ def test_cgroup_v1_quota_throttling_and_accounting(tmp_path: Path) -> None:
         cpu__cfs_period_us="100000\n",
         cpu__stat=fixture("cpu_stat_v1"),
     )
-    _write(root / "cpuacct", cpuacct__usage="3500000000\n")
+    _write(root / "cpuacct", cpuacct__usage="99000000000\n")  # the whole machine's
+    _write(root / "cpuacct/job", cpuacct__usage="3500000000\n")
     _write(
         root / "memory/batch/job-7",
         memory__stat=f"cache 100\nrss {1 << 30}\nshmem 0\nhierarchical_memory_limit "
@@ -173,6 +175,9 @@ def test_cgroup_v1_quota_throttling_and_accounting(tmp_path: Path) -> None:
     assert found.cpu_usage_s == pytest.approx(3.5)
     assert found.memory_limit == 4 << 30 and found.memory_anon == (2 << 30) + (1 << 20)
     assert found.memory_oom_kills == 0 and found.cpuset == "0-1"
+    # in another cpuacct cgroup than its cpu one, the counter is not this cgroup's use
+    elsewhere = _proc(tmp_path, 8, cgroup.replace("2:cpuacct:/job", "2:cpuacct:/"), mountinfo)
+    assert read_cgroup(8, elsewhere).cpu_usage_s is None
 
 
 def test_cgroup_without_limits_and_unreadable(tmp_path: Path) -> None:
@@ -299,3 +304,44 @@ def test_device_waiters(tmp_path: Path) -> None:
         os.symlink(device, tmp_path / str(pid) / "fd" / "5")
     waiters, why = device_waiters({1}, skip={103}, proc=tmp_path)
     assert [(w.pid, w.minor, w.name) for w in waiters] == [(100, 1, "python")] and why is None
+
+
+# -- the settings reader: jobs, their window, the cache, gputui's own job -----------------
+def test_settings_reader_groups_jobs_and_opens_a_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputui.core.model import ProcessSample
+    from gputui.sources.settings import SettingsReader
+
+    leaf = "/job.slice"
+    proc = _proc(tmp_path, 42, f"0::{leaf}\n", fixture("mountinfo_v2"))
+    (proc / "43").mkdir()
+    (proc / "43" / "cgroup").write_text(f"0::{leaf}\n")
+    (proc / "self" / "cgroup").write_text("0::/user.slice\n")
+    cg = tmp_path / "cg"
+    _write(cg / "job.slice", cpu__max="400000 100000\n", memory__max="max\n")
+    stat = cg / "job.slice" / "cpu.stat"
+    stat.write_text("usage_usec 1000000\nnr_periods 100\nnr_throttled 10\nthrottled_usec 5\n")
+    _write(cg / "user.slice", cpu__max="max 100000\n")
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    now = [0.0]
+    reader = SettingsReader(clock=lambda: now[0], own=True, own_workers=6, proc=proc, sys=tmp_path)
+    ranks = (ProcessSample(42, 0), ProcessSample(43, 1), ProcessSample(42, 1))
+    jobs, host = reader.read(ranks, lambda pid: ())
+    job, own = jobs
+    assert job.pids == (42, 43) and job.cgroup == leaf and job.cpu_quota_us == 400000
+    assert job.window_periods is None  # one reading
+    assert own.own and own.workers == 6 and own.cgroup == "/user.slice"
+    assert own.env == ("CUDA_LAUNCH_BLOCKING=1",)  # only the names gputui reads
+    assert host.ib_ports == () and host.governor is None
+    stat.write_text("usage_usec 25000000\nnr_periods 400\nnr_throttled 250\nthrottled_usec 9\n")
+    now[0] = 3.0
+    assert reader.read(ranks, lambda pid: ())[0][0] is job  # read a moment ago: kept
+    now[0] = 6.0
+    job = reader.read(ranks, lambda pid: ())[0][0]
+    assert (job.window_s, job.window_periods, job.window_throttled) == (6.0, 300, 240)
+    assert job.window_cpu_s == pytest.approx(24.0)  # 4 cores used of the quota's 4
+    (proc / "self" / "cgroup").write_text(f"0::{leaf}\n")  # doctor runs inside the job
+    now[0] = 12.0
+    assert [j.own for j in reader.read(ranks, lambda pid: ())[0]] == [False]

@@ -85,9 +85,8 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
 def _p0_ceiling(q: Query, gpu: Gpu) -> int | None:
     """The highest graphics clock P0 allows now: below the board's maximum while its clocks
     are locked (nvidia-smi -lgc)."""
-    fn = b.function("nvmlDeviceGetMinMaxClockOfPState")
-    found = q.ask(gpu, "p0_clock", fn, gpu.handle, pynvml.NVML_CLOCK_GRAPHICS, 0)
-    return b.clean(int(found[1])) if found is not None and found[1] else None
+    found = q.ask(gpu, "p0_clock", b.pstate_clock_range, gpu.handle, pynvml.NVML_CLOCK_GRAPHICS, 0)
+    return b.clean(found[1]) if found is not None and found[1] else None
 
 
 def _clock(q: Query, gpu: Gpu, kind: int) -> int | None:
