@@ -364,3 +364,20 @@ def test_thresholds_are_the_configs() -> None:
     )
     assert check_once((H100,), frame, t).findings == ()
     assert only(check_once((H100,), frame).findings, "shm-small").severity == "warning"
+
+
+def test_the_readme_lists_every_configuration_check_with_what_it_reads_and_its_fix() -> None:
+    """README's "Configuration checks" table: one row a check doctor --config runs, each
+    with its source and its fix, and no row for a check that does not exist."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Configuration checks") :]
+    section = section[: section.index("\n## ")]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1:]
+    assert set(rows) == {r.id.value for r in configuration_rules()}
+    assert all(reads and fix for reads, fix in rows.values())
