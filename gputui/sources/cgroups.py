@@ -277,35 +277,34 @@ def _read_memory(
     _memberships: Sequence[Membership],
     _mounts: Sequence[Mount],
 ) -> None:
-    """The tightest memory limit from the process's cgroup up; the leaf's use, the part of
-    it that cannot be dropped (anonymous and shared memory) and its OOM kills."""
+    """The tightest memory limit from the process's cgroup up, and the use of the cgroup
+    that holds it (a pod's limit counts every container in the pod): the part that cannot
+    be dropped (anonymous and shared memory) and its OOM kills; without a limit, the
+    leaf's."""
+    name = "memory.max" if version == 2 else "memory.limit_in_bytes"
+    limit, where = None, leaf
+    for directory in _ancestry(leaf, top):
+        text = _text(directory / name)
+        value = int(text) if text is not None and text.strip().isdigit() else _NO_LIMIT
+        if value < _NO_LIMIT and (limit is None or value < limit):
+            limit, where = value, directory
+    stat = _keyed(_text(where / "memory.stat"))
     if version == 2:
-        limit = None
-        for directory in _ancestry(leaf, top):
-            text = _text(directory / "memory.max")
-            if text is not None and text.strip().isdigit():
-                limit = min(limit, int(text)) if limit is not None else int(text)
-        current = _text(leaf / "memory.current")
-        stat = _keyed(_text(leaf / "memory.stat"))
-        events = _keyed(_text(leaf / "memory.events"))
-        out.memory_limit = limit if limit is not None and limit < _NO_LIMIT else -1
-        out.memory_used = int(current) if current and current.strip().isdigit() else None
+        current = _text(where / "memory.current")
         if "anon" in stat:
             out.memory_anon = stat["anon"] + stat.get("shmem", 0)
-        out.memory_oom_kills = events.get("oom_kill")
-        return
-    stat = _keyed(_text(leaf / "memory.stat"))
-    limit = stat.get("hierarchical_memory_limit")  # the tightest up the tree, by the kernel
-    if limit is None:
-        text = _text(leaf / "memory.limit_in_bytes")
-        limit = int(text) if text and text.strip().isdigit() else None
-    usage = _text(leaf / "memory.usage_in_bytes")
-    out.memory_limit = -1 if limit is None or limit >= _NO_LIMIT else limit
-    out.memory_used = int(usage) if usage and usage.strip().isdigit() else None
-    rss = stat.get("total_rss", stat.get("rss"))
-    if rss is not None:
-        out.memory_anon = rss + stat.get("total_shmem", stat.get("shmem", 0))
-    out.memory_oom_kills = _keyed(_text(leaf / "memory.oom_control")).get("oom_kill")
+        out.memory_oom_kills = _keyed(_text(where / "memory.events")).get("oom_kill")
+    else:
+        if limit is None:  # the kernel's own answer, where the walk saw no file
+            hierarchical = stat.get("hierarchical_memory_limit")
+            limit = hierarchical if hierarchical is not None and hierarchical < _NO_LIMIT else None
+        current = _text(where / "memory.usage_in_bytes")
+        rss = stat.get("total_rss", stat.get("rss"))
+        if rss is not None:
+            out.memory_anon = rss + stat.get("total_shmem", stat.get("shmem", 0))
+        out.memory_oom_kills = _keyed(_text(where / "memory.oom_control")).get("oom_kill")
+    out.memory_limit = limit if limit is not None else -1
+    out.memory_used = int(current) if current and current.strip().isdigit() else None
 
 
 def _read_cpuset(

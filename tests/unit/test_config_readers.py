@@ -121,16 +121,19 @@ def test_cgroup_v2_binding_quota_on_the_parent(tmp_path: Path) -> None:
         root / "kubepods.slice/pod7c1e.slice",
         cpu__max="200000 100000\n",
         cpu__stat=fixture("cpu_stat_v2"),
-        memory__max=str(8 << 30) + "\n",
+        memory__max=str(8 << 30) + "\n",  # the pod's limit: both its containers count
+        memory__current=str(7 << 30) + "\n",
+        memory__stat=f"anon {6 << 30}\nfile {1 << 29}\nshmem {1 << 29}\n",
+        memory__events="low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\n",
     )
     _write(
         root / leaf.lstrip("/"),
         cpu__max="max 100000\n",
         cpu__stat="usage_usec 5000000\nnr_periods 10\nnr_throttled 0\nthrottled_usec 0\n",
         memory__max="max\n",
-        memory__current=str(6 << 30) + "\n",
-        memory__stat=f"anon {5 << 30}\nfile {1 << 30}\nshmem {1 << 29}\n",
-        memory__events="low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\n",
+        memory__current=str(4 << 30) + "\n",  # this container's alone
+        memory__stat=f"anon {3 << 30}\nfile {1 << 30}\nshmem 0\n",
+        memory__events="low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n",
         cpuset__cpus__effective="0-7\n",
     )
     found = read_cgroup(42, proc)
@@ -139,9 +142,14 @@ def test_cgroup_v2_binding_quota_on_the_parent(tmp_path: Path) -> None:
     assert (found.cpu_periods, found.cpu_throttled_periods) == (1200, 744)  # the pod's
     assert found.cpu_throttled_s == pytest.approx(98.765432)
     assert found.cpu_usage_s == pytest.approx(5.0)  # the leaf's own use
-    assert found.memory_limit == 8 << 30 and found.memory_used == 6 << 30
-    assert found.memory_anon == (5 << 30) + (1 << 29) and found.memory_oom_kills == 2
+    assert found.memory_limit == 8 << 30 and found.memory_used == 7 << 30  # the pod's
+    assert found.memory_anon == (6 << 30) + (1 << 29) and found.memory_oom_kills == 2
     assert found.cpuset == "0-7" and found.unreadable == []
+    # without a limit anywhere up the tree: no limit, and the container's own use
+    (root / "kubepods.slice/pod7c1e.slice/memory.max").write_text("max\n")
+    found = read_cgroup(42, proc)
+    assert found.memory_limit == -1 and found.memory_used == 4 << 30
+    assert found.memory_anon == 3 << 30 and found.memory_oom_kills == 0
 
 
 def test_cgroup_v1_quota_throttling_and_accounting(tmp_path: Path) -> None:
@@ -175,6 +183,18 @@ def test_cgroup_v1_quota_throttling_and_accounting(tmp_path: Path) -> None:
     assert found.cpu_usage_s == pytest.approx(3.5)
     assert found.memory_limit == 4 << 30 and found.memory_anon == (2 << 30) + (1 << 20)
     assert found.memory_oom_kills == 0 and found.cpuset == "0-1"
+    # a Slurm-like parent holds the limit, the leaf has none (v1 writes 2^63 rounded down)
+    _write(root / "memory/batch/job-7", memory__limit_in_bytes="9223372036854771712\n")
+    _write(
+        root / "memory/batch",
+        memory__limit_in_bytes=str(2 << 30) + "\n",
+        memory__usage_in_bytes=str(2 << 30) + "\n",
+        memory__stat=f"rss 0\ntotal_rss {(2 << 30) - (1 << 20)}\ntotal_shmem 0\n",
+        memory__oom_control="oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
+    )
+    found = read_cgroup(7, proc)
+    assert found.memory_limit == 2 << 30 and found.memory_used == 2 << 30
+    assert found.memory_anon == (2 << 30) - (1 << 20) and found.memory_oom_kills == 3
     # in another cpuacct cgroup than its cpu one, the counter is not this cgroup's use
     elsewhere = _proc(tmp_path, 8, cgroup.replace("2:cpuacct:/job", "2:cpuacct:/"), mountinfo)
     assert read_cgroup(8, elsewhere).cpu_usage_s is None
