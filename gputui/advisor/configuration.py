@@ -67,7 +67,11 @@ def _throttling(ctx: Context, job: JobSettings) -> tuple[float, int, str] | None
     readings, else since the cgroup started (a one-off check)."""
     least = ctx.t.cpu_throttled_min_periods
     periods, throttled = job.window_periods, job.window_throttled
-    if periods is not None and throttled is not None and job.window_s and periods >= least:
+    if periods is not None and throttled is not None and job.window_s:
+        # a window read: what the cgroup did lately, never its past (too few periods in
+        # it means the job barely wanted CPU meanwhile)
+        if periods < least:
+            return None
         return throttled / periods, periods, f"the last {fmt_duration(job.window_s)}"
     periods, throttled = job.cpu_periods, job.cpu_throttled_periods
     if periods is not None and throttled is not None and periods >= least:

@@ -133,6 +133,10 @@ def test_cpu_quota_once_reads_the_cgroups_life_and_never_claims_without_periods(
     finding = only(once(few)[0], "cpu-throttled")
     assert finding.severity == "info" and "8 data-loader workers" in finding.evidence[1]
     assert once(replace(few, workers=0))[1]["cpu-throttled"] == OK
+    # a window read with too few periods in it (the job barely ran lately): the cgroup's
+    # throttled past is not today's verdict
+    quiet = replace(lifetime, window_s=30.0, window_periods=12, window_throttled=12, workers=0)
+    assert once(quiet)[1]["cpu-throttled"] == OK
     unread = replace(JOB, cpu_quota_us=None, unreadable=("cpu: /sys/fs/cgroup: Permission denied",))
     assert once(unread)[1]["cpu-throttled"] == "not judged"
 
