@@ -344,13 +344,22 @@ def configuration_section(
     return lines
 
 
-def config_verdict(findings: Sequence[Finding], judgement: Judgement, checks: int) -> Text:
-    """`doctor --config`'s verdict line: what its exit status says."""
+def _found(findings: Sequence[Finding], judgement: Judgement) -> tuple[int, str, Text | None]:
+    """The exit status, the findings in words, and the verdict line when warnings or
+    critical findings decide it."""
     status = exit_status(findings, judgement)
     said = summary(findings)
-    if status in (EXIT_CRITICAL, EXIT_WARNING):
-        style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
-        return Text(f"verdict: {said} (exit {status})", style=f"bold {style}")
+    if status not in (EXIT_CRITICAL, EXIT_WARNING):
+        return status, said, None
+    style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
+    return status, said, Text(f"verdict: {said} (exit {status})", style=f"bold {style}")
+
+
+def config_verdict(findings: Sequence[Finding], judgement: Judgement, checks: int) -> Text:
+    """`doctor --config`'s verdict line: what its exit status says."""
+    status, said, found = _found(findings, judgement)
+    if found is not None:
+        return found
     context = f"; {said}, context only" if said else ""
     if status == EXIT_NOT_JUDGED:
         return Text(
@@ -405,11 +414,9 @@ def _verdict(
     simulated_warmup_s: float | None,
 ) -> Text:
     """The report's first line after its header: what the exit status says, in words."""
-    status = exit_status(findings, judgement)
-    said = summary(findings)
-    if status in (EXIT_CRITICAL, EXIT_WARNING):
-        style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
-        return Text(f"verdict: {said} (exit {status})", style=f"bold {style}")
+    status, said, found = _found(findings, judgement)
+    if found is not None:
+        return found
     context = f"; {said}, context only" if said else ""
     if status == EXIT_NOT_JUDGED:
         if judgement.gathering:
