@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -188,6 +189,66 @@ def test_a_64_mb_dev_shm_in_the_jobs_namespace() -> None:
         finding = next(f for f in check_once((H100,), frame).findings if f.rule == "shm-small")
         assert finding.title.startswith("Shared memory (/dev/shm) nearly full")
         assert "88 % used" in finding.evidence[1]
+
+
+def _as_nobody(read: Callable[[], dict[str, object]]) -> dict[str, object]:
+    """``read()`` in a child process that dropped root for the user nobody: what a user
+    without permission on another user's job sees."""
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        _cannot("find the user nobody to read without permission")
+    rfd, wfd = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's coverage is not collected)
+        code = 0
+        try:
+            os.close(rfd)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            os.write(wfd, json.dumps(read()).encode())
+        except BaseException as exc:  # the parent reports it
+            os.write(wfd, json.dumps({"error": repr(exc)}).encode())
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(child, 0)
+    found: dict[str, object] = json.loads(answer)
+    assert "error" not in found, found["error"]
+    return found
+
+
+def test_another_users_job_read_without_permission_says_what_it_could_not_read() -> None:
+    """Not root: the job's mountinfo (world-readable) still gives the 64 MB size, but its
+    use and its open files need permission on the process; said, never guessed."""
+    with small_shm_job() as pid:
+        host, procs = _joined([pid])
+        workers = {pid: host.workers_of(pid)}  # read as root: the children list is not
+
+        def read() -> dict[str, object]:
+            jobs, settings = SettingsReader(clock=Clock()).read(procs, workers.__getitem__)
+            frame = Frame(time.time(), (BUSY,), HOST, procs, jobs=jobs, settings=settings)
+            verdict = check_once((H100,), frame)
+            job = jobs[0]
+            return {
+                "shm": [job.shm_size, job.shm_used],
+                "unreadable": list(job.unreadable),
+                "findings": [[f.rule, f.severity.value] for f in verdict.findings],
+                "states": {c.rule.value: c.state for c in verdict.checks},
+            }
+
+        found = _as_nobody(read)
+    assert found["shm"] == [64 * MIB, None]
+    unreadable, findings, states = found["unreadable"], found["findings"], found["states"]
+    assert isinstance(unreadable, list) and isinstance(findings, list)
+    assert any(u.startswith("shm: ") and "Permission denied" in u for u in unreadable)
+    assert ["shm-small", "warning"] in findings  # its size alone says enough
+    assert isinstance(states, dict) and states["shm-small"] == "warning"
+    assert states["open-files"] == "not judged"  # the limit is readable, the files are not
 
 
 # -- a process with the environment variables ---------------------------------------------
