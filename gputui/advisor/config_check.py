@@ -29,6 +29,34 @@ _STATES = {
 }
 
 
+#: what each configuration check looks at, in a few words, for the report's list of checks
+CHECKED = {
+    RuleId.POWER_LIMIT_LOWERED: "power limit against the board's default",
+    RuleId.CUDA_LAUNCH_BLOCKING: "CUDA_LAUNCH_BLOCKING in the job's environment",
+    RuleId.CUDA_DRIVER_MISMATCH: "the CUDA runtime against the driver",
+    RuleId.PERSISTENCE_OFF: "persistence mode",
+    RuleId.CPU_THROTTLED: "CPU quota of the job's cgroup and its throttling",
+    RuleId.CGROUP_MEMORY: "memory limit of the job's cgroup, its OOM kills",
+    RuleId.CPUSET_SMALL: "the job's cpuset against its workers",
+    RuleId.SHM_SMALL: "/dev/shm in the job's mount namespace",
+    RuleId.OPEN_FILES: "the job's open-files limit",
+    RuleId.JOB_SWAPPED: "the job's memory in swap",
+    RuleId.NO_CUDA_CACHING: "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    RuleId.DISTRIBUTED_DEBUG: "TORCH_DISTRIBUTED_DEBUG",
+    RuleId.NCCL_P2P_OFF: "NCCL_P2P_DISABLE against the GPUs' direct paths",
+    RuleId.NCCL_IB_OFF: "NCCL_IB_DISABLE against InfiniBand/RoCE ports",
+    RuleId.OMP_OVERSUBSCRIBED: "OMP_NUM_THREADS against the job's threads and CPUs",
+    RuleId.VISIBLE_DEVICES_ORDER: "CUDA_VISIBLE_DEVICES order against the CPU binding",
+    RuleId.P2P_UNAVAILABLE: "peer-to-peer between the GPUs of a job",
+    RuleId.COMPUTE_MODE: "compute mode, processes waiting for a GPU",
+    RuleId.MODE_PENDING: "ECC and MIG modes pending a reset",
+    RuleId.CLOCKS_LOCKED: "graphics clocks locked below the maximum",
+    RuleId.CPU_GOVERNOR: "CPU frequency governor",
+    RuleId.THP_DEFRAG: "transparent huge pages' defrag",
+    RuleId.NUMA_BALANCING: "automatic NUMA balancing",
+}
+
+
 def configuration_rules(rules: Sequence[Rule] = RULES) -> tuple[Rule, ...]:
     """The configuration rules that judge at once (settings, not history)."""
     return tuple(r for r in rules if r.cause == CAUSE and not r.needs_history)
@@ -44,9 +72,15 @@ class CheckState:
     where: str = ""
     text: str = ""
 
+    @property
+    def checked(self) -> str:
+        """What the check looks at, in a few words ("" for a rule without a label)."""
+        return CHECKED.get(self.rule, "")
+
     def to_dict(self) -> dict[str, str]:
         return {
             "rule": self.rule.value,
+            "checked": self.checked,
             "state": self.state,
             "where": self.where,
             "text": self.text,

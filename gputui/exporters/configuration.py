@@ -155,11 +155,15 @@ def settings_lines(devices: Sequence[DeviceInfo], frame: Frame | None) -> list[s
 
 
 def check_lines(checks: Sequence[CheckState]) -> list[Text]:
+    """One line a check: its state, rule, what it looks at; where and what it found."""
     width = max((len(c.state) for c in checks), default=2)
+    named = max((len(c.rule) for c in checks if c.checked), default=0)
     out = []
     for check in checks:
         line = Text.assemble((f"{check.state:<{width}}", _STYLE.get(check.state, "")), "  ")
         line.append(str(check.rule), style="bold")
+        if check.checked:
+            line.append(f"{'':<{named - len(check.rule)}}  {check.checked}", style="dim")
         if check.where:
             line.append(f" ({check.where})")
         if check.text:

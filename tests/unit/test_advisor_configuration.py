@@ -385,3 +385,13 @@ def test_the_readme_lists_every_configuration_check_with_what_it_reads_and_its_f
             rows[cells[0].strip("`")] = cells[1:]
     assert set(rows) == {r.id.value for r in configuration_rules()}
     assert all(reads and fix for reads, fix in rows.values())
+
+
+def test_every_configuration_check_says_what_it_looks_at() -> None:
+    from gputui.advisor.config_check import CHECKED
+
+    assert set(CHECKED) == {r.id for r in configuration_rules()}
+    assert all(CHECKED.values())
+    frame = Frame(1.0, (BUSY,), HOST, (LOADER,), jobs=(JOB,), settings=SETTINGS)
+    checks = check_once((H100,), frame).checks
+    assert [c.to_dict()["checked"] for c in checks] == [CHECKED[c.rule] for c in checks]
