@@ -8,7 +8,16 @@ from typing import Any
 
 from gputui.advisor import make_advisor
 from gputui.core.config import Thresholds
-from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample, HostSample, ProcessSample
+from gputui.core.model import (
+    DeviceInfo,
+    Finding,
+    Frame,
+    GpuSample,
+    HostSample,
+    HostSettings,
+    JobSettings,
+    ProcessSample,
+)
 from gputui.sampling.history import History
 
 GIB = 1024**3
@@ -116,9 +125,18 @@ class Sim:
         gpus: Sequence[GpuSample],
         processes: Sequence[ProcessSample] = (TRAINER,),
         host: HostSample | None = HOST,
+        jobs: Sequence[JobSettings] = (),
+        settings: HostSettings | None = None,
     ) -> tuple[Finding, ...]:
         self.history.add(
-            Frame(time=self.now, gpus=tuple(gpus), host=host, processes=tuple(processes))
+            Frame(
+                time=self.now,
+                gpus=tuple(gpus),
+                host=host,
+                processes=tuple(processes),
+                jobs=tuple(jobs),
+                settings=settings,
+            )
         )
         self.findings = self.advisor.update(self.history)
         assert not self.advisor.rule_errors, self.advisor.rule_errors

@@ -170,6 +170,17 @@ class FakeGpu:
     # NVML_GPU_FABRIC_STATE_* (None: the fabric call answers NOT_SUPPORTED), its status
     fabric_state: int | None = None
     fabric_status: int = OK
+    # mode changes waiting for a reset (None: the same as the current mode)
+    mig_pending: int | None = None
+    ecc_pending: int | None = None
+    # its device file /dev/nvidia<minor> (None: its index)
+    minor: int | None = None
+    # the graphics clock range P0 allows (nvmlDeviceGetMinMaxClockOfPState); None: the
+    # board's (345 MHz to its maximum)
+    p0_range: tuple[int, int] | None = None
+    # peer-to-peer to another GPU by index -> NVML_P2P_STATUS_* for reads and writes
+    # (absent: OK)
+    p2p: dict[int, int] = field(default_factory=dict)
 
 
 #: an HGX H100 board's GPU bus ids, and its four NVSwitches'
@@ -421,14 +432,43 @@ class FakeNvmlLib:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        _out(a).value = _out(b).value = gpu.mig
+        _out(a).value = gpu.mig
+        _out(b).value = gpu.mig if gpu.mig_pending is None else gpu.mig_pending
         return OK
 
     def fn_nvmlDeviceGetEccMode(self, name: str, h: Any, a: Any, b: Any) -> int:
         gpu, ret = self._gpu(name, h)
         if gpu is None:
             return ret
-        _out(a).value = _out(b).value = gpu.ecc_mode
+        _out(a).value = gpu.ecc_mode
+        _out(b).value = gpu.ecc_mode if gpu.ecc_pending is None else gpu.ecc_pending
+        return OK
+
+    def fn_nvmlDeviceGetMinorNumber(self, name: str, h: Any, ref: Any) -> int:
+        return self._scalar(
+            name, h, ref, lambda g: self.gpus.index(g) if g.minor is None else g.minor
+        )
+
+    def fn_nvmlDeviceGetMinMaxClockOfPState(
+        self, name: str, h: Any, kind: Any, pstate: Any, low: Any, high: Any
+    ) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if int(getattr(pstate, "value", pstate)) != 0:
+            return NOT_SUPPORTED
+        top = gpu.max_clocks.get(int(getattr(kind, "value", kind)))
+        if top is None:
+            return INVALID_ARGUMENT
+        _out(low).value, _out(high).value = gpu.p0_range or (345, top)
+        return OK
+
+    def fn_nvmlDeviceGetP2PStatus(self, name: str, a: Any, b: Any, index: Any, ref: Any) -> int:
+        one, ret = self._gpu(name, a)
+        if one is None:
+            return ret
+        other = _index(b)
+        _out(ref).value = one.p2p.get(other, 0)  # NVML_P2P_STATUS_OK
         return OK
 
     def fn_nvmlDeviceGetPersistenceMode(self, name: str, h: Any, ref: Any) -> int:

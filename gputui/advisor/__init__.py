@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from gputui.advisor import (
+    configuration,
     cuda,
+    environment,
     health,
     memory,
+    node_settings,
     pcie,
     pipeline,
     power,
@@ -33,6 +36,9 @@ RULES: tuple[Rule, ...] = (
     *cuda.RULES,
     *health.RULES,
     *topology.RULES,
+    *configuration.RULES,
+    *environment.RULES,
+    *node_settings.RULES,
 )
 
 

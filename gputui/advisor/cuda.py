@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
+from gputui.advisor.jobs import env_holders, set_to
 from gputui.advisor.rule import Rule
 from gputui.core.names import RuleId, Severity
 
@@ -23,23 +24,23 @@ def _version(text: str | None) -> tuple[int, int | None] | None:
 
 
 def launch_blocking(ctx: Context) -> Iterator[Candidate]:
-    for sample, _device in ctx.samples():
-        for proc in ctx.processes(sample.index):
-            flag = next((e for e in proc.env if e.startswith("CUDA_LAUNCH_BLOCKING=")), None)
-            if flag is None or flag.split("=", 1)[1].strip() in ("", "0"):
-                continue
+    """On each GPU process's environment, and doctor's own (the job a script will start)."""
+    for holder in env_holders(ctx):
+        value = set_to(holder.env, "CUDA_LAUNCH_BLOCKING")
+        if value is None:
+            continue
+        for gpu in holder.gpus:
             yield Candidate(
                 rule=RuleId.CUDA_LAUNCH_BLOCKING,
                 severity=Severity.WARNING,
-                gpu=sample.index,
+                gpu=gpu,
                 title="CUDA_LAUNCH_BLOCKING is set: every kernel launch waits for the GPU",
-                evidence=(f"pid {proc.pid} {proc.name or ''} runs with {flag}",),
+                evidence=(f"{holder.who} runs with CUDA_LAUNCH_BLOCKING={value}",),
                 remedies=(
                     "Unset CUDA_LAUNCH_BLOCKING: it is a debugging aid that serialises every "
                     "kernel launch",
                 ),
             )
-            break
 
 
 def compat_library(libraries: tuple[str, ...]) -> str | None:
@@ -154,7 +155,7 @@ RULES = (
     Rule(
         RuleId.CUDA_LAUNCH_BLOCKING,
         "3 configuration",
-        "the environment of the processes on the GPU (where permitted)",
+        "the environment of the processes on the GPU (where permitted), and doctor's own",
         "a process runs with CUDA_LAUNCH_BLOCKING set to anything but 0",
         "unset it",
         launch_blocking,

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,8 @@ from gputui.core.sanitize import clean
 from gputui.sources.base import SourceUnavailable
 
 if TYPE_CHECKING:
-    pass
+    from gputui.core.model import Finding
+    from gputui.sampling.monitor import Monitor
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -64,6 +65,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         reasons.append(clean(message))
         return _fail(message)
 
+    if args.config:
+        return _doctor_config(args, fail, reasons)
     monitor = _collect(args, args.duration, fail)
     if isinstance(monitor, int):
         if args.json:  # still one JSON document on stdout, saying why it holds no GPU
@@ -78,10 +81,69 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if is_cluster(monitor.devices):  # each node, worst first
             rows = node_rows(monitor.devices, monitor.latest, findings)
             document["nodes"] = [node_dict(row) for row in rows]
+        document["configuration"] = _configuration(monitor, findings)
         del document["history"]
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
         render_report(monitor, simulated_warmup_s=simulated_warmup(args))
+    return status
+
+
+def _configuration(monitor: Monitor, findings: Sequence[Finding]) -> dict[str, object]:
+    from gputui.advisor import judgement_of
+    from gputui.advisor.config_check import check_states, configuration_rules
+    from gputui.exporters.configuration import config_document
+
+    checks = check_states(configuration_rules(), findings, judgement_of(monitor))
+    return config_document(monitor.devices, monitor.latest, checks)
+
+
+def _doctor_config(args: argparse.Namespace, fail: Callable[[str], int], reasons: list[str]) -> int:
+    """`doctor --config`: one reading, every configuration check once, no window."""
+    import json
+
+    from gputui.advisor.config_check import check_once
+    from gputui.exporters.configuration import config_document
+    from gputui.exporters.doctor import config_report_lines, exit_status, render_lines
+    from gputui.formats.values import finding_dict, frame_dict, record
+
+    started = time.monotonic()
+    source = make_source(args)
+    try:
+        devices = _open(source)
+        frame = source.read()
+    except SourceUnavailable as exc:
+        status = fail(str(exc))
+        if args.json:
+            print(json.dumps(_doctor_failure(reasons, status), indent=2, allow_nan=False))
+        return status
+    finally:
+        source.close()
+    verdict = check_once(devices, frame)
+    elapsed = time.monotonic() - started
+    status = exit_status(verdict.findings, verdict.judgement)
+    if args.json:
+        document = {
+            "source": source.label,
+            "devices": [record(d) for d in devices],
+            "latest": frame_dict(frame, args.keep_secrets),
+            "configuration": {
+                **config_document(devices, frame, verdict.checks),
+                "elapsed_s": elapsed,
+            },
+            "findings": [finding_dict(f, args.keep_secrets) for f in verdict.findings],
+            "judgement": verdict.judgement.to_dict(),
+            "exit_status": status,
+        }
+        print(json.dumps(document, indent=2, allow_nan=False))
+    else:
+        from rich.console import Console
+
+        console = Console()
+        render_lines(
+            config_report_lines(source.label, devices, frame, verdict, elapsed, console.width),
+            console,
+        )
     return status
 
 

@@ -46,8 +46,12 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
         return SimulatedSource(scenarios, seed=args.seed, clock=clock, history_s=history)
     from gputui.sources.host import HostReader
     from gputui.sources.nvml import NvmlSource
+    from gputui.sources.settings import SettingsReader
 
-    return NvmlSource(host=HostReader(), clock=clock)
+    # doctor checks the job it was started in too: a job script's health gate before training
+    doctor = getattr(args, "command", None) == "doctor"
+    settings = SettingsReader(own=doctor, own_workers=getattr(args, "workers", None))
+    return NvmlSource(host=HostReader(), clock=clock, settings=settings)
 
 
 def source_detail(args: argparse.Namespace) -> str | None:

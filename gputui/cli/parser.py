@@ -202,6 +202,21 @@ def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:
         help=f"default 30, at most {MAX_SAMPLING_S:,.0f}",
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument(
+        "--config",
+        action="store_true",
+        help="check the configuration only, at once, no sampling window: the job's cgroup "
+        "(CPU quota, memory limit, cpuset), /dev/shm, open-files limit and environment, "
+        "gputui's own included (the job a script is about to start), the host's settings and "
+        "the GPUs' modes, clocks and peer-to-peer paths; every check listed, same exit codes",
+    )
+    doctor.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="the data-loader workers the job will start, for the checks of gputui's own job "
+        "(a running job's workers are counted)",
+    )
     _secrets_option(doctor, for_command=True)
     _sampling_options(doctor, samples=2)
 

@@ -130,3 +130,23 @@ class Thresholds:
     nvlink_errors_per_min: float = 1.0
     nvlink_errors_critical_per_min: float = 100.0
     fabric_settle_s: float = 60.0  # fabric registration "in progress" longer than this
+    # Configuration. The job's cgroup: throttled in this share of its CFS periods (over the
+    # window, or since the cgroup started for a one-off check with this many periods).
+    cpu_throttled_share: float = 0.1
+    cpu_throttled_min_periods: int = 50
+    # its memory that cannot be dropped (anonymous + shared memory) at this share of the limit
+    cgroup_memory_share: float = 0.9
+    # /dev/shm below this with data-loader workers (a container's default is 64 MB), or
+    # used at this share of its size
+    shm_min_bytes: int = 1 << 30
+    shm_used_share: float = 0.8
+    # open files at this share of the soft limit; a limit at or below this with workers
+    open_files_share: float = 0.8
+    open_files_low: int = 1024
+    job_swapped_bytes: int = 64 << 20  # the job's processes have this much in swap
+    # OMP_NUM_THREADS unset: the job's threads above this many per CPU it may use, with at
+    # least omp_min_workers data-loader workers
+    omp_threads_per_cpu: float = 2.0
+    omp_min_workers: int = 2
+    # the graphics clock's P0 ceiling below this share of the board's maximum: locked
+    clocks_locked_share: float = 0.95

@@ -155,6 +155,21 @@ class DeviceInfo:
     #: NotSupported, a NUMA node of -1), by field name: rules that need them do not apply,
     #: where a reading that is merely missing (no permission) leaves them unjudged
     unsupported: tuple[str, ...] = ()
+    #: mode changes that wait for the next GPU reset: the pending ECC and MIG modes (the
+    #: modes in effect are ``ecc_enabled`` and ``mig_mode``)
+    ecc_pending: bool | None = None
+    mig_pending: bool | None = None
+    #: its device file is /dev/nvidia<minor_number>
+    minor_number: int | None = None
+    #: the highest graphics clock the P0 state allows now (nvmlDeviceGetMinMaxClockOfPState):
+    #: below ``max_graphics_clock_mhz`` while clocks are locked (nvidia-smi -lgc)
+    p0_max_graphics_mhz: int | None = None
+    #: peer-to-peer reads and writes to every GPU by index (nvmlDeviceGetP2PStatus), as
+    #: `nvidia-smi topo -p2p` abbreviates them: "X" itself, "OK", "CNS" chipset, "GNS" GPU,
+    #: "TNS" topology not supported, "DIS" disabled by the driver, "NS" not supported, "U"
+    #: unknown, "" not read; None where not read at all
+    p2p_read: tuple[str, ...] | None = None
+    p2p_write: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _clean_text(self)
@@ -377,6 +392,105 @@ class HostSample:
         _clean_readings(self, uptime_s=math.inf)
 
 
+def _unread(unreadable: tuple[str, ...], area: str) -> str | None:
+    """Why ``area`` ("shm") could not be read, from "area: why" entries; None if it was."""
+    for entry in unreadable:
+        name, _, why = entry.partition(": ")
+        if name == area:
+            return why
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """The settings that bound one job: its cgroup (CPU quota, memory limit, cpuset), the
+    /dev/shm of its mount namespace, its open-files limit, its memory in swap. A job is the
+    GPU processes of one cgroup (``pids``), or gputui's own (``own``: ``doctor`` checks the
+    job it was started in). Limits of -1 mean none is set; None is unknown, and
+    ``unreadable`` says for which ``ConfigArea`` why ("shm: permission denied ...")."""
+
+    pids: tuple[int, ...] = ()
+    own: bool = False
+    cgroup: str | None = None  # as /proc/PID/cgroup names it
+    cgroup_version: int | None = None
+    cpu_quota_us: int | None = None  # per period; -1: no quota
+    cpu_period_us: int | None = None
+    #: CFS periods since the cgroup started, those throttled, and the time throttled
+    cpu_periods: int | None = None
+    cpu_throttled_periods: int | None = None
+    cpu_throttled_s: float | None = None
+    #: the same over the readings of the last ``window_s`` (None after one reading), and
+    #: the CPU time the cgroup used in it
+    window_s: float | None = None
+    window_periods: int | None = None
+    window_throttled: int | None = None
+    window_cpu_s: float | None = None
+    memory_limit: int | None = None
+    memory_used: int | None = None  # page cache included
+    memory_anon: int | None = None  # what cannot be dropped: anonymous + shared memory
+    memory_oom_kills: int | None = None  # processes killed at the limit since it started
+    cpuset: str | None = None  # the CPUs it may use, Linux list format
+    shm_size: int | None = None
+    shm_used: int | None = None
+    shm_mount: str | None = None  # "tmpfs size=65536k"; "" not a mount of its own
+    workers: int | None = None  # data-loader workers (children) of its processes
+    threads: int | None = None  # threads of its processes and workers together
+    nofile_limit: int | None = None  # the soft open-files limit of its most pressed process
+    open_files: int | None = None  # ... and the files that process has open
+    swapped: int | None = None  # its processes' and workers' memory in swap
+    #: the variables gputui reads (own job only: a GPU process carries its own)
+    env: tuple[str, ...] = ()
+    cpus_allowed: str | None = None  # own job only, as ProcessSample.cpus_allowed
+    unreadable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
+
+    def unread(self, area: str) -> str | None:
+        return _unread(self.unreadable, area)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceWaiter:
+    """A process that holds a GPU's device file and loaded the CUDA driver, with no
+    context on any GPU: it waits for (or failed to get) an exclusive GPU."""
+
+    pid: int
+    minor: int
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
+
+
+@dataclass(frozen=True, slots=True)
+class HostSettings:
+    """Host settings that slow a job, read every few seconds; None unknown, and
+    ``unreadable`` says for which ``ConfigArea`` why."""
+
+    governor: str | None = None  # the CPU frequency governor most CPUs use
+    governor_cpus: int | None = None  # ... how many use it
+    cpufreq_cpus: int | None = None  # of the CPUs with a frequency driver
+    cpufreq_driver: str | None = None  # "intel_pstate", "acpi-cpufreq"
+    energy_preference: str | None = None  # energy_performance_preference (HWP, EPP)
+    cpu_mhz: float | None = None  # the CPUs' mean current frequency
+    cpu_max_mhz: float | None = None  # their highest
+    thp_enabled: str | None = None  # transparent huge pages: always, madvise, never
+    thp_defrag: str | None = None
+    numa_balancing: bool | None = None
+    numa_nodes: int | None = None
+    numa_pages_migrated: int | None = None  # since boot (/proc/vmstat)
+    ib_ports: tuple[str, ...] | None = None  # active InfiniBand ports ("mlx5_0/1")
+    waiters: tuple[DeviceWaiter, ...] = ()
+    unreadable: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
+
+    def unread(self, area: str) -> str | None:
+        return _unread(self.unreadable, area)
+
+
 @dataclass(frozen=True, slots=True)
 class Note:
     """Something a source wants the user to know about this tick, in words."""
@@ -404,6 +518,10 @@ class Frame:
     host: HostSample | None = None
     processes: tuple[ProcessSample, ...] = ()
     notes: tuple[Note, ...] = field(default=())
+    #: the settings of each job on the GPUs, and of the host; () and None where the
+    #: source does not read them (simulated, remote, older recordings)
+    jobs: tuple[JobSettings, ...] = ()
+    settings: HostSettings | None = None
 
     def gpu(self, index: int) -> GpuSample | None:
         for sample in self.gpus:

@@ -87,6 +87,28 @@ class RuleId(_Name):
     NVLINK_DOWN = "nvlink-down"
     NVLINK_ERRORS = "nvlink-errors"
     FABRIC_NOT_READY = "fabric-not-ready"
+    # configuration: the job's cgroup, shared memory and limits (advisor/configuration.py)
+    CPU_THROTTLED = "cpu-throttled"
+    CGROUP_MEMORY = "cgroup-memory"
+    CPUSET_SMALL = "cpuset-small"
+    SHM_SMALL = "shm-small"
+    OPEN_FILES = "open-files"
+    JOB_SWAPPED = "job-swapped"
+    # ... its environment (advisor/environment.py)
+    NO_CUDA_CACHING = "no-cuda-caching"
+    DISTRIBUTED_DEBUG = "distributed-debug"
+    NCCL_P2P_OFF = "nccl-p2p-off"
+    NCCL_IB_OFF = "nccl-ib-off"
+    OMP_OVERSUBSCRIBED = "omp-oversubscribed"
+    VISIBLE_DEVICES_ORDER = "visible-devices-order"
+    # ... the node's and the GPUs' settings (advisor/node_settings.py)
+    P2P_UNAVAILABLE = "p2p-unavailable"
+    COMPUTE_MODE = "compute-mode"
+    MODE_PENDING = "mode-pending"
+    CLOCKS_LOCKED = "clocks-locked"
+    CPU_GOVERNOR = "cpu-governor"
+    THP_DEFRAG = "thp-defrag"
+    NUMA_BALANCING = "numa-balancing"
 
 
 #: rules that need process or host readings, which a remote exporter does not carry
@@ -101,6 +123,23 @@ RULES_NEEDING_HOST: tuple[RuleId, ...] = (
     RuleId.UNDER_USED,
     RuleId.NUMA_MISMATCH,
 )
+
+
+class ConfigArea(_Name):
+    """A part of a job's or the node's configuration a settings reader reads: where one
+    could not be read, the reader says which and why (``JobSettings.unreadable``)."""
+
+    CPU = "cpu"  # the cgroup's CPU quota and throttling
+    MEMORY = "memory"  # its memory limit
+    CPUSET = "cpuset"
+    SHM = "shm"  # /dev/shm in the job's mount namespace
+    FILES = "files"  # the open-files limit and the files open
+    SWAP = "swap"  # the job's memory in swap
+    GOVERNOR = "governor"  # the CPU frequency governor
+    THP = "thp"
+    NUMA = "numa"  # automatic NUMA balancing
+    INFINIBAND = "infiniband"
+    DEVICES = "devices"  # who holds a GPU's device file
 
 
 class Metric(_Name):

@@ -16,14 +16,21 @@ from rich.console import Console
 from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
+from gputui.advisor.config_check import (
+    CheckState,
+    ConfigVerdict,
+    check_states,
+    configuration_rules,
+)
 from gputui.advisor.coverage import context_lines
 from gputui.advisor.groups import group as finding_groups
 from gputui.advisor.nodes import is_cluster, node_dict, node_rows
 from gputui.core.clock_events import describe_reasons
-from gputui.core.model import Finding
+from gputui.core.model import DeviceInfo, Finding, Frame
 from gputui.core.names import NoteKind, Severity, SourceKind
 from gputui.core.prose import MIN_WIDTH, hang, simulated_span, spans, starts_no_unit
 from gputui.core.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
+from gputui.exporters.configuration import check_lines, settings_lines
 from gputui.sampling.monitor import Monitor
 
 SEVERITY_STYLE = {
@@ -275,6 +282,22 @@ def report_lines(
         lines.append(Text())
     for line in said:
         lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
+    lines += finding_blocks(findings, width)
+    if frame is not None and (frame.settings is not None or frame.jobs):
+        checks = check_states(configuration_rules(), findings, judgement)
+        lines += configuration_section(monitor.devices, frame, checks, width)
+    context = context_lines(judgement)
+    if context:
+        lines.append(Text())
+    for line in context:
+        lines += wrapped(Text(line, style="dim"), width, _label_indent(line))
+    return lines
+
+
+def finding_blocks(findings: Sequence[Finding], width: int) -> list[Text]:
+    """Each finding (one block for one finding on several GPUs): severity, rule, where and
+    title, then its evidence and remedies."""
+    lines: list[Text] = []
     for block in finding_groups(findings):
         lines.append(Text())
         severity = f"{block.severity.upper():8} "
@@ -290,11 +313,97 @@ def report_lines(
             lines += wrapped(Text(f"    · {line}"), width, 6)
         for remedy in block.remedies:
             lines += wrapped(Text(f"    → {remedy}", style="dim"), width, 6)
-    context = context_lines(judgement)
-    if context:
+    return lines
+
+
+def summary(findings: Sequence[Finding]) -> str:
+    """'1 critical, 2 warnings, 3 info'."""
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in SEVERITY_STYLE}
+    return ", ".join(
+        f"{n} {sev}" if sev is Severity.INFO or n == 1 else f"{n} {sev}s"
+        for sev, n in counts.items()
+        if n
+    )
+
+
+def configuration_section(
+    devices: Sequence[DeviceInfo], frame: Frame | None, checks: Sequence[CheckState], width: int
+) -> list[Text]:
+    """The configuration section: what was read of the settings, then each check's state."""
+    lines = [Text(), Text(f"configuration: {len(checks)} checks", style="bold")]
+    read = settings_lines(devices, frame)
+    if frame is not None and frame.settings is None:
+        read.append(
+            "this source does not read the node's configuration (simulated, remote or "
+            "recorded): only the GPUs' settings it reports were checked"
+        )
+    for item in read:
+        lines += wrapped(Text(f"  {item}", style="dim"), width, 4)
+    for line in check_lines(checks):
+        lines += wrapped(Text.assemble("  ", line), width, 4)
+    return lines
+
+
+def _found(findings: Sequence[Finding], judgement: Judgement) -> tuple[int, str, Text | None]:
+    """The exit status, the findings in words, and the verdict line when warnings or
+    critical findings decide it."""
+    status = exit_status(findings, judgement)
+    said = summary(findings)
+    if status not in (EXIT_CRITICAL, EXIT_WARNING):
+        return status, said, None
+    style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
+    return status, said, Text(f"verdict: {said} (exit {status})", style=f"bold {style}")
+
+
+def config_verdict(findings: Sequence[Finding], judgement: Judgement, checks: int) -> Text:
+    """`doctor --config`'s verdict line: what its exit status says."""
+    status, said, found = _found(findings, judgement)
+    if found is not None:
+        return found
+    context = f"; {said}, context only" if said else ""
+    if status == EXIT_NOT_JUDGED:
+        return Text(
+            "verdict: nothing found in what could be judged, but not everything could be "
+            f"(below){context} (exit {status})",
+            style="bold yellow",
+        )
+    return Text(
+        f"verdict: nothing in this node's or job's configuration slows training ({checks} "
+        f"checks{context}; exit 0)",
+        style="bold green",
+    )
+
+
+def config_report_lines(
+    source: str,
+    devices: Sequence[DeviceInfo],
+    frame: Frame,
+    verdict: ConfigVerdict,
+    elapsed_s: float,
+    width: int = 80,
+) -> list[Text]:
+    """`gputui doctor --config`'s report: header, verdict, findings, the section."""
+    width = max(width, MIN_WIDTH)
+    first = devices[0] if devices else None
+    title = "gputui doctor --config"
+    header = [
+        Text(title, style="bold"),
+        Text(f"source {source}"),  # outside text: never markup
+        Text(f"driver {(first.driver_version if first else None) or NA}"),
+        Text(f"{len(devices)} GPU(s)"),
+        Text(f"{len(verdict.checks)} checks in {elapsed_s:.2f} s"),
+    ]
+    lines = packed(header, width, len(title) + GAP)
+    lines += wrapped(
+        config_verdict(verdict.findings, verdict.judgement, len(verdict.checks)), width, 2
+    )
+    lines += finding_blocks(verdict.findings, width)
+    lines += configuration_section(devices, frame, verdict.checks, width)
+    said = describe(verdict.judgement)
+    if said:
         lines.append(Text())
-    for line in context:
-        lines += wrapped(Text(line, style="dim"), width, _label_indent(line))
+    for line in said:
+        lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
     return lines
 
 
@@ -305,17 +414,10 @@ def _verdict(
     simulated_warmup_s: float | None,
 ) -> Text:
     """The report's first line after its header: what the exit status says, in words."""
-    status = exit_status(findings, judgement)
-    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in SEVERITY_STYLE}
-    summary = ", ".join(
-        f"{n} {sev}" if sev is Severity.INFO or n == 1 else f"{n} {sev}s"
-        for sev, n in counts.items()
-        if n
-    )
-    if status in (EXIT_CRITICAL, EXIT_WARNING):
-        style = SEVERITY_STYLE[Severity.CRITICAL if status == EXIT_CRITICAL else Severity.WARNING]
-        return Text(f"verdict: {summary} (exit {status})", style=f"bold {style}")
-    context = f"; {summary}, context only" if summary else ""
+    status, said, found = _found(findings, judgement)
+    if found is not None:
+        return found
+    context = f"; {said}, context only" if said else ""
     if status == EXIT_NOT_JUDGED:
         if judgement.gathering:
             why = f"no verdict yet, {judgement.gathering_text()}"
@@ -333,6 +435,13 @@ def _verdict(
     )
 
 
+def render_lines(lines: Sequence[Text], console: Console | None = None) -> None:
+    """Print lines laid out already: Rich must neither wrap nor crop them again."""
+    console = console or Console()
+    for line in lines:
+        console.print(line, soft_wrap=True)
+
+
 def render_report(
     monitor: Monitor, console: Console | None = None, simulated_warmup_s: float | None = None
 ) -> None:
@@ -340,6 +449,4 @@ def render_report(
     in a pipe. ``simulated_warmup_s``: the demo's warm-up, so the report does not call
     simulated history sampled."""
     console = console or Console()
-    for line in report_lines(monitor, console.width, simulated_warmup_s):
-        # laid out already: Rich must neither wrap nor crop it again
-        console.print(line, soft_wrap=True)
+    render_lines(report_lines(monitor, console.width, simulated_warmup_s), console)

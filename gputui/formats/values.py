@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from gputui.core.model import (
+    DeviceWaiter,
     Finding,
     Frame,
     GpuSample,
     HostSample,
+    HostSettings,
+    JobSettings,
     MigInstance,
     Note,
     NvLinkSample,
@@ -132,7 +135,7 @@ def source_dict(source: SourceInfo, keep_secrets: bool = False) -> dict[str, Any
 
 def masked(frame: Frame) -> Frame:
     """The frame as it may travel: credentials in command lines and environments hidden."""
-    if not frame.processes:
+    if not frame.processes and not any(j.env for j in frame.jobs):
         return frame
     return dataclasses.replace(
         frame,
@@ -144,6 +147,10 @@ def masked(frame: Frame) -> Frame:
                 env=tuple(mask_secrets(e) for e in p.env),
             )
             for p in frame.processes
+        ),
+        jobs=tuple(
+            dataclasses.replace(j, env=tuple(mask_secrets(e) for e in j.env)) if j.env else j
+            for j in frame.jobs
         ),
     )
 
@@ -224,6 +231,8 @@ def frame_dict(frame: Frame, keep_secrets: bool = False) -> dict[str, Any]:
         "host": record(frame.host) if frame.host is not None else None,
         "processes": [record(p) for p in frame.processes],
         "notes": [note_dict(n) for n in frame.notes],
+        "jobs": [record(j) for j in frame.jobs],
+        "settings": record(frame.settings) if frame.settings is not None else None,
     }
 
 
@@ -253,4 +262,19 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
         host=from_record(HostSample, host) if host is not None else None,
         processes=tuple(from_record(ProcessSample, p) for p in data.get("processes", ())),
         notes=tuple(parse_note(n) for n in data.get("notes", ())),
+        jobs=tuple(from_record(JobSettings, j) for j in (data.get("jobs") or ())[:MAX_PROCESSES]),
+        settings=_parse_settings(data.get("settings")),
     )
+
+
+def _parse_settings(data: Any) -> HostSettings | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise FormatError("the host settings are not an object")
+    waiters = data.get("waiters") or ()
+    if not isinstance(waiters, list | tuple) or len(waiters) > MAX_PROCESSES:
+        raise FormatError("the host settings' waiters are not a list")
+    fields = {k: v for k, v in data.items() if k != "waiters"}
+    fields["waiters"] = [from_record(DeviceWaiter, w) for w in waiters]
+    return from_record(HostSettings, fields)

@@ -16,6 +16,10 @@ CUDA_ENV_VARS = (
     "OMP_NUM_THREADS",
     "NCCL_P2P_DISABLE",
     "NCCL_IB_DISABLE",
+    # settings that cost throughput (advisor/environment.py)
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "CUDA_DEVICE_ORDER",
     # the framework allocators: why VRAM sits high and flat
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "XLA_PYTHON_CLIENT_MEM_FRACTION",
@@ -26,6 +30,7 @@ CUDA_ENV_VARS = (
     "WORLD_SIZE",
     "RANK",
     "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
     "SLURM_JOB_ID",
     "SLURM_STEP_ID",
     "OMPI_COMM_WORLD_SIZE",

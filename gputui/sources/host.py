@@ -220,6 +220,11 @@ class HostReader:
             )
         return tuple(samples), notes
 
+    def workers_of(self, pid: int) -> tuple[int, ...]:
+        """A GPU process's children (its data-loader workers) as the last pass over the
+        process tree found them."""
+        return tuple(self._tree[1].get(pid, ())) if self._tree is not None else ()
+
     def _forget(self, pid: int) -> None:
         self._procs.pop(pid, None)
         self._cuda.pop(pid, None)

@@ -91,7 +91,14 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
     remote = {"not-reporting"}
     # issue 25: the memory's health as the driver keeps it, several jobs on one GPU
     health = {"memory-health", "gpu-shared"}
-    assert {r.id for r in RULES} == brief | calm | topology | remote | health
+    # issue 31: the configuration of the job, its environment, the node and its GPUs
+    configuration = {"cpu-throttled", "cgroup-memory", "cpuset-small", "shm-small"}
+    configuration |= {"open-files", "job-swapped", "no-cuda-caching", "distributed-debug"}
+    configuration |= {"nccl-p2p-off", "nccl-ib-off", "omp-oversubscribed"}
+    configuration |= {"visible-devices-order", "p2p-unavailable", "compute-mode"}
+    configuration |= {"mode-pending", "clocks-locked", "cpu-governor", "thp-defrag"}
+    configuration |= {"numa-balancing"}
+    assert {r.id for r in RULES} == brief | calm | topology | remote | health | configuration
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from gputui.core.manual_clock import ManualClock
-from gputui.core.model import DeviceInfo, GpuSample, HostSample, ProcessSample, SourceInfo
+from gputui.core.model import (
+    DeviceInfo,
+    GpuSample,
+    HostSample,
+    HostSettings,
+    JobSettings,
+    ProcessSample,
+    SourceInfo,
+)
 from gputui.core.names import Metric, SourceKind
 from gputui.exporters.files import write_atomic
 from gputui.exporters.markdown import markdown_report
@@ -63,7 +71,7 @@ def test_documented_schema_lists_every_field() -> None:
     """docs/snapshot.md names every field the snapshot writes, so the doc cannot rot."""
     text = DOC.read_text()
     documented = set(re.findall(r"`([a-z_0-9]+)`", text))
-    for cls in (DeviceInfo, GpuSample, ProcessSample, HostSample):
+    for cls in (DeviceInfo, GpuSample, ProcessSample, HostSample, JobSettings, HostSettings):
         missing = {f.name for f in dataclasses.fields(cls)} - documented
         assert not missing, f"{cls.__name__}: {sorted(missing)} not in docs/snapshot.md"
     assert set(GPU_METRICS) <= documented

@@ -252,6 +252,17 @@ def memory_v2(handle: Any) -> Any:
     return read_struct("nvmlDeviceGetMemoryInfo_v2", _MEMORY_V2, handle, version=version)
 
 
+def pstate_clock_range(handle: Any, clock: int, pstate: int) -> tuple[int, int]:
+    """The clock range a P-state allows now (MHz). 12.535's wrapper wants the two out
+    pointers and returns the status, later ones make them; given, both fill them."""
+    fn = function("nvmlDeviceGetMinMaxClockOfPState")
+    if fn is None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)  # bindings before it
+    low, high = ctypes.c_uint(), ctypes.c_uint()
+    fn(handle, clock, pstate, ctypes.byref(low), ctypes.byref(high))
+    return int(low.value), int(high.value)
+
+
 def temperature_v(handle: Any, sensor: int) -> int:
     version = getattr(pynvml, "nvmlTemperature_v1", None)
     if _TEMPERATURE_V1 is None or version is None:

@@ -75,7 +75,18 @@ def device_info(q: Query, gpu: Gpu, driver: Any, cuda: Any) -> DeviceInfo:
         driver_version=b.text(driver) if driver is not None else None,
         cuda_driver_version=b.cuda_version(cuda),
         gpm_supported=gpu.gpm,
+        ecc_pending=bool(ecc[1]) if ecc is not None else None,
+        mig_pending=bool(mig[1]) if mig is not None else None,
+        minor_number=b.clean(q.ask(gpu, "minor", pynvml.nvmlDeviceGetMinorNumber, h)),
+        p0_max_graphics_mhz=_p0_ceiling(q, gpu),
     )
+
+
+def _p0_ceiling(q: Query, gpu: Gpu) -> int | None:
+    """The highest graphics clock P0 allows now: below the board's maximum while its clocks
+    are locked (nvidia-smi -lgc)."""
+    found = q.ask(gpu, "p0_clock", b.pstate_clock_range, gpu.handle, pynvml.NVML_CLOCK_GRAPHICS, 0)
+    return b.clean(found[1]) if found is not None and found[1] else None
 
 
 def _clock(q: Query, gpu: Gpu, kind: int) -> int | None:
@@ -192,6 +203,49 @@ def topology(
     return out
 
 
+#: nvmlGpuP2PStatus_t as `nvidia-smi topo -p2p` abbreviates it ("DIS": disabled by the
+#: driver's registry key, which nvidia-smi does not name)
+P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DIS", 5: "NS", 6: "U"}
+_P2P_READ, _P2P_WRITE = 0, 1  # NVML_P2P_CAPS_INDEX_READ, _WRITE
+
+
+def peer_status(q: Query, gpus: Sequence[Gpu], devices: list[DeviceInfo]) -> list[DeviceInfo]:
+    """Whether each GPU can read and write every other one's memory directly (PCIe or
+    NVLink peer-to-peer, nvmlDeviceGetP2PStatus): read once at open, no root needed."""
+    fn = b.function("nvmlDeviceGetP2PStatus")
+    if len(gpus) < 2:
+        return devices
+    out = []
+    for gpu, device in zip(gpus, devices, strict=True):
+        if gpu.lost or gpu.handle is None:
+            out.append(device)
+            continue
+        rows: dict[int, list[str]] = {_P2P_READ: [], _P2P_WRITE: []}
+        for other in gpus:
+            for kind, row in rows.items():
+                if other is gpu:
+                    row.append("X")
+                    continue
+                key = f"p2p{other.index}.{kind}"
+                found = None if other.lost else q.ask(gpu, key, fn, gpu.handle, other.handle, kind)
+                row.append(P2P_STATUS.get(int(found), "U") if found is not None else "")
+        offered = fn is not None and any(c not in ("", "X") for c in rows[_P2P_READ])
+        stopped = fn is None or all(
+            f"p2p{o.index}.{_P2P_READ}" in gpu.stopped for o in gpus if o is not gpu
+        )
+        out.append(
+            dataclasses.replace(
+                device,
+                p2p_read=tuple(rows[_P2P_READ]) if offered else None,
+                p2p_write=tuple(rows[_P2P_WRITE]) if offered else None,
+                unsupported=(*device.unsupported, "p2p_read", "p2p_write")
+                if stopped and not offered
+                else device.unsupported,
+            )
+        )
+    return out
+
+
 def _numa_node(q: Query, gpu: Gpu, bus_id: str | None, sysfs: Path) -> tuple[int | None, bool]:
     """The GPU's NUMA node, and whether the machine offers one at all: a kernel that says
     -1 (one node, or a VM that hides them), or NVML without the call and no word from the
@@ -233,6 +287,8 @@ _FACTS_OF: dict[str, str] = {
     f"threshold{pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX}": "temp_mem_max_c",
     f"threshold{_ACOUSTIC_CURR}": "temp_target_c",
     "nvlink0.state": "nvlink_remote",
+    "minor": "minor_number",
+    "p0_clock": "p0_max_graphics_mhz",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,12 +11,21 @@ from typing import Any
 
 import pynvml
 
-from gputui.core.model import DeviceInfo, Frame, GpuSample, Note, ProcessSample, XidEvent
+from gputui.core.model import (
+    DeviceInfo,
+    Frame,
+    GpuSample,
+    HostSettings,
+    JobSettings,
+    Note,
+    ProcessSample,
+    XidEvent,
+)
 from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.nvml import bindings as b
-from gputui.sources.nvml.device import device_info, resolve, topology
+from gputui.sources.nvml.device import device_info, peer_status, resolve, topology
 from gputui.sources.nvml.policy import (
     RETRY_AFTER_S,
     Gpu,
@@ -28,6 +38,7 @@ from gputui.sources.nvml.policy import (
 from gputui.sources.nvml.processes import process_util, processes
 from gputui.sources.nvml.rates import Windows
 from gputui.sources.nvml.sample import free_gpm, sample
+from gputui.sources.settings import SettingsReader
 
 MAX_EVENTS_PER_READ = 64
 
@@ -45,9 +56,12 @@ class NvmlSource:
         monotonic: Callable[[], float] = time.monotonic,
         pcie_throughput_fallback: bool = True,
         sysfs: Path = Path("/sys"),
+        settings: SettingsReader | None = None,
     ) -> None:
         self._sysfs = sysfs
         self._host = host
+        self._settings = settings
+        self._exclusive: set[int] = set()  # device numbers of GPUs in EXCLUSIVE_PROCESS
         self._clock = clock
         self._monotonic = monotonic
         self._q = Query()
@@ -104,7 +118,12 @@ class NvmlSource:
                 devices.append(DeviceInfo(index=index, name="lost GPU"))
             else:
                 devices.append(info)
-        devices = topology(q, self._gpus, devices, self._sysfs)
+        devices = peer_status(q, self._gpus, topology(q, self._gpus, devices, self._sysfs))
+        self._exclusive = {
+            d.minor_number
+            for d in devices
+            if d.compute_mode == "Exclusive_Process" and d.minor_number is not None
+        }
         self._open_events()
         return tuple(devices)
 
@@ -152,7 +171,22 @@ class NvmlSource:
                 samples.append(GpuSample(index=gpu.index, lost=True))
             self.last_calls[gpu.index] = q.calls
         self._windows.start(self._gpus, self.last_calls)
-        notes: tuple[Note, ...] = ()
+        frame = self._host_side(now, found)
+        lost = [s.index for s in samples if s.lost]
+        notes = frame.notes
+        if lost:
+            notes += (
+                Note(
+                    NoteKind.GPU_LOST,
+                    "GPU " + ", ".join(str(i) for i in lost) + " fell off the bus (GPU is lost): "
+                    "check dmesg for Xid 79; it needs a reset or a reboot.",
+                ),
+            )
+        return dataclasses.replace(frame, gpus=tuple(samples), notes=notes)
+
+    def _host_side(self, now: float, found: list[GpuProcess]) -> Frame:
+        """The tick's host half: the GPU processes joined with the host's view of them, the
+        host's readings, and the settings of the jobs and the host where they are read."""
         if self._host is None:
             out = tuple(
                 ProcessSample(
@@ -164,20 +198,14 @@ class NvmlSource:
                 )
                 for p in found
             )
-            host = None
-        else:
-            out, notes = self._host.join_processes(found)
-            host = self._host.read_host()
-        lost = [s.index for s in samples if s.lost]
-        if lost:
-            notes += (
-                Note(
-                    NoteKind.GPU_LOST,
-                    "GPU " + ", ".join(str(i) for i in lost) + " fell off the bus (GPU is lost): "
-                    "check dmesg for Xid 79; it needs a reset or a reboot.",
-                ),
-            )
-        return Frame(time=now, gpus=tuple(samples), host=host, processes=out, notes=notes)
+            return Frame(time=now, gpus=(), processes=out)
+        out, notes = self._host.join_processes(found)
+        host = self._host.read_host()
+        jobs: tuple[JobSettings, ...] = ()
+        settings: HostSettings | None = None
+        if self._settings is not None:
+            jobs, settings = self._settings.read(out, self._host.workers_of, self._exclusive)
+        return Frame(now, (), host, out, notes, jobs, settings)
 
     def wait_windows(self, timeout: float = 2.0) -> None:
         """Wait until the PCIe throughput windows in flight are done (tests and the real-GPU

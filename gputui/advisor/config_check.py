@@ -1,0 +1,161 @@
+"""The configuration checks once: every rule that judges settings rather than history, over
+one frame, without the live pane's hysteresis (``gputui doctor --config``: a job script
+checks its node before training starts); and each check's state for a report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gputui.advisor import RULES
+from gputui.advisor.context import Context
+from gputui.advisor.coverage import judge_coverage
+from gputui.advisor.finding import Candidate
+from gputui.advisor.rule import Rule
+from gputui.core.config import Thresholds
+from gputui.core.judgement import Judgement, Undecided, gpu_list
+from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
+from gputui.core.names import RuleId
+from gputui.sampling.history import History
+
+#: the cause the catalogue files every configuration rule under
+CAUSE = "3 configuration"
+#: a check's state when nothing was found and nothing kept it from judging
+OK = "ok"
+_STATES = {
+    Undecided.UNREADABLE: "not judged",
+    Undecided.NOT_OFFERED: "not applicable",
+    Undecided.PENDING: "watching",
+}
+
+
+#: what each configuration check looks at, in a few words, for the report's list of checks
+CHECKED = {
+    RuleId.POWER_LIMIT_LOWERED: "power limit against the board's default",
+    RuleId.CUDA_LAUNCH_BLOCKING: "CUDA_LAUNCH_BLOCKING in the job's environment",
+    RuleId.CUDA_DRIVER_MISMATCH: "the CUDA runtime against the driver",
+    RuleId.PERSISTENCE_OFF: "persistence mode",
+    RuleId.CPU_THROTTLED: "CPU quota of the job's cgroup and its throttling",
+    RuleId.CGROUP_MEMORY: "memory limit of the job's cgroup, its OOM kills",
+    RuleId.CPUSET_SMALL: "the job's cpuset against its workers",
+    RuleId.SHM_SMALL: "/dev/shm in the job's mount namespace",
+    RuleId.OPEN_FILES: "the job's open-files limit",
+    RuleId.JOB_SWAPPED: "the job's memory in swap",
+    RuleId.NO_CUDA_CACHING: "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    RuleId.DISTRIBUTED_DEBUG: "TORCH_DISTRIBUTED_DEBUG",
+    RuleId.NCCL_P2P_OFF: "NCCL_P2P_DISABLE against the GPUs' direct paths",
+    RuleId.NCCL_IB_OFF: "NCCL_IB_DISABLE against InfiniBand/RoCE ports",
+    RuleId.OMP_OVERSUBSCRIBED: "OMP_NUM_THREADS against the job's threads and CPUs",
+    RuleId.VISIBLE_DEVICES_ORDER: "CUDA_VISIBLE_DEVICES order against the CPU binding",
+    RuleId.P2P_UNAVAILABLE: "peer-to-peer between the GPUs of a job",
+    RuleId.COMPUTE_MODE: "compute mode, processes waiting for a GPU",
+    RuleId.MODE_PENDING: "ECC and MIG modes pending a reset",
+    RuleId.CLOCKS_LOCKED: "graphics clocks locked below the maximum",
+    RuleId.CPU_GOVERNOR: "CPU frequency governor",
+    RuleId.THP_DEFRAG: "transparent huge pages' defrag",
+    RuleId.NUMA_BALANCING: "automatic NUMA balancing",
+}
+
+
+def configuration_rules(rules: Sequence[Rule] = RULES) -> tuple[Rule, ...]:
+    """The configuration rules that judge at once (settings, not history)."""
+    return tuple(r for r in rules if r.cause == CAUSE and not r.needs_history)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckState:
+    """One configuration check in a report: ok, a finding's severity, or why it reached no
+    verdict; where ("host", "GPUs 0-3"), and the finding's title or what it lacks."""
+
+    rule: RuleId
+    state: str
+    where: str = ""
+    text: str = ""
+
+    @property
+    def checked(self) -> str:
+        """What the check looks at, in a few words ("" for a rule without a label)."""
+        return CHECKED.get(self.rule, "")
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "rule": self.rule.value,
+            "checked": self.checked,
+            "state": self.state,
+            "where": self.where,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigVerdict:
+    findings: tuple[Finding, ...]
+    judgement: Judgement
+    checks: tuple[CheckState, ...]
+
+
+def check_once(
+    devices: Sequence[DeviceInfo], frame: Frame, thresholds: Thresholds | None = None
+) -> ConfigVerdict:
+    """Every configuration check once over ``frame``: its findings as they stand (no hold),
+    what could not be judged, and each check's state."""
+    t = thresholds or Thresholds()
+    rules = configuration_rules()
+    history = History(2)
+    history.add(frame)
+    ctx = Context(history=history, devices={d.index: d for d in devices}, frame=frame, t=t)
+    seen: dict[tuple[RuleId, int | None], Candidate] = {}
+    for rule in rules:
+        try:
+            for candidate in rule.check(ctx):
+                seen.setdefault(candidate.key, candidate)
+        except Exception as exc:  # a broken check is reported, never fatal
+            ctx.cannot_judge(rule.id, None, f"the check failed ({type(exc).__name__}: {exc})")
+    findings = tuple(
+        sorted(
+            (
+                Finding(
+                    c.rule,
+                    c.severity,
+                    c.gpu,
+                    c.title,
+                    c.evidence,
+                    c.remedies,
+                    frame.time,
+                    frame.time,
+                )
+                for c in seen.values()
+            ),
+            key=finding_order,
+        )
+    )
+    judgement = judge_coverage(rules, ctx.devices, frame, history.times(), t, ctx.undecided.items())
+    return ConfigVerdict(findings, judgement, check_states(rules, findings, judgement))
+
+
+def check_states(
+    rules: Iterable[Rule], findings: Sequence[Finding], judgement: Judgement
+) -> tuple[CheckState, ...]:
+    """Each rule's state: its worst finding, else what kept it from judging, else ok."""
+    out = []
+    for rule in rules:
+        found = [f for f in findings if f.rule is rule.id]
+        if found:
+            worst = max(found, key=lambda f: f.severity.rank)
+            gpus = [f.gpu for f in found if f.gpu is not None]
+            where = ", ".join(
+                part for part in ("host" if any(f.gpu is None for f in found) else "",
+                                  gpu_list(gpus) if gpus else "") if part
+            )  # fmt: skip
+            out.append(CheckState(rule.id, str(worst.severity), where, worst.title))
+            continue
+        undecided = [u for u in judgement.undecided if u.rule is rule.id]
+        if undecided:
+            first = min(undecided, key=lambda u: list(_STATES).index(u.kind))
+            gpus = sorted({u.gpu for u in undecided if u.gpu is not None and u.kind is first.kind})
+            where = gpu_list(gpus) if gpus else "host"
+            text = first.missing.removeprefix(f"{rule.id}: ")
+            out.append(CheckState(rule.id, _STATES[first.kind], where, text))
+            continue
+        out.append(CheckState(rule.id, OK))
+    return tuple(out)

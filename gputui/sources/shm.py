@@ -1,0 +1,68 @@
+"""/dev/shm as a job sees it: PyTorch's DataLoader workers hand every batch to the training
+process through shared memory there, and a container's default of 64 MB makes them fail
+("Bus error", "No space left on device") or fall back to slower paths.
+
+Read in the job's own mount namespace: its mountinfo (world-readable) names the mount
+and its size option; /proc/PID/root/dev/shm (its owner or root) gives the size and use.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputui.sources.cgroups import parse_mountinfo, visible_mount
+
+SHM = "/dev/shm"
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+@dataclass(frozen=True, slots=True)
+class ShmReading:
+    size: int | None = None
+    used: int | None = None
+    #: "tmpfs size=65536k" as the job's mountinfo says; "" /dev/shm is no mount of its own
+    mount: str | None = None
+    unreadable: str | None = None  # why size or use could not be read
+
+
+def tmpfs_size(options: str) -> int | None:
+    """The size= option of a tmpfs mount in bytes ("size=65536k"); None without one, or a
+    size given as a share of memory ("size=50%")."""
+    for option in options.split(","):
+        name, _, value = option.partition("=")
+        if name != "size" or not value:
+            continue
+        unit = _UNITS.get(value[-1].lower(), 1)
+        number = value[:-1] if value[-1].lower() in _UNITS else value
+        if number.isdigit():
+            return int(number) * unit
+    return None
+
+
+def read_shm(pid: int | str, proc: Path = Path("/proc")) -> ShmReading:
+    """/dev/shm of ``pid``'s mount namespace ("self" for gputui's own)."""
+    base = proc / str(pid)
+    mount_text: str | None = None
+    size: int | None = None
+    try:
+        mounts = parse_mountinfo((base / "mountinfo").read_text(errors="replace"))
+    except OSError:
+        mounts = []
+    found = visible_mount(mounts, SHM)
+    if found is not None:
+        size = tmpfs_size(found.options)
+        size_option = next((o for o in found.options.split(",") if o.startswith("size=")), "")
+        mount_text = f"{found.fstype} {size_option}".strip()
+    elif mounts:
+        mount_text = ""
+    try:
+        stat = os.statvfs(base / "root" / SHM.lstrip("/"))
+    except FileNotFoundError:
+        return ShmReading(None, None, mount_text, f"{SHM} does not exist in its mount namespace")
+    except OSError as exc:
+        why = f"{base / 'root'}: {exc.strerror or type(exc).__name__}"
+        return ShmReading(size, None, mount_text, why)
+    total = stat.f_blocks * stat.f_frsize
+    return ShmReading(total, (stat.f_blocks - stat.f_bfree) * stat.f_frsize, mount_text)
