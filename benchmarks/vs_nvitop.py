@@ -50,6 +50,7 @@ Needs tmux.
 from __future__ import annotations
 
 import argparse
+import compileall
 import ctypes
 import functools
 import importlib
@@ -345,6 +346,8 @@ def measure(
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         started = time.perf_counter()
         # exec: the pane's process is the tool itself, not a shell waiting for it
+        # bytecode as an installed package has it: compiled once, never at each start
+        command = f"env -u PYTHONDONTWRITEBYTECODE {command}"
         tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
         try:
             # a tool that stops leaves its pane, and its last words, to read
@@ -441,6 +444,8 @@ def main() -> int:
     else:
         print(f"nvitop {version}: {args.python} --interval 1")
     pythons = {"gputui": sys.executable, "bare": sys.executable, "nvitop": args.python}
+    for folder in ("gputui", "tests", "benchmarks"):  # an editable checkout: compile it once
+        compileall.compile_dir(ROOT / folder, quiet=1)
     rounds: list[dict[str, Result]] = []
     for number in range(1, args.rounds + 1):
         # In turn, so a slow spell of the machine falls on every tool alike.
