@@ -14,6 +14,7 @@ from gputui.core.config import Config, Thresholds
 from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.sampling.history import History
+from gputui.sampling.runlog import RunLog
 
 
 class Judge(Protocol):
@@ -50,6 +51,8 @@ class Monitor:
         self.history = History(config.history_points)
         self._make_judge = make_judge
         self.advisor = make_judge()
+        #: finding episodes and process spans over the history window (the report's story)
+        self.runlog = RunLog(config.history_s)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -92,10 +95,14 @@ class Monitor:
         """Add a frame; ``advise=False`` only fills history (catching up after a seek)."""
         self.history.add(frame)
         if not advise:
+            self.runlog.add(frame, None)
             return self.advisor.findings
-        return self.advisor.update(self.history)
+        findings = self.advisor.update(self.history)
+        self.runlog.add(frame, findings)
+        return findings
 
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""
         self.history = History(self.config.history_points)
         self.advisor = self._make_judge()
+        self.runlog = RunLog(self.config.history_s)

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,11 @@ TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 TOKEN_FILE_ENV = "GPUTUI_PROMETHEUS_TOKEN_FILE"
 USER_ENV = "GPUTUI_PROMETHEUS_USER"
 PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
+#: a range query's answer is held to this many values (about 30 bytes each in JSON: well
+#: inside the 10 MB an answer may be); Prometheus itself refuses 11,000 points a series
+RANGE_POINTS = 250_000
+RANGE_FIELDS_PER_GPU = 40
+MAX_RANGE_STEPS = 10_000
 
 Fetcher = Callable[[str, float, dict[str, str]], str]
 
@@ -330,20 +335,36 @@ class PrometheusSource:
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, from one range query for the whole cluster."""
         end = self._clock()
-        start = end - self._history
         try:
-            result = self._get(
-                "/api/v1/query_range",
-                {
-                    "query": self._selector,
-                    "start": f"{start:.3f}",
-                    "end": f"{end:.3f}",
-                    "step": f"{self._step:g}",
-                },
-                "matrix",
-            )
+            frames = self._range(end - self._history, end, self._step)
         except ScrapeError:
             return ()
+        return tuple(frame for frame in frames if frame.time < end)
+
+    def history_range(self, start: float, end: float, step: float) -> Iterator[Frame]:
+        """Every frame from ``start`` to ``end``, ``step`` seconds apart (a report over a
+        night): range queries for the whole cluster, each cut short enough that its
+        answer stays within the bounds of one (``RANGE_POINTS`` values, and Prometheus's
+        own 11,000 points a series). Raises ScrapeError naming the server."""
+        series = max(1, len(self._devices)) * RANGE_FIELDS_PER_GPU
+        steps = max(10, min(MAX_RANGE_STEPS, RANGE_POINTS // series))
+        first = start
+        while first <= end:
+            last = min(end, first + (steps - 1) * step)
+            yield from self._range(first, last, step)
+            first = last + step
+
+    def _range(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
+        result = self._get(
+            "/api/v1/query_range",
+            {
+                "query": self._selector,
+                "start": f"{start:.3f}",
+                "end": f"{end:.3f}",
+                "step": f"{step:g}",
+            },
+            "matrix",
+        )
         by_time: dict[float, dict[str, NodeSeries]] = {}
         points = 0
         for series in result:
@@ -358,18 +379,14 @@ class PrometheusSource:
                     continue
                 points += 1
                 if points > MAX_SERIES * 4:
-                    return ()
+                    raise ScrapeError(f"more than {MAX_SERIES * 4:,} values in one answer")
                 nodes = by_time.setdefault(point[0], {})
                 node = nodes.setdefault(name[:256], NodeSeries())
                 try:
                     node.add(labels.get("__name__", ""), labels, point[1])
                 except ScrapeError:  # a node past the caps: its history is left out
                     continue
-        return tuple(
-            self._frame(when, by_time[when], [], xid=False)
-            for when in sorted(by_time)
-            if when < end
-        )
+        return tuple(self._frame(when, by_time[when], [], xid=False) for when in sorted(by_time))
 
     def close(self) -> None:
         pass
