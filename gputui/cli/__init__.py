@@ -50,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_replay(args)
         if args.command == "export":
             return cmd_export(args)
+        if args.command == "report":
+            from gputui.cli.report import cmd_report
+
+            return cmd_report(args)
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130

@@ -149,6 +149,10 @@ def cmd_record(args: argparse.Namespace) -> int:
             status = 1
         source.close()
     print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
+    if writer.lines > 1:
+        from gputui.cli.report import report_command
+
+        print(f"gputui: its report: {report_command(args.output)}", file=sys.stderr)
     return status
 
 

@@ -176,6 +176,7 @@ class PrometheusSource:
         history_s: float = 600.0,
         stale_after_s: float = DEFAULT_STALE_S,
         headers: dict[str, str] | None = None,
+        at: float | None = None,
     ) -> None:
         base = url if "://" in url else f"http://{url}"
         self._base = base.rstrip("/")
@@ -188,6 +189,8 @@ class PrometheusSource:
         self._history = history_s
         self._stale = stale_after_s
         self._headers = auth_headers() if headers is None else headers
+        #: open() lists the GPUs as they were at this moment (None: now): a report's end
+        self._at = at
         self._nodes: dict[str, _Node] = {}
         self._devices: list[DeviceInfo] = []
         self.queries = 0  # how many API requests were made (the benchmark reads it)
@@ -218,7 +221,10 @@ class PrometheusSource:
         return out
 
     def _instant(self) -> tuple[dict[str, NodeSeries], dict[str, float], int]:
-        result = self._get("/api/v1/query", {"query": self._selector}, "vector")
+        params = {"query": self._selector}
+        if self._at is not None:
+            params["time"] = f"{self._at:.3f}"
+        result = self._get("/api/v1/query", params, "vector")
         nodes: dict[str, NodeSeries] = {}
         newest: dict[str, float] = {}
         refused: set[str] = set()  # a node past the caps: dropped alone, the others stay
