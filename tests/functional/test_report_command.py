@@ -127,8 +127,8 @@ def _query(url: str, promql: str) -> list[dict[str, object]]:
         return list(json.load(answer)["data"]["result"])
 
 
-EXPORT = (sys.executable, "-m", "gputui", "export", "--demo", "thermal", "--gpus", "2")
-EXPORT += ("--interval", "1")
+EXPORT = [sys.executable, "-m", "gputui", "export", "--demo", "thermal"]
+EXPORT += ["--gpus", "2", "--interval", "1"]
 
 
 @pytest.fixture(scope="module")
