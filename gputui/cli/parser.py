@@ -253,7 +253,10 @@ def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
         "--match", metavar="SELECTOR", default=argparse.SUPPRESS, help="label matchers"
     )
     report.add_argument(
-        "--since", metavar="WHEN", help="the range's start: 2026-12-03T22:00, -8h, or epoch s"
+        "--since",
+        metavar="WHEN",
+        help="the range's start: 2026-12-03T22:00, --since=-8h (s, m, h, d before now), "
+        "or seconds since the epoch",
     )
     report.add_argument("--until", metavar="WHEN", help="the range's end (default: now)")
     report.add_argument(

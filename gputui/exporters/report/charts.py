@@ -139,7 +139,7 @@ def _limits(title: str, track: Track) -> list[dict[str, Any]]:
     v = track.values
     found: list[tuple[str, float | None]] = []
     if title == "Utilisation":
-        found = [("100 %", 100.0)]
+        found = [("full", 100.0)]
     elif title == "SM clock":
         found = [("max SM clock", d.max_sm_clock_mhz)]
     elif title == "Temperature":
