@@ -242,3 +242,23 @@ def test_the_markdown_summary_holds_the_table_and_escapes_names() -> None:
     assert "<img" not in text and "<script>" not in text
     for value in SECRET_VALUES:
         assert value not in text
+
+
+def test_a_finding_that_comes_and_goes_keeps_the_page_small() -> None:
+    """Thousands of stretches of one finding: one entry in the timeline that counts them
+    and lists the longest, a bounded number of shades; the accounting still sees all."""
+    run = run_of("thermal", 600, 1)
+    (throttle,) = [e for e in run.episodes if e.finding.rule is RuleId.THERMAL_THROTTLE]
+    flapping = [
+        dataclasses.replace(throttle, since=run.start + k * 0.1, until=run.start + k * 0.1 + 0.05)
+        for k in range(5000)
+    ]
+    flapping.append(dataclasses.replace(throttle, since=run.start + 510, until=run.start + 590))
+    many = dataclasses.replace(run, episodes=flapping)
+    page = report_text(many, "html")
+    assert len(page.encode()) < len(report_text(run, "html").encode()) + 60_000
+    assert page.count("<details") == 1
+    assert "shown 5001 times" in page and "and 4989 shorter" in page
+    assert "(1 min 20 s)" in page  # the longest stretch, in words
+    data = json.loads(page.split('id="gputui-data">', 1)[1].split("</script>", 1)[0])
+    assert 1 <= len(data["gpus"][0]["findings"]) <= 400

@@ -20,6 +20,8 @@ from gputui.sampling.runlog import Episode, Span
 #: time buckets over the whole run (two points each): enough for a wide screen's pixels
 BUCKETS: Final = 1500
 GIB: Final = float(1 << 30)
+#: findings shaded behind a GPU's charts, at most
+MAX_SHADES: Final = 400
 #: a chart's series: (label, metric, scale, digits, colour)
 _Series = tuple[str, Metric, float, int, str]
 CHARTS: Final[tuple[tuple[str, str, tuple[_Series, ...]], ...]] = (
@@ -59,6 +61,7 @@ def payload(run: Run, accounting: Accounting, keep_secrets: bool) -> dict[str, A
         "start": run.start,
         "end": run.end,
         "tzOffset": _offset(run.start),
+        "x": xs,  # one time axis, every GPU's
         "causes": [{"key": c.value, "label": c.label} for c in CAUSES],
         "gpus": [
             _gpu(run, track, accounting, b, xs, keep_secrets) for track in run.tracks.values()
@@ -87,14 +90,11 @@ def _gpu(
     return {
         "index": device.index,
         "name": text(gpu_name(run, device.index), keep_secrets),
-        "x": xs,
         "charts": [
             _chart(title, unit, series, track, b, _limits(title, track))
             for title, unit, series in CHARTS
         ],
-        "findings": [
-            _shade(e, keep_secrets) for e in run.episodes if e.finding.gpu == device.index
-        ],
+        "findings": _shades(run, device.index, keep_secrets, (run.end - run.start) / BUCKETS),
         "causes": [list(r) for r in downsample.runs(xs, codes, run.end)],
         "processes": [_lane(s, keep_secrets) for s in run.spans if s.gpu == device.index][:500],
     }
@@ -172,6 +172,26 @@ def _link(track: Track) -> float | None:
         if bps is not None and (best is None or bps > best):
             best = bps
     return None if best is None else best * 1e-9
+
+
+def _shades(run: Run, gpu: int, keep_secrets: bool, width: float) -> list[list[Any]]:
+    """A GPU's findings to shade: a rule's stretches closer than a bucket drawn as one, at
+    most ``MAX_SHADES`` (however often a finding came and went)."""
+    out: list[list[Any]] = []
+    last: dict[str, list[Any]] = {}
+    for episode in sorted(run.episodes, key=lambda e: e.since):
+        if episode.finding.gpu != gpu:
+            continue
+        held = last.get(episode.finding.rule.value)
+        if held is not None and episode.since - held[1] <= width:
+            held[1] = max(held[1], episode.until)
+            continue
+        if len(out) >= MAX_SHADES:
+            break
+        shade = _shade(episode, keep_secrets)
+        out.append(shade)
+        last[episode.finding.rule.value] = shade
+    return out
 
 
 def _shade(episode: Episode, keep_secrets: bool) -> list[Any]:

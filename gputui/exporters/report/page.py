@@ -14,6 +14,9 @@ from html import escape
 from importlib import resources
 from typing import Any, Final
 
+from gputui.core.model import finding_order
+from gputui.core.names import RuleId
+from gputui.core.units import fmt_duration
 from gputui.exporters.report.accounting import CAUSES, Accounting, Cause
 from gputui.exporters.report.charts import payload, text
 from gputui.exporters.report.run import Run
@@ -26,6 +29,7 @@ from gputui.exporters.report.summary import (
     pct,
     rows,
     stretch_line,
+    when,
     worst,
 )
 from gputui.sampling.runlog import Episode
@@ -170,25 +174,60 @@ def _charts() -> str:
     )
 
 
-def _episode(run: Run, episode: Episode, keep_secrets: bool) -> str:
-    f = episode.finding
+#: a finding's stretches listed in words, and drawn on its bar, at most (the longest)
+MAX_LISTED: Final = 12
+MAX_DRAWN: Final = 300
+
+
+def _group(run: Run, listed: list[Episode], keep_secrets: bool) -> str:
+    """One finding (a rule on a GPU) over the run: how often and how long it was shown,
+    every stretch on a bar, the longest in words, and the evidence and remedies of the
+    longest as last judged. Bounded however often a finding came and went."""
+    longest = max(listed, key=lambda e: (e.until - e.since, -e.since))
+    f = longest.finding
+    worst_ = min(listed, key=lambda e: finding_order(e.finding)).finding
     span = max(run.end - run.start, 1e-9)
-    left = 100 * (episode.since - run.start) / span
-    width = 100 * (episode.until - episode.since) / span
+    drawn = sorted(listed, key=lambda e: e.since - e.until)[:MAX_DRAWN]
+    bars = "".join(
+        f'<span style="left:{100 * (e.since - run.start) / span:.3f}%;'
+        f'width:{100 * (e.until - e.since) / span:.3f}%"></span>'
+        for e in drawn
+    )
+    if len(listed) == 1:
+        head = episode_head(run, longest, keep_secrets)
+        times = ""
+    else:
+        total = sum(e.until - e.since for e in listed)
+        head = (
+            f"{f.rule}: {text(f.title, keep_secrets)} · {worst_.severity} · shown "
+            f"{len(listed)} times, {fmt_duration(total)} in all, from "
+            f"{when(run, listed[0].since)} to {when(run, max(e.until for e in listed))}"
+        )
+        shown = sorted(drawn[:MAX_LISTED], key=lambda e: e.since)
+        items = "".join(f"<li>{esc(_stretch_of(run, e))}</li>" for e in shown)
+        more = len(listed) - len(shown)
+        extra = f"<li>and {more} shorter</li>" if more > 0 else ""
+        times = f"<b>The longest stretches</b><ul>{items}{extra}</ul>"
     evidence = "".join(f"<li>{esc(text(e, keep_secrets))}</li>" for e in f.evidence)
     remedies = "".join(f"<li>{esc(text(r, keep_secrets))}</li>" for r in f.remedies)
     zoom = (
-        f' <a href="#charts" data-zoom-gpu="{f.gpu}" data-from="{episode.since}" '
-        f'data-to="{episode.until}">show on the charts</a>'
+        f' <a href="#charts" data-zoom-gpu="{f.gpu}" data-from="{longest.since}" '
+        f'data-to="{longest.until}">show the longest on the charts</a>'
         if f.gpu is not None
         else ""
     )
     return (
-        f'<details class="{esc(f.severity.value)}"><summary>'
-        f"{esc(episode_head(run, episode, keep_secrets))}</summary>"
-        f'<div class="when"><span style="left:{left:.3f}%;width:{width:.3f}%"></span></div>'
-        f"<b>Evidence</b> (as last judged){zoom}<ul>{evidence}</ul>"
+        f'<details class="{esc(worst_.severity.value)}"><summary>{esc(head)}</summary>'
+        f'<div class="when">{bars}</div>{times}'
+        f"<b>Evidence</b> (the longest stretch, as last judged){zoom}<ul>{evidence}</ul>"
         f"<b>What to do</b><ul>{remedies}</ul></details>"
+    )
+
+
+def _stretch_of(run: Run, episode: Episode) -> str:
+    return (
+        f"{when(run, episode.since)} to {when(run, episode.until)} "
+        f"({fmt_duration(episode.until - episode.since)})"
     )
 
 
@@ -196,13 +235,19 @@ def _timeline(run: Run, keep_secrets: bool) -> str:
     listed = episodes(run)
     if not listed:
         return "<h2>Findings</h2><p>The advisor found nothing over the whole run.</p>"
-    groups: dict[int | None, list[str]] = {}
+    groups: dict[int | None, dict[RuleId, list[Episode]]] = {}
     for episode in listed:
-        groups.setdefault(episode.finding.gpu, []).append(_episode(run, episode, keep_secrets))
-    parts = [f"<h2>Findings ({len(listed)})</h2>", '<div class="timeline">']
+        f = episode.finding
+        groups.setdefault(f.gpu, {}).setdefault(f.rule, []).append(episode)
+    count = sum(len(rules) for rules in groups.values())
+    parts = [
+        f"<h2>Findings ({count}, shown {len(listed)} times)</h2>",
+        '<div class="timeline">',
+    ]
     for gpu in sorted(groups, key=lambda g: (g is None, g or 0)):
         parts.append(f"<h3>{'The host' if gpu is None else f'GPU {gpu}'}</h3>")
-        parts.extend(groups[gpu])
+        for rule_episodes in groups[gpu].values():  # in the order each was first shown
+            parts.append(_group(run, rule_episodes, keep_secrets))
     parts.append("</div>")
     return "".join(parts)
 

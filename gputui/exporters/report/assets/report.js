@@ -139,7 +139,7 @@
     }}};
     opts.hooks.drawClear = [shadeFindings(gpu)];
     opts.hooks.draw = [drawLimits(chart)];
-    var columns = [gpu.x].concat(chart.series.map(function (s) { return s.values; }));
+    var columns = [data.x].concat(chart.series.map(function (s) { return s.values; }));
     return [opts, columns];
   }
 
@@ -184,7 +184,7 @@
     opts.scales = {x: {time: true}, y: {range: [0, 1]}};
     opts.axes = [{values: ticks}, {size: 64, values: function () { return []; }}];
     opts.hooks.draw = [drawLane(gpu)];
-    return [opts, [gpu.x, gpu.x.map(function () { return null; })]];
+    return [opts, [data.x, data.x.map(function () { return null; })]];
   }
 
   function show(index, range) {
