@@ -8,6 +8,7 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,11 @@ REPORT_MAX_TICKS = 5_000_000
 #: advisor judges each; the step is the range divided by this, never under 1 s
 PROMETHEUS_GPU_TICKS = 160_000
 MIN_TICKS, MAX_TICKS = 500, 20_000
+#: a range query's answer is held to this many values (about 30 bytes each in JSON: well
+#: inside the 10 MB an answer may be); Prometheus itself refuses 11,000 points a series
+RANGE_POINTS = 250_000
+RANGE_FIELDS_PER_GPU = 40
+MAX_RANGE_STEPS = 10_000
 _RELATIVE = re.compile(r"-?(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -141,6 +147,18 @@ def choose_step(span_s: float, gpus: int, asked: float | None = None) -> float:
     return float(max(1, math.ceil(span_s / ticks)))
 
 
+def range_slices(start: float, end: float, step: float, gpus: int) -> Iterator[tuple[float, float]]:
+    """The range cut into queries whose answers each stay within the bounds of one
+    (``RANGE_POINTS`` values, and Prometheus's own 11,000 points a series)."""
+    series = max(1, gpus) * RANGE_FIELDS_PER_GPU
+    steps = max(10, min(MAX_RANGE_STEPS, RANGE_POINTS // series))
+    first = start
+    while first <= end:
+        last = min(end, first + (steps - 1) * step)
+        yield first, last
+        first = last + step
+
+
 def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
     from gputui.core.model import SourceInfo
     from gputui.exporters.report import Collector, report_thresholds
@@ -168,7 +186,8 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
         thresholds=thresholds,
     )
     try:
-        collector.add_all(source.history_range(start, end, step))
+        for first, last in range_slices(start, end, step, len(devices)):
+            collector.add_all(source.range_frames(first, last, step))
     except ScrapeError as exc:
         return _fail(f"the Prometheus server's range could not be read: {exc}")
     if not len(collector):

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,6 @@ TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
 TOKEN_FILE_ENV = "GPUTUI_PROMETHEUS_TOKEN_FILE"
 USER_ENV = "GPUTUI_PROMETHEUS_USER"
 PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
-#: a range query's answer is held to this many values (about 30 bytes each in JSON: well
-#: inside the 10 MB an answer may be); Prometheus itself refuses 11,000 points a series
-RANGE_POINTS = 250_000
-RANGE_FIELDS_PER_GPU = 40
-MAX_RANGE_STEPS = 10_000
 
 Fetcher = Callable[[str, float, dict[str, str]], str]
 
@@ -342,25 +337,15 @@ class PrometheusSource:
         """The history window as frames, from one range query for the whole cluster."""
         end = self._clock()
         try:
-            frames = self._range(end - self._history, end, self._step)
+            frames = self.range_frames(end - self._history, end, self._step)
         except ScrapeError:
             return ()
         return tuple(frame for frame in frames if frame.time < end)
 
-    def history_range(self, start: float, end: float, step: float) -> Iterator[Frame]:
-        """Every frame from ``start`` to ``end``, ``step`` seconds apart (a report over a
-        night): range queries for the whole cluster, each cut short enough that its
-        answer stays within the bounds of one (``RANGE_POINTS`` values, and Prometheus's
-        own 11,000 points a series). Raises ScrapeError naming the server."""
-        series = max(1, len(self._devices)) * RANGE_FIELDS_PER_GPU
-        steps = max(10, min(MAX_RANGE_STEPS, RANGE_POINTS // series))
-        first = start
-        while first <= end:
-            last = min(end, first + (steps - 1) * step)
-            yield from self._range(first, last, step)
-            first = last + step
-
-    def _range(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
+    def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
+        """The frames from ``start`` to ``end``, ``step`` apart: one range query for the
+        whole cluster (the caller keeps it within one answer's bounds). Raises ScrapeError
+        naming the server."""
         result = self._get(
             "/api/v1/query_range",
             {

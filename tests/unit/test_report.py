@@ -6,6 +6,7 @@ downsampled series keeps every peak, and outside text reaches the HTML page only
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import random
@@ -262,3 +263,18 @@ def test_a_finding_that_comes_and_goes_keeps_the_page_small() -> None:
     assert "(1 min 20 s)" in page  # the longest stretch, in words
     data = json.loads(page.split('id="gputui-data">', 1)[1].split("</script>", 1)[0])
     assert 1 <= len(data["gpus"][0]["findings"]) <= 400
+
+
+def test_a_long_prometheus_range_is_read_in_slices_that_cover_it_once() -> None:
+    from gputui.cli.report import RANGE_FIELDS_PER_GPU, RANGE_POINTS, choose_step, range_slices
+
+    start, end = START, START + 7 * 86400
+    step = choose_step(end - start, 8)
+    assert step == math.ceil(7 * 86400 / 20_000)  # a week on 8 GPUs: 20,000 ticks
+    assert choose_step(end - start, 64) > step and choose_step(60.0, 1) == 1.0
+    slices = list(range_slices(start, end, step, 8))
+    assert slices[0][0] == start and slices[-1][1] == end
+    per_slice = RANGE_POINTS // (8 * RANGE_FIELDS_PER_GPU)
+    for (first, last), (following, _) in itertools.pairwise(slices):
+        assert following == last + step  # no tick asked twice, none left out
+        assert (last - first) / step + 1 <= per_slice
