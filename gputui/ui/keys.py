@@ -84,8 +84,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "interval(-1)": "refresh more often (live only)",
     "window": "history window: 1, 5, 15, 60 min",
     "sort": "sort processes (GPU memory, CPU, RSS, PID)",
-    "snapshot": "snapshot: JSON + Markdown + SVG of the screen, in the current directory"
-    " or `--snapshot-dir`",
+    "snapshot": "snapshot: JSON + Markdown + SVG of the screen, and the HTML report of the"
+    " history held, in the current directory or `--snapshot-dir`",
     "rules": "the advisor's rules",
     "topology": "topology: the `nvidia-smi topo -m` matrix with its abbreviations explained,"
     " the PCIe path between GPUs, every NVLink (up/down, traffic, errors, fabric state),"
