@@ -124,6 +124,12 @@ def test_a_stretch_no_finding_covers_counts_as_busy() -> None:
     assert half.seconds[Cause.BUSY] + half.seconds[Cause.THERMAL] == pytest.approx(
         run.end - run.start
     )
+    # a finding that started late: the throttled ticks before it count only as far back as
+    # its rule needed to see them (window and start delay), the earlier ones are busy
+    late = [dataclasses.replace(e, since=max(e.since, middle)) for e in run.episodes]
+    started = account(dataclasses.replace(run, episodes=late)).gpus[0]
+    reach = run.thresholds.window_s + run.thresholds.start_after_s
+    assert started.seconds[Cause.THERMAL] == pytest.approx(run.end - middle + reach, abs=1.0)
 
 
 def test_a_gap_in_the_readings_counts_as_not_running() -> None:

@@ -8,7 +8,8 @@ A tick's cause, first that applies:
    **idle, memory held**; thermal throttling gives **thermal** and power capping gives
    **power capped**, each only where the tick's own clock-event reasons show it (the
    finding's stretch is widened back over the throttled ticks just before it, which the
-   rule's window needed to see; with the reasons unread, the whole episode counts);
+   rule's window needed to see, as far as window and start delay reach; with the reasons
+   unread, the whole episode counts);
    input starvation, I/O waits and a saturated link give **starved for input**; a
    straggler's peers, ranks of its job, give **waiting on a straggler**;
 3. the GPU did no work that tick: **idle, memory held** with at least
@@ -155,9 +156,12 @@ def _covering(times: Sequence[float], episodes: Sequence[Episode]) -> bytearray:
     return out
 
 
-def _gated(covered: bytearray, reasons: Sequence[int], bits: int) -> bytearray:
+def _gated(
+    covered: bytearray, reasons: Sequence[int], bits: int, times: Sequence[float], reach_s: float
+) -> bytearray:
     """A throttle's ticks: inside its episodes where the tick's reasons show it (or were
-    not read), and the run of throttled ticks just before each episode."""
+    not read), and the throttled ticks just before each episode, as far back as the rule's
+    window and start delay reach (what it needed to see before it could speak)."""
     out = bytearray(len(covered))
     n = len(covered)
     i = 0
@@ -165,8 +169,8 @@ def _gated(covered: bytearray, reasons: Sequence[int], bits: int) -> bytearray:
         if not covered[i]:
             i += 1
             continue
-        j = i - 1  # widen back over the throttled ticks the rule's window needed
-        while j >= 0 and reasons[j] != NO_REASONS and reasons[j] & bits:
+        j, since = i - 1, times[i] - reach_s
+        while j >= 0 and not out[j] and times[j] >= since and _shows(reasons[j], bits):
             out[j] = 1
             j -= 1
         while i < n and covered[i]:
@@ -175,6 +179,10 @@ def _gated(covered: bytearray, reasons: Sequence[int], bits: int) -> bytearray:
                 out[i] = 1
             i += 1
     return out
+
+
+def _shows(mask: int, bits: int) -> bool:
+    return mask != NO_REASONS and bool(mask & bits)
 
 
 def _straggler_peers(run: Run) -> dict[int, list[Episode]]:
@@ -210,13 +218,16 @@ def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
     gpu = track.device.index
     mine = [e for e in run.episodes if e.finding.gpu == gpu]
     cover: dict[Cause, bytearray] = {}
+    reach = run.thresholds.window_s + run.thresholds.start_after_s
     for cause in PRECEDENCE:
         episodes = [e for e in mine if e.finding.rule in RULES[cause]]
         if cause is Cause.STRAGGLER:
             episodes = list(waited_on)
         covered = _covering(times, episodes)
         bits = BITS.get(cause)
-        cover[cause] = covered if bits is None else _gated(covered, track.reasons, bits)
+        cover[cause] = (
+            covered if bits is None else _gated(covered, track.reasons, bits, times, reach)
+        )
     t = run.thresholds
     util = track.values[Metric.UTIL_GPU]
     activity = track.values[Metric.SM_ACTIVITY]
@@ -256,7 +267,8 @@ def _tally(run: Run, track: Track, codes: bytearray, gap: float) -> Account:
     top = _clock_ceiling(track)
     seconds = [0.0] * len(CAUSES)
     lost = [0.0] * len(CAUSES)
-    off = _CODE[Cause.NOT_RUNNING]
+    off, busy = _CODE[Cause.NOT_RUNNING], _CODE[Cause.BUSY]
+    whole = {off, _CODE[Cause.IDLE_HELD]}  # all of the tick lost
     for i in range(len(times) - 1):
         dt = times[i + 1] - times[i]
         code = codes[i]
@@ -265,7 +277,10 @@ def _tally(run: Run, track: Track, codes: bytearray, gap: float) -> Account:
             lost[off] += dt - gap
             dt = gap
         seconds[code] += dt
-        lost[code] += dt * _cost(CAUSES[code], util[i], clock[i], top)
+        if code != busy:
+            lost[code] += dt * (
+                1.0 if code in whole else _cost(CAUSES[code], util[i], clock[i], top)
+            )
     for cause in CAUSES:
         acc.seconds[cause] = seconds[_CODE[cause]]
         acc.lost_s[cause] = lost[_CODE[cause]]
