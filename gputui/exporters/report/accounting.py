@@ -262,13 +262,10 @@ def _tally(run: Run, track: Track, codes: bytearray, gap: float) -> Account:
     ``gap``; the rest of a longer gap had no reading (not running)."""
     times = run.times
     acc = Account()
-    util = track.values[Metric.UTIL_GPU]
-    clock = track.values[Metric.SM_CLOCK_MHZ]
-    top = _clock_ceiling(track)
+    costs = _costs(track, codes)
     seconds = [0.0] * len(CAUSES)
     lost = [0.0] * len(CAUSES)
-    off, busy = _CODE[Cause.NOT_RUNNING], _CODE[Cause.BUSY]
-    whole = {off, _CODE[Cause.IDLE_HELD]}  # all of the tick lost
+    off = _CODE[Cause.NOT_RUNNING]
     for i in range(len(times) - 1):
         dt = times[i + 1] - times[i]
         code = codes[i]
@@ -277,19 +274,29 @@ def _tally(run: Run, track: Track, codes: bytearray, gap: float) -> Account:
             lost[off] += dt - gap
             dt = gap
         seconds[code] += dt
-        if code != busy:
-            lost[code] += dt * (
-                1.0 if code in whole else _cost(CAUSES[code], util[i], clock[i], top)
-            )
+        lost[code] += dt * costs[i]
     for cause in CAUSES:
         acc.seconds[cause] = seconds[_CODE[cause]]
         acc.lost_s[cause] = lost[_CODE[cause]]
     acc.wall_s = sum(seconds)
-    for stretch in stretches(run, track, codes, gap):
+    for stretch in stretches(run, track, codes, gap, costs):
         held = acc.worst.get(stretch.cause)
         if held is None or _worse(stretch, held):
             acc.worst[stretch.cause] = stretch
     return acc
+
+
+def _costs(track: Track, codes: bytearray) -> list[float]:
+    """Each tick's share of GPU time lost to its cause."""
+    util = track.values[Metric.UTIL_GPU]
+    clock = track.values[Metric.SM_CLOCK_MHZ]
+    top = _clock_ceiling(track)
+    busy = _CODE[Cause.BUSY]
+    whole = {_CODE[Cause.NOT_RUNNING], _CODE[Cause.IDLE_HELD]}  # all of the tick lost
+    return [
+        0.0 if code == busy else 1.0 if code in whole else _cost(CAUSES[code], u, c, top)
+        for code, u, c in zip(codes, util, clock, strict=True)
+    ]
 
 
 def _cost(cause: Cause, util: float, clock: float, top: float | None) -> float:
@@ -318,33 +325,37 @@ def _worse(a: Stretch, b: Stretch) -> bool:
     return (a.lost_s, a.seconds) > (b.lost_s, b.seconds)
 
 
-def stretches(run: Run, track: Track, codes: bytearray, gap: float) -> Iterator[Stretch]:
-    """Each stretch of a cause other than busy on one GPU, in time order."""
+def stretches(
+    run: Run, track: Track, codes: bytearray, gap: float, costs: Sequence[float]
+) -> Iterator[Stretch]:
+    """Each stretch of a cause other than busy on one GPU, in time order: a cause's ticks
+    with no more than the advisor's window (or the tick gap) between two of them."""
     times = run.times
     merge = max(run.thresholds.window_s, gap)
-    busy = _CODE[Cause.BUSY]
-    open_: dict[int, list[int]] = {}  # code -> tick indices of the stretch so far
-    for i in range(len(times)):
-        code = codes[i]
-        for other in [c for c, ticks in open_.items() if times[i] - times[ticks[-1]] > merge]:
-            yield _stretch(run, track, CAUSES[other], open_.pop(other), gap)
-        if code != busy:
-            open_.setdefault(code, []).append(i)
-    for code, ticks in open_.items():
-        yield _stretch(run, track, CAUSES[code], ticks, gap)
+    found: list[Stretch] = []
+    for code in sorted(set(codes) - {_CODE[Cause.BUSY]}):
+        ticks = [i for i, c in enumerate(codes) if c == code]
+        group = [ticks[0]]
+        for i in ticks[1:]:
+            if times[i] - times[group[-1]] > merge:
+                found.append(_stretch(run, track, CAUSES[code], group, gap, costs))
+                group = []
+            group.append(i)
+        found.append(_stretch(run, track, CAUSES[code], group, gap, costs))
+    yield from sorted(found, key=lambda s: (s.start, _CODE[s.cause]))
 
 
-def _stretch(run: Run, track: Track, cause: Cause, ticks: list[int], gap: float) -> Stretch:
+def _stretch(
+    run: Run, track: Track, cause: Cause, ticks: list[int], gap: float, costs: Sequence[float]
+) -> Stretch:
     times = run.times
-    util = track.values[Metric.UTIL_GPU]
-    clock = track.values[Metric.SM_CLOCK_MHZ]
-    top = _clock_ceiling(track)
+    last = len(times) - 1
     seconds = lost = 0.0
     for i in ticks:
-        dt = min(times[i + 1] - times[i], gap) if i + 1 < len(times) else 0.0
+        dt = min(times[i + 1] - times[i], gap) if i < last else 0.0
         seconds += dt
-        lost += dt * _cost(cause, util[i], clock[i], top)
-    end = times[ticks[-1] + 1] if ticks[-1] + 1 < len(times) else times[ticks[-1]]
+        lost += dt * costs[i]
+    end = times[ticks[-1] + 1] if ticks[-1] < last else times[ticks[-1]]
     return Stretch(
         gpu=track.device.index,
         cause=cause,
@@ -352,7 +363,7 @@ def _stretch(run: Run, track: Track, cause: Cause, ticks: list[int], gap: float)
         end=end,
         seconds=seconds,
         lost_s=lost,
-        figure=_figure(cause, track, ticks, top),
+        figure=_figure(cause, track, ticks, _clock_ceiling(track)),
     )
 
 
