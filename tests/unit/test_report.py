@@ -284,3 +284,11 @@ def test_a_long_prometheus_range_is_read_in_slices_that_cover_it_once() -> None:
     for (first, last), (following, _) in itertools.pairwise(slices):
         assert following == last + step  # no tick asked twice, none left out
         assert (last - first) / step + 1 <= per_slice
+
+
+def test_a_run_shorter_than_the_advisors_window_says_it_could_not_judge() -> None:
+    short = run_of("thermal", 10, 1)
+    assert not short.episodes
+    assert any("could not judge it yet" in n for n in short.notices)
+    assert "could not judge it yet" in report_text(short, "md")
+    assert not any("could not judge" in n for n in run_of("thermal", 60, 1).notices)

@@ -173,7 +173,7 @@ class Collector:
             spans=log.spans,
             thresholds=self.monitor.thresholds,
             origin=self._origin,
-            notices=[*notices, *extra],
+            notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
         )
 
 
@@ -201,7 +201,20 @@ def run_of_monitor(monitor: Monitor, origin: str) -> Run:
         spans=spans,
         thresholds=monitor.thresholds,
         origin=origin,
+        notices=_too_short(times, monitor.thresholds),
     )
+
+
+def _too_short(times: Sequence[float], thresholds: Thresholds) -> list[str]:
+    """A run shorter than the advisor's window: its rules could not judge yet, so time no
+    finding covered is not proof of health."""
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    if span >= thresholds.window_s:
+        return []
+    return [
+        f"the run is {span:.0f} s long, shorter than the {thresholds.window_s:g} s of "
+        "readings the advisor's rules need: they could not judge it yet"
+    ]
 
 
 def _floats(values: Sequence[float], length: int) -> Sequence[float]:
