@@ -291,4 +291,6 @@ def test_a_run_shorter_than_the_advisors_window_says_it_could_not_judge() -> Non
     assert not short.episodes
     assert any("could not judge it yet" in n for n in short.notices)
     assert "could not judge it yet" in report_text(short, "md")
+    page = report_text(short, "html")  # said with the answer, before the table
+    assert page.index("could not judge it yet") < page.index("Share of wall time")
     assert not any("could not judge" in n for n in run_of("thermal", 60, 1).notices)

@@ -97,8 +97,13 @@ def _answer(run: Run, accounting: Accounting) -> str:
     """The one-paragraph answer: how much was lost, and to what."""
     total = accounting.total
     lost = sum(total.lost_s[c] for c in CAUSES if c is not Cause.NOT_RUNNING)
+    notices = "".join(f"<li>{esc(n)}</li>" for n in run.notices)
+    said = f'<ul class="notices">{notices}</ul>' if notices else ""
     if total.wall_s <= 0:
-        return '<p class="answer">The run is too short to account for (one tick).</p>'
+        return (
+            "<h2>Where the time went</h2>"
+            f'<p class="answer">The run is too short to account for (one tick).</p>{said}'
+        )
     causes = sorted(
         (c for c in CAUSES if c not in (Cause.BUSY, Cause.NOT_RUNNING) and total.lost_s[c] > 0),
         key=lambda c: -total.lost_s[c],
@@ -112,7 +117,7 @@ def _answer(run: Run, accounting: Accounting) -> str:
     )
     if total.seconds[Cause.NOT_RUNNING] > 0:
         sentence += f" Not running: {pct(total, Cause.NOT_RUNNING)}."
-    return f'<h2>Where the time went</h2><p class="answer">{esc(sentence)}</p>'
+    return f'<h2>Where the time went</h2><p class="answer">{esc(sentence)}</p>{said}'
 
 
 def _bar(account: Any) -> str:
@@ -253,6 +258,4 @@ def _timeline(run: Run, keep_secrets: bool) -> str:
 
 
 def _notes(run: Run) -> str:
-    notices = "".join(f"<li>{esc(n)}</li>" for n in run.notices)
-    extra = f"<ul>{notices}</ul>" if notices else ""
-    return f'<h2>How this is counted</h2><p class="notes">{esc(METHOD)}</p>{extra}'
+    return f'<h2>How this is counted</h2><p class="notes">{esc(METHOD)}</p>'
