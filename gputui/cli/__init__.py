@@ -54,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "completion":
             print(script(args.shell, parser), end="")
             return 0
+        if args.command == "report":
+            from gputui.cli.report import cmd_report
+
+            return cmd_report(args)
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130

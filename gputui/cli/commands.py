@@ -29,7 +29,9 @@ from gputui.sources.base import SourceUnavailable
 
 if TYPE_CHECKING:
     from gputui.core.model import Finding
+    from gputui.exporters.recorder import RecordWriter
     from gputui.sampling.monitor import Monitor
+    from gputui.sampling.sampler import Sampler
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -187,21 +189,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     print(f"gputui: recording to {args.output} (Ctrl+C to stop)", file=sys.stderr)
     status = 0
     try:
-        while deadline is None or time.monotonic() < deadline:
-            started = time.monotonic()
-            try:
-                frame = sampler.read_once()
-            except Exception as exc:  # a failed tick is skipped, the recording goes on
-                print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
-            else:
-                writer.write(frame, monitor.ingest(frame))
-                while writer.notices:
-                    print(f"gputui: {clean(writer.notices.pop(0))}", file=sys.stderr)
-            pause = monitor.config.interval_s - (time.monotonic() - started)
-            if deadline is not None:
-                pause = min(pause, deadline - time.monotonic())
-            if pause > 0:
-                time.sleep(pause)
+        _record_until(deadline, sampler, monitor, writer)
     except KeyboardInterrupt:
         pass
     except OSError as exc:  # a full disk, a vanished directory: stop, keep what is written
@@ -215,7 +203,32 @@ def cmd_record(args: argparse.Namespace) -> int:
             status = 1
         source.close()
     print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
+    if writer.lines > 1:
+        from gputui.cli.report import report_command
+
+        print(f"gputui: its report: {report_command(args.output)}", file=sys.stderr)
     return status
+
+
+def _record_until(
+    deadline: float | None, sampler: Sampler, monitor: Monitor, writer: RecordWriter
+) -> None:
+    """One tick a sampling interval into the recording until the deadline (or forever)."""
+    while deadline is None or time.monotonic() < deadline:
+        started = time.monotonic()
+        try:
+            frame = sampler.read_once()
+        except Exception as exc:  # a failed tick is skipped, the recording goes on
+            print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
+        else:
+            writer.write(frame, monitor.ingest(frame))
+            while writer.notices:
+                print(f"gputui: {clean(writer.notices.pop(0))}", file=sys.stderr)
+        pause = monitor.config.interval_s - (time.monotonic() - started)
+        if deadline is not None:
+            pause = min(pause, deadline - time.monotonic())
+        if pause > 0:
+            time.sleep(pause)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -83,13 +83,14 @@ def _words(values: tuple[str, ...] | list[str]) -> str:
     return shlex.quote(" ".join(values))
 
 
-def _value_cases(options: tuple[Option, ...]) -> list[str]:
-    """bash `case "$prev"` arms: an option's choices, or file names, or nothing to offer."""
+def _value_cases(options: tuple[Option, ...], command: str = "*") -> list[str]:
+    """bash `case "$cmd:$prev"` arms: an option's choices, or file names, or nothing to
+    offer; by command, since two commands may give one flag different choices."""
     arms = []
     for o in options:
         if not o.takes_value:
             continue
-        pattern = "|".join(o.flags)
+        pattern = "|".join(f"{command}:{flag}" for flag in o.flags)
         if o.choices:
             words = _words(o.choices)
             arms.append(f'        {pattern}) COMPREPLY=($(compgen -W {words} -- "$cur")); return;;')
@@ -102,7 +103,6 @@ def _value_cases(options: tuple[Option, ...]) -> list[str]:
 
 def _bash(top: tuple[Option, ...], commands: tuple[Command, ...]) -> str:
     names = [c.name for c in commands]
-    every = {o.flags: o for c in commands for o in c.options} | {o.flags: o for o in top}
     top_flags = [f for o in top for f in o.flags]
     lines = [
         "# gputui completion for bash (and zsh through bashcompinit)",
@@ -114,8 +114,9 @@ def _bash(top: tuple[Option, ...], commands: tuple[Command, ...]) -> str:
         f'            {"|".join(names)}) cmd="${{COMP_WORDS[i]}}";;',
         "        esac",
         "    done",
-        '    case "$prev" in',
-        *_value_cases(tuple(every.values())),
+        '    case "$cmd:$prev" in',
+        *(arm for c in commands for arm in _value_cases(c.options, c.name)),
+        *_value_cases(top),
         "    esac",
         '    case "$cmd" in',
     ]

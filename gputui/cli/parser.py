@@ -29,7 +29,7 @@ PROMETHEUS_INTERVAL_S = 15.0
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
-COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "completion")
+COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "completion")
 
 
 # Bounds of the record options: a year, a terabyte a file, a thousand files.
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _secrets_option(parser, for_command=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_snapshot, _doctor, _record, _replay, _export):
+    for add in (_snapshot, _doctor, _record, _replay, _export, _report):
         add(sub, common)
     _completion(sub)
     return parser
@@ -312,6 +312,52 @@ def _export(sub: Commands, common: argparse.ArgumentParser) -> None:
         "names become readable to them); 32 requests served at once, 10 s each, and 2 s "
         "for a client to send its request",
     )
+
+
+def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
+    report = sub.add_parser(
+        "report",
+        help="after the run: where the GPU time went, findings and charts in one HTML file",
+        description="Read a recording (or a Prometheus server's range), run the advisor over "
+        "all of it with the live screen's rules, and write one self-contained HTML file "
+        "(charts inlined, no network request) or a Markdown summary: the share of wall "
+        "time each GPU was busy, throttled, capped, starved, waiting, idle or not running, "
+        "the GPU-hours lost to each cause and its worst stretch, the findings as a timeline "
+        "with their evidence and remedies. docs/report.md says how the time is counted.",
+    )
+    report.add_argument("file", type=Path, nargs="?", help="a recording (run.jsonl[.gz])")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write (default: RUN.report.html here; Markdown to stdout)",
+    )
+    report.add_argument("--format", choices=("html", "md"), help="default: by file name")
+    report.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="read the range from a Prometheus server (Thanos, VictoriaMetrics...) instead; "
+        "credentials as for the live --prometheus source (GPUTUI_PROMETHEUS_TOKEN...)",
+    )
+    report.add_argument(
+        "--match", metavar="SELECTOR", default=argparse.SUPPRESS, help="label matchers"
+    )
+    report.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="the range's start: 2026-12-03T22:00, --since=-8h (s, m, h, d before now), "
+        "or seconds since the epoch",
+    )
+    report.add_argument("--until", metavar="WHEN", help="the range's end (default: now)")
+    report.add_argument(
+        "--step",
+        type=_interval,
+        metavar="SECONDS",
+        help="seconds between readings asked of the server (default: the range bounded to "
+        "20,000 readings a series, fewer on a large cluster, at least 1 s)",
+    )
+    _secrets_option(report, for_command=True)
 
 
 def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:

@@ -129,8 +129,23 @@ def read_recording(path: Path) -> Recording:
     """Every tick of a recording, checked line by line: a hostile or damaged file gives a
     RecordingError naming the file and line, never a traceback or a memory blow-up."""
     notices: list[str] = []
+    stream = stream_recording(path, notices)
+    header = next(stream)
+    assert isinstance(header, Header)
+    ticks = tuple(t for t in stream if isinstance(t, Tick))
+    return Recording(header, ticks, tuple(notices))
+
+
+def stream_recording(
+    path: Path, notices: list[str], max_ticks: int | None = None
+) -> Iterator[Header | Tick]:
+    """The header, then each tick as it is read, checked as ``read_recording`` checks it:
+    a reader of a long file (the report) holds one tick at a time. What the reader had to
+    say (a cut last line, findings not understood) is appended to ``notices`` by the end."""
+    max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
-    ticks: list[Tick] = []
+    last: float | None = None
+    count = 0
     skipped_findings = 0
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
     for number, raw, complete in _lines(path):
@@ -150,25 +165,18 @@ def read_recording(path: Path) -> Recording:
             continue
         if header is None:
             header = _header(path, data)
+            yield header
             continue
-        if len(ticks) >= MAX_TICKS:
-            notices.append(f"{path}: more than {MAX_TICKS:,} ticks; the rest was left out")
+        if count >= max_ticks:
+            notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
             break
-        try:
-            if not isinstance(data, dict):
-                raise FormatError("a tick is not an object")
-            frame = parse_frame(data["frame"])
-            findings: list[Finding] = []
-            for item in data.get("findings") or ():
-                try:
-                    findings.append(parse_finding(item))
-                except (FormatError, KeyError, TypeError, ValueError):
-                    skipped_findings += 1  # a rule this gputui does not know, say
-        except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
-            raise RecordingError(f"{path}:{number}: not a frame ({exc})") from exc
-        if ticks and frame.time < ticks[-1].frame.time:
+        tick, skipped = _tick(path, number, data)
+        skipped_findings += skipped
+        if last is not None and tick.frame.time < last:
             raise RecordingError(f"{path}:{number}: time goes backwards")
-        ticks.append(Tick(frame, tuple(findings)))
+        last = tick.frame.time
+        count += 1
+        yield tick
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
@@ -176,7 +184,24 @@ def read_recording(path: Path) -> Recording:
         raise RecordingError(f"{path}: empty, not a gputui recording")
     if skipped_findings:
         notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
-    return Recording(header, tuple(ticks), tuple(notices))
+
+
+def _tick(path: Path, number: int, data: Any) -> tuple[Tick, int]:
+    """One tick line's frame and findings, and how many findings were not understood."""
+    skipped = 0
+    try:
+        if not isinstance(data, dict):
+            raise FormatError("a tick is not an object")
+        frame = parse_frame(data["frame"])
+        findings: list[Finding] = []
+        for item in data.get("findings") or ():
+            try:
+                findings.append(parse_finding(item))
+            except (FormatError, KeyError, TypeError, ValueError):
+                skipped += 1  # a rule this gputui does not know, say
+    except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise RecordingError(f"{path}:{number}: not a frame ({exc})") from exc
+    return Tick(frame, tuple(findings)), skipped
 
 
 def _header(path: Path, data: Any) -> Header:

@@ -313,6 +313,14 @@ class History:
             return window
         return [r for r in window if r != NO_REASONS]
 
+    def reasons(self, gpu: int) -> list[int]:
+        """Every tick's clock-event mask of a GPU, oldest first, ``NO_REASONS`` where it
+        was unknown (the report lines them up with ``times()``)."""
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return [NO_REASONS] * len(self)
+        return cast("list[int]", rings.reasons.tail())
+
     def memory_bytes(self) -> int:
         """Bytes held by the ring buffers: constant once constructed for every GPU."""
         rings: Iterator[Ring] = (

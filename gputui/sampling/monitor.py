@@ -15,6 +15,7 @@ from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.sampling.history import History
 from gputui.sampling.process_history import ProcessHistory
+from gputui.sampling.runlog import RunLog
 
 
 class Judge(Protocol):
@@ -53,6 +54,8 @@ class Monitor:
         self.processes = ProcessHistory()
         self._make_judge = make_judge
         self.advisor = make_judge()
+        #: finding episodes and process spans over the history window (the report's story)
+        self.runlog = RunLog(config.history_s)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -96,11 +99,15 @@ class Monitor:
         self.history.add(frame)
         self.processes.add(frame)
         if not advise:
+            self.runlog.add(frame, None)
             return self.advisor.findings
-        return self.advisor.update(self.history)
+        findings = self.advisor.update(self.history)
+        self.runlog.add(frame, findings)
+        return findings
 
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""
         self.history = History(self.config.history_points)
         self.processes = ProcessHistory()
         self.advisor = self._make_judge()
+        self.runlog = RunLog(self.config.history_s)

@@ -171,6 +171,7 @@ class PrometheusSource:
         history_s: float = 600.0,
         stale_after_s: float = DEFAULT_STALE_S,
         headers: dict[str, str] | None = None,
+        at: float | None = None,
     ) -> None:
         base = url if "://" in url else f"http://{url}"
         self._base = base.rstrip("/")
@@ -183,6 +184,8 @@ class PrometheusSource:
         self._history = history_s
         self._stale = stale_after_s
         self._headers = auth_headers() if headers is None else headers
+        #: open() lists the GPUs as they were at this moment (None: now): a report's end
+        self._at = at
         self._nodes: dict[str, _Node] = {}
         self._devices: list[DeviceInfo] = []
         self.queries = 0  # how many API requests were made (the benchmark reads it)
@@ -213,7 +216,10 @@ class PrometheusSource:
         return out
 
     def _instant(self) -> tuple[dict[str, NodeSeries], dict[str, float], int]:
-        result = self._get("/api/v1/query", {"query": self._selector}, "vector")
+        params = {"query": self._selector}
+        if self._at is not None:
+            params["time"] = f"{self._at:.3f}"
+        result = self._get("/api/v1/query", params, "vector")
         nodes: dict[str, NodeSeries] = {}
         newest: dict[str, float] = {}
         refused: set[str] = set()  # a node past the caps: dropped alone, the others stay
@@ -330,20 +336,26 @@ class PrometheusSource:
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, from one range query for the whole cluster."""
         end = self._clock()
-        start = end - self._history
         try:
-            result = self._get(
-                "/api/v1/query_range",
-                {
-                    "query": self._selector,
-                    "start": f"{start:.3f}",
-                    "end": f"{end:.3f}",
-                    "step": f"{self._step:g}",
-                },
-                "matrix",
-            )
+            frames = self.range_frames(end - self._history, end, self._step)
         except ScrapeError:
             return ()
+        return tuple(frame for frame in frames if frame.time < end)
+
+    def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
+        """The frames from ``start`` to ``end``, ``step`` apart: one range query for the
+        whole cluster (the caller keeps it within one answer's bounds). Raises ScrapeError
+        naming the server."""
+        result = self._get(
+            "/api/v1/query_range",
+            {
+                "query": self._selector,
+                "start": f"{start:.3f}",
+                "end": f"{end:.3f}",
+                "step": f"{step:g}",
+            },
+            "matrix",
+        )
         by_time: dict[float, dict[str, NodeSeries]] = {}
         points = 0
         for series in result:
@@ -358,18 +370,14 @@ class PrometheusSource:
                     continue
                 points += 1
                 if points > MAX_SERIES * 4:
-                    return ()
+                    raise ScrapeError(f"more than {MAX_SERIES * 4:,} values in one answer")
                 nodes = by_time.setdefault(point[0], {})
                 node = nodes.setdefault(name[:256], NodeSeries())
                 try:
                     node.add(labels.get("__name__", ""), labels, point[1])
                 except ScrapeError:  # a node past the caps: its history is left out
                     continue
-        return tuple(
-            self._frame(when, by_time[when], [], xid=False)
-            for when in sorted(by_time)
-            if when < end
-        )
+        return tuple(self._frame(when, by_time[when], [], xid=False) for when in sorted(by_time))
 
     def close(self) -> None:
         pass

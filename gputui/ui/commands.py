@@ -29,7 +29,7 @@ class PaletteCommand(NamedTuple):
 
 
 #: (name, action) in the palette's order; "Go to GPU N" rows go after the first
-_BEFORE_GPUS: Final = (("Snapshot: save JSON, Markdown and SVG", "snapshot"),)
+_BEFORE_GPUS: Final = (("Snapshot: save JSON, Markdown, SVG and the report", "snapshot"),)
 _AFTER_GPUS: Final = (
     ("Next finding", "finding(1)"),
     ("Previous finding", "finding(-1)"),

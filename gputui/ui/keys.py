@@ -124,8 +124,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "all_gpus": "the process table: the selected GPU's processes / every GPU's, a job's"
     " ranks under their launcher",
     "clear": "clear the process selection and filters",
-    "snapshot": "snapshot: JSON + Markdown + SVG of the screen, in the current directory"
-    " or `--snapshot-dir`",
+    "snapshot": "snapshot: JSON + Markdown + SVG of the screen, and the HTML report of the"
+    " history held, in the current directory or `--snapshot-dir`",
     "rules": "the advisor's rules",
     "topology": "topology: the `nvidia-smi topo -m` matrix with its abbreviations explained,"
     " the PCIe path between GPUs, every NVLink (up/down, traffic, errors, fabric state),"

@@ -1,4 +1,5 @@
-"""The ``s`` key: the current state to files (JSON, Markdown, and the screen as SVG)."""
+"""The ``s`` key: the current state to files (JSON, Markdown, the screen as SVG, and the
+report of the history held, HTML)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ class SnapshotKey:
             )
             return
         where = base.parent.resolve()
-        app.notify(f"{base.name}.json, .md and .svg in {where}", title="Snapshot saved", timeout=6)
+        app.notify(
+            f"{base.name}.json, .md, .svg and .report.html in {where}",
+            title="Snapshot saved",
+            timeout=6,
+        )
 
     def _svg(self) -> str:
         """The screen as SVG for a file that travels: credentials masked, local fonts only."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import stat
 import threading
@@ -118,11 +119,18 @@ async def test_snapshot_key_writes_json_markdown_and_svg(demo_app: DemoApp, tmp_
         saved = [n.message for n in app._notifications if n.title == "Snapshot saved"]
         assert saved and saved[0].endswith(f" in {tmp_path.resolve()}")
         await pilot.pause()
-    names = sorted(p.suffix for p in tmp_path.iterdir())
-    assert names == [".json", ".md", ".svg"]
+    names = sorted(p.name.split(".", 1)[1] for p in tmp_path.iterdir())
+    assert names == ["json", "md", "report.html", "svg"]
     for path in tmp_path.iterdir():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "<svg" in next(tmp_path.glob("*.svg")).read_text()
+    # the report of the history the app held: its GPUs, its findings, its charts' data
+    page = next(tmp_path.glob("*.report.html")).read_text()
+    assert "the app&#x27;s history (SIMULATED" in page and "Where the time went" in page
+    data = json.loads(page.split('id="gputui-data">', 1)[1].split("</script>", 1)[0])
+    assert [g["index"] for g in data["gpus"]] == [0, 1, 2, 3]
+    assert len(data["x"]) == len(app.monitor.history.times())
+    assert all(g["charts"][0]["series"] for g in data["gpus"])  # utilisation was drawn
 
 
 async def test_snapshot_into_unwritable_directory_keeps_running(

@@ -76,11 +76,11 @@ async def test_tui_draws_hostile_names_and_commands_inert(tmp_path: Path) -> Non
         assert "␛[31mred" in shown or "␛[2J" in shown  # made visible, not hidden
         app.notify(everything(), title="hostile")  # a toast with outside text
         await pilot.pause()
-        await pilot.press("s")  # the snapshot key: JSON, Markdown and SVG
+        await pilot.press("s")  # the snapshot key: JSON, Markdown, SVG and the HTML report
         await pilot.pause()
         assert app.is_running
     files = {p.suffix: p.read_text() for p in tmp_path.iterdir()}
-    assert set(files) == {".json", ".md", ".svg"}
+    assert set(files) == {".json", ".md", ".svg", ".html"}
     for suffix, text in files.items():
         _assert_inert(text, suffix)
         assert not any(secret in text for secret in SECRET_VALUES), suffix

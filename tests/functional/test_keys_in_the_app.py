@@ -169,7 +169,9 @@ async def test_the_palette_offers_the_snapshot_and_keeps_textual_themes(
     async with app.run_test(size=(120, 40)) as pilot:
         options = await _open_palette(pilot, "snapshot")
         prompts = _prompts(options)
-        assert any(p.startswith("Snapshot: save JSON, Markdown and SVG") for p in prompts)
+        assert any(
+            p.startswith("Snapshot: save JSON, Markdown, SVG and the report") for p in prompts
+        )
         await pilot.press("escape")
         await pilot.pause()
         options = await _open_palette(pilot, "theme")
@@ -183,9 +185,9 @@ async def test_the_palette_runs_the_snapshot(demo_app: DemoApp, tmp_path: Path) 
         await pilot.press("enter")
         for _ in range(50):
             await pilot.pause(0.05)
-            if len(list(tmp_path.iterdir())) == 3:
+            if len(list(tmp_path.iterdir())) == 4:
                 break
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".md", ".svg"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".html", ".json", ".md", ".svg"]
 
 
 async def test_the_palette_lists_every_command_before_anything_is_typed(

@@ -19,6 +19,7 @@ CASES = [  # (words typed, the word being completed, what must be offered)
     (["gputui", "--demo", "th"], "th", {"thermal"}),
     (["gputui", "snapshot", "--for"], "--for", {"--format"}),
     (["gputui", "snapshot", "--format", ""], "", {"json", "markdown"}),
+    (["gputui", "report", "--format", ""], "", {"html", "md"}),  # one flag, two meanings
     (["gputui", "doctor", "--d"], "--d", {"--demo", "--duration"}),
     (["gputui", "completion", "f"], "f", {"fish"}),
 ]

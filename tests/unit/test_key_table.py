@@ -153,7 +153,7 @@ def test_the_palette_commands_run_bound_actions() -> None:
     bound = {b.action for b in keys.BINDINGS}
     assert all(c.action in bound for c in commands)
     names = [c.name for c in commands]
-    assert names[0] == "Snapshot: save JSON, Markdown and SVG"
+    assert names[0] == "Snapshot: save JSON, Markdown, SVG and the report"
     assert [n for n in names if n.startswith("Go to GPU")] == [f"Go to GPU {i}" for i in range(4)]
     for name in (
         "Next finding",

@@ -1,0 +1,205 @@
+"""``gputui report``: a recording, or a Prometheus server's range, as a report file."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui.cli.opening import _fail, _write
+from gputui.core.sanitize import clean
+
+if TYPE_CHECKING:
+    from gputui.exporters.report import Run
+
+#: a report reads a recording one tick at a time: this many, about 8 weeks at 1 s
+REPORT_MAX_TICKS = 5_000_000
+#: Prometheus ticks a report asks for, at most, for 8 GPUs (fewer for more GPUs): the
+#: advisor judges each; the step is the range divided by this, never under 1 s
+PROMETHEUS_GPU_TICKS = 160_000
+MIN_TICKS, MAX_TICKS = 500, 20_000
+#: a range query's answer is held to this many values (about 30 bytes each in JSON: well
+#: inside the 10 MB an answer may be); Prometheus itself refuses 11,000 points a series
+RANGE_POINTS = 250_000
+RANGE_FIELDS_PER_GPU = 40
+MAX_RANGE_STEPS = 10_000
+_RELATIVE = re.compile(r"-?(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_when(text: str, now: float) -> float:
+    """A moment: 'now', '-8h' (before now; s, m, h, d), seconds since the epoch, or ISO
+    8601 ('2026-12-03T22:00', local time unless it names its offset)."""
+    text = text.strip()
+    if text == "now":
+        return now
+    relative = _RELATIVE.fullmatch(text)
+    if relative is not None and text.startswith("-"):
+        return now - float(relative[1]) * _UNIT_S[relative[2]]
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(number):
+            return number
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment.timestamp()
+
+
+def default_output(fmt: str, stem: str) -> Path:
+    return Path(f"{stem}.report.{'md' if fmt == 'md' else 'html'}")
+
+
+def report_command(recording: Path, output: Path | None = None) -> str:
+    """The command that makes a recording's report, as ``gputui record`` prints it."""
+    out = output or default_output("html", _stem(recording))
+    return f"gputui report {shlex.quote(str(recording))} -o {shlex.quote(str(out))}"
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name or "run"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from gputui.exporters.report import report_text
+
+    fmt = args.format or (
+        "md" if args.output is not None and args.output.suffix.lower() == ".md" else "html"
+    )
+    prometheus = getattr(args, "prometheus", None)
+    if (args.file is None) == (prometheus is None):
+        print("gputui: report wants a recording file or --prometheus URL", file=sys.stderr)
+        return 2
+    if prometheus is not None:
+        run = _from_prometheus(args, prometheus)
+        stem = "prometheus"
+    else:
+        run = _from_recording(args.file)
+        stem = _stem(args.file)
+    if isinstance(run, int):
+        return run
+    for notice in run.notices:
+        print(f"gputui: {clean(notice)}", file=sys.stderr)
+    text = report_text(run, fmt, keep_secrets=args.keep_secrets)
+    # Markdown for a ticket goes to stdout unless told; an HTML page to a file beside
+    output = args.output or (None if fmt == "md" else default_output(fmt, stem))
+    return _write(text, output)
+
+
+def _from_recording(path: Path) -> Run | int:
+    from gputui.exporters.report import Collector
+    from gputui.formats.recording import Header, RecordingError, stream_recording
+
+    notices: list[str] = []
+    try:
+        stream = stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS)
+        header = next(stream)
+        assert isinstance(header, Header)
+        collector = Collector(
+            header.devices, header.source, header.interval_s, origin=f"recording {path.name}"
+        )
+        for tick in stream:
+            if not isinstance(tick, Header):
+                collector.add(tick.frame)
+    except (OSError, RecordingError) as exc:
+        return _fail(str(exc) if isinstance(exc, RecordingError) else f"{path}: {exc}")
+    if not len(collector):
+        return _fail(f"{path}: the recording holds no frames")
+    return collector.finish(notices)
+
+
+def _window(args: argparse.Namespace) -> tuple[float, float] | int:
+    now = time.time()
+    if args.since is None:
+        print(
+            "gputui: report --prometheus wants --since (and --until, default now)", file=sys.stderr
+        )
+        return 2
+    try:
+        start = parse_when(args.since, now)
+        end = parse_when(args.until or "now", now)
+    except ValueError as exc:
+        print(f"gputui: --since/--until: {clean(str(exc))}", file=sys.stderr)
+        return 2
+    if end <= start:
+        print("gputui: --until must come after --since", file=sys.stderr)
+        return 2
+    return start, end
+
+
+def choose_step(span_s: float, gpus: int, asked: float | None = None) -> float:
+    """The range's step: the one asked for, or one that keeps the ticks (and the advisor's
+    work) bounded: fewer for a larger cluster, never finer than a second."""
+    if asked is not None:
+        return asked
+    ticks = max(MIN_TICKS, min(MAX_TICKS, PROMETHEUS_GPU_TICKS // max(1, gpus)))
+    return float(max(1, math.ceil(span_s / ticks)))
+
+
+def range_slices(start: float, end: float, step: float, gpus: int) -> Iterator[tuple[float, float]]:
+    """The range cut into queries whose answers each stay within the bounds of one
+    (``RANGE_POINTS`` values, and Prometheus's own 11,000 points a series)."""
+    series = max(1, gpus) * RANGE_FIELDS_PER_GPU
+    steps = max(10, min(MAX_RANGE_STEPS, RANGE_POINTS // series))
+    first = start
+    while first <= end:
+        last = min(end, first + (steps - 1) * step)
+        yield first, last
+        first = last + step
+
+
+def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
+    from gputui.core.model import SourceInfo
+    from gputui.exporters.report import Collector, report_thresholds
+    from gputui.sources.base import SourceUnavailable
+    from gputui.sources.promapi import PrometheusSource
+    from gputui.sources.remote import ScrapeError
+
+    window = _window(args)
+    if isinstance(window, int):
+        return window
+    start, end = window
+    try:
+        source = PrometheusSource(url, args.match, timeout_s=30.0, at=end)
+        devices = source.open()
+    except SourceUnavailable as exc:
+        return _fail(str(exc))
+    step = choose_step(end - start, len(devices), args.step)
+    detail = f"prometheus: {url}" + (f" {args.match}" if args.match else "")
+    thresholds = report_thresholds(step)
+    collector = Collector(
+        devices,
+        SourceInfo(source.label, source.kind, detail),
+        step,
+        origin=f"Prometheus {url}",
+        thresholds=thresholds,
+    )
+    try:
+        for first, last in range_slices(start, end, step, len(devices)):
+            collector.add_all(source.range_frames(first, last, step))
+    except ScrapeError as exc:
+        return _fail(f"the Prometheus server's range could not be read: {exc}")
+    if not len(collector):
+        return _fail(f"the Prometheus server holds no DCGM readings from {args.since} on")
+    notices = [f"read every {step:g} s from the server (query_range step)"]
+    if thresholds.window_s > report_thresholds(0.0).window_s:
+        notices.append(
+            f"the advisor's windows widened to {thresholds.window_s:g} s to hold "
+            f"{thresholds.min_points} readings at this step"
+        )
+    notices.append(
+        "a Prometheus server holds no process or host readings: the rules that need them "
+        "(input starvation, idle with memory held, stragglers) cannot judge"
+    )
+    return collector.finish(notices)

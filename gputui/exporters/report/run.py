@@ -1,0 +1,228 @@
+"""A run as the report reads it: every tick's readings per GPU, lined up in columns, and
+what the advisor said about it (finding episodes) and who ran where (process spans).
+
+Two ways in: ``Collector`` streams frames through a monitor wired to the full rule
+catalogue (a recording, a Prometheus server's range), so the report's findings are the
+ones the live screen would have shown; ``run_of_monitor`` takes the history and run log a
+monitor already holds (the app's ``s`` key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Final
+
+from gputui.advisor import make_monitor
+from gputui.core.config import Config, Thresholds
+from gputui.core.model import DeviceInfo, Frame, SourceInfo
+from gputui.core.names import Metric
+from gputui.sampling.history import NO_REASONS
+from gputui.sampling.monitor import Monitor
+from gputui.sampling.runlog import Episode, Span
+
+NAN: Final = float("nan")
+#: the readings the report plots and accounts with, in column order
+METRICS: Final[tuple[Metric, ...]] = (
+    Metric.UTIL_GPU,
+    Metric.SM_ACTIVITY,
+    Metric.SM_CLOCK_MHZ,
+    Metric.TEMP_C,
+    Metric.POWER_W,
+    Metric.POWER_LIMIT_W,
+    Metric.MEM_USED,
+    Metric.MEM_TOTAL,
+    Metric.PCIE_RX_BPS,
+    Metric.PCIE_TX_BPS,
+    Metric.PCIE_GEN,
+    Metric.PCIE_WIDTH,
+)
+_READINGS: Final = attrgetter(*(m.value for m in METRICS))
+
+
+@dataclass
+class Track:
+    """One GPU's columns, each as long as ``Run.times``: NaN (a reading) or ``NO_REASONS``
+    (the clock-event mask) where the GPU gave nothing at that tick."""
+
+    device: DeviceInfo
+    values: dict[Metric, Sequence[float]]
+    reasons: Sequence[int]
+
+
+@dataclass
+class Run:
+    source: SourceInfo
+    devices: tuple[DeviceInfo, ...]
+    interval_s: float
+    times: Sequence[float]
+    tracks: dict[int, Track]
+    episodes: list[Episode]
+    spans: list[Span]
+    thresholds: Thresholds
+    #: where the run came from, in words ("recording run.jsonl.gz")
+    origin: str
+    #: what the reader or the source had to say (a cut line, a step widened)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def start(self) -> float:
+        return self.times[0] if self.times else 0.0
+
+    @property
+    def end(self) -> float:
+        return self.times[-1] if self.times else 0.0
+
+
+def report_thresholds(step_s: float, base: Thresholds | None = None) -> Thresholds:
+    """The advisor's thresholds for ticks ``step_s`` apart: the same, unless a window would
+    hold fewer than ``min_points`` readings (a Prometheus range at a coarse step), where
+    the windows widen to hold them, and judgements come no faster than the ticks."""
+    t = base or Thresholds()
+    needed = step_s * t.min_points
+    if needed <= t.window_s:
+        return t
+    return dataclasses.replace(
+        t,
+        window_s=needed,
+        hot_mean_s=max(t.hot_mean_s, needed),
+        vram_mean_s=max(t.vram_mean_s, needed),
+        judge_every_s=max(t.judge_every_s, step_s),
+        start_after_s=max(t.start_after_s, step_s),
+        end_after_s=max(t.end_after_s, 2 * step_s),
+    )
+
+
+class Collector:
+    """Frames in, one at a time (a week of them holds no frame in memory); a ``Run`` out."""
+
+    def __init__(
+        self,
+        devices: Sequence[DeviceInfo],
+        source: SourceInfo,
+        interval_s: float,
+        origin: str,
+        thresholds: Thresholds | None = None,
+    ) -> None:
+        self.devices = tuple(devices)
+        self._source = source
+        self._interval = interval_s
+        self._origin = origin
+        self.monitor: Monitor = make_monitor(
+            self.devices, Config(interval_s=interval_s), source, thresholds
+        )
+        self.monitor.runlog.horizon_s = None  # the whole run, not the app's hour
+        self.monitor.runlog.gap_s = max(5.0, 3 * interval_s)
+        self.times: array[float] = array("d")
+        self._columns: dict[int, list[array[float]]] = {
+            d.index: [array("f") for _ in METRICS] for d in self.devices
+        }
+        self._reasons: dict[int, array[int]] = {d.index: array("q") for d in self.devices}
+        self._blank = [NAN] * len(METRICS)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def add(self, frame: Frame) -> None:
+        if self.times and frame.time <= self.times[-1]:
+            return  # a repeated tick (a range's edges overlapping): once is enough
+        self.monitor.ingest(frame)
+        self.times.append(frame.time)
+        present = {s.index: s for s in frame.gpus if not s.lost}
+        for index, columns in self._columns.items():
+            sample = present.get(index)
+            if sample is None:
+                for column, value in zip(columns, self._blank, strict=True):
+                    column.append(value)
+                self._reasons[index].append(NO_REASONS)
+                continue
+            for column, reading in zip(columns, _READINGS(sample), strict=True):
+                column.append(NAN if reading is None else float(reading))
+            reasons = sample.clock_reasons
+            self._reasons[index].append(NO_REASONS if reasons is None else reasons)
+
+    def add_all(self, frames: Iterable[Frame]) -> None:
+        for frame in frames:
+            self.add(frame)
+
+    def finish(self, notices: Sequence[str] = ()) -> Run:
+        log = self.monitor.runlog
+        log.finish()
+        tracks = {
+            d.index: Track(
+                d,
+                dict(zip(METRICS, self._columns[d.index], strict=True)),
+                self._reasons[d.index],
+            )
+            for d in self.devices
+        }
+        extra = [f"{log.dropped:,} findings or process spans past the report's caps"] * bool(
+            log.dropped
+        )
+        return Run(
+            source=self._source,
+            devices=self.devices,
+            interval_s=self._interval,
+            times=self.times,
+            tracks=tracks,
+            episodes=log.episodes,
+            spans=log.spans,
+            thresholds=self.monitor.thresholds,
+            origin=self._origin,
+            notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
+        )
+
+
+def run_of_monitor(monitor: Monitor, origin: str) -> Run:
+    """The run a monitor holds: its history window, its finding episodes and process spans
+    (what the app shows is what its report says)."""
+    history = monitor.history
+    times = history.times()
+    tracks = {}
+    for device in monitor.devices:
+        values = {m: _floats(history.series(device.index, m), len(times)) for m in METRICS}
+        reasons = history.reasons(device.index)
+        tracks[device.index] = Track(device, values, reasons)
+    log = monitor.runlog
+    start = times[0] if times else 0.0
+    episodes = [dataclasses.replace(e, open=False) for e in log.episodes if e.until >= start]
+    spans = [s for s in log.spans if s.end >= start]
+    return Run(
+        source=monitor.source,
+        devices=monitor.devices,
+        interval_s=monitor.interval_s,
+        times=times,
+        tracks=tracks,
+        episodes=episodes,
+        spans=spans,
+        thresholds=monitor.thresholds,
+        origin=origin,
+        notices=_too_short(times, monitor.thresholds),
+    )
+
+
+def _too_short(times: Sequence[float], thresholds: Thresholds) -> list[str]:
+    """A run shorter than the advisor's window: its rules could not judge yet, so time no
+    finding covered is not proof of health."""
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    if span >= thresholds.window_s:
+        return []
+    return [
+        f"the run is {span:.0f} s long, shorter than the {thresholds.window_s:g} s of "
+        "readings the advisor's rules need: they could not judge it yet"
+    ]
+
+
+def _floats(values: Sequence[float], length: int) -> Sequence[float]:
+    """A history series, as long as its times (a GPU that appeared late: NaN before)."""
+    if len(values) == length:
+        return values
+    return [NAN] * (length - len(values)) + list(values) if len(values) < length else values
+
+
+def finite(value: float) -> bool:
+    return not math.isnan(value) and not math.isinf(value)

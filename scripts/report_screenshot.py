@@ -1,0 +1,72 @@
+"""Regenerate screenshots/report-*.png: the report of 30 minutes of the demo mix (4 GPUs,
+1 s, a fixed clock), opened by headless Chromium with the network off: the answer and its
+table, then the charts of the thermally throttled GPU.
+
+Usage: python scripts/report_screenshot.py [OUTPUT_DIR]   (needs Debian's chromium)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gputui.core.manual_clock import ManualClock  # noqa: E402
+from gputui.core.model import SourceInfo  # noqa: E402
+from gputui.core.names import SourceKind  # noqa: E402
+from gputui.exporters.report import Collector, report_text  # noqa: E402
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios  # noqa: E402
+from tests.browser import chromium, open_page  # noqa: E402
+
+START = 1_800_000_000.0
+SECONDS = 30 * 60
+#: the charts of the throttled GPU, scrolled into view
+CHARTS = (
+    "(function(){var b=document.querySelectorAll('#gpu-picker button')[1];b.click();"
+    "document.getElementById('charts-title').scrollIntoView();return 1})()"
+)
+
+
+def report_html() -> str:
+    clock = ManualClock(START)
+    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
+    devices = source.open()
+    collector = Collector(
+        devices,
+        SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix"),
+        1.0,
+        origin="recording night-run.jsonl.gz",
+    )
+    for _ in range(SECONDS):
+        collector.add(source.read())
+        clock.advance(1.0)
+    return report_text(collector.finish(), "html")
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[1]) if len(argv) > 1 else ROOT / "screenshots"
+    if chromium() is None:
+        print("no chromium: apt-get install chromium", file=sys.stderr)
+        return 1
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    with tempfile.TemporaryDirectory() as work:
+        page = Path(work) / "report.html"
+        page.write_text(report_html())
+        for name, checks in (("report-answer", {}), ("report-charts", {"scrolled": CHARTS})):
+            result = open_page(page, checks, width=1300, height=1500)
+            if result.requests or result.errors:
+                print(f"{name}: {result.requests} {result.errors}", file=sys.stderr)
+                return 1
+            (out / f"{name}.png").write_bytes(result.screenshot)
+            print(out / f"{name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

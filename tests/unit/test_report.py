@@ -1,0 +1,296 @@
+"""``gputui report``'s numbers and text, from runs of the demo scenarios fed through the
+same advisor as live: every GPU's time shares add up to its wall time, a throttle's share is
+what the history's clock-event reasons say, a stretch no finding covered counts as busy, a
+downsampled series keeps every peak, and outside text reaches the HTML page only escaped."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import random
+import re
+from collections.abc import Callable, Sequence
+from html.parser import HTMLParser
+
+import pytest
+
+from gputui.core import clock_events as ce
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Frame, SourceInfo
+from gputui.core.names import Metric, RuleId, SourceKind
+from gputui.exporters.report import Cause, Collector, Run, account, downsample, report_text
+from gputui.exporters.report.accounting import CAUSES
+from gputui.sampling.history import NO_REASONS
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from tests.hostile import CORPUS, SECRET_VALUES, HostileSource
+
+START = 1_800_000_000.0
+
+
+def run_of(
+    scenario: str,
+    seconds: int = 300,
+    gpus: int = 2,
+    make: Callable[[ManualClock], SimulatedSource] | None = None,
+) -> Run:
+    clock = ManualClock(START)
+    if make is None:
+        sim = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
+    else:
+        sim = make(clock)
+    devices = sim.open()
+    collector = Collector(
+        devices, SourceInfo("SIMULATED", SourceKind.SIMULATED, scenario), 1.0, origin="test"
+    )
+    for _ in range(seconds):
+        collector.add(sim.read())
+        clock.advance(1.0)
+    return collector.finish()
+
+
+def _seconds(run: Run, gpu: int, tick_is: Callable[[int, int], bool]) -> float:
+    """Seconds of the ticks a predicate picks (each tick lasts until the next)."""
+    times = run.times
+    return sum(times[i + 1] - times[i] for i in range(len(times) - 1) if tick_is(gpu, i))
+
+
+@pytest.mark.parametrize(
+    ("scenario", "gpus"),
+    [("mix", 4), ("thermal", 2), ("powercap", 2), ("starved", 2), ("vram", 2), ("idle", 1)],
+)
+def test_every_gpus_shares_add_up_to_its_wall_time(scenario: str, gpus: int) -> None:
+    run = run_of(scenario, 240, gpus)
+    accounting = account(run)
+    wall = run.end - run.start
+    assert wall == pytest.approx(239.0)
+    for acc in accounting.gpus.values():
+        assert acc.wall_s == pytest.approx(wall)
+        assert sum(acc.seconds.values()) == pytest.approx(wall)
+        assert sum(acc.share(c) for c in CAUSES) == pytest.approx(1.0)
+        for cause in CAUSES:
+            assert 0.0 <= acc.lost_s[cause] <= acc.seconds[cause] + 1e-9
+    assert accounting.total.wall_s == pytest.approx(wall * gpus)
+    assert sum(accounting.total.seconds.values()) == pytest.approx(wall * gpus)
+
+
+def test_a_thermal_runs_throttled_share_is_what_its_history_says() -> None:
+    run = run_of("thermal", 600, 2)
+    accounting = account(run)
+    assert any(e.finding.rule is RuleId.THERMAL_THROTTLE for e in run.episodes)
+    for index, track in run.tracks.items():
+
+        def throttled(gpu: int, i: int, reasons: Sequence[int] = track.reasons) -> bool:
+            return reasons[i] != NO_REASONS and bool(
+                reasons[i] & (ce.THERMAL_BITS | ce.HW_SLOWDOWN)
+            )
+
+        expected = _seconds(run, index, throttled)
+        assert expected > 0.8 * (run.end - run.start)  # the scenario throttles most of the run
+        acc = accounting.gpus[index]
+        assert acc.seconds[Cause.THERMAL] == pytest.approx(expected)
+        assert acc.seconds[Cause.BUSY] == pytest.approx(run.end - run.start - expected)
+        # what it cost: the SM clock given up against the board's maximum, tick by tick
+        top = float(track.device.max_sm_clock_mhz or 0)
+        clock = track.values[Metric.SM_CLOCK_MHZ]
+        lost = sum(
+            (run.times[i + 1] - run.times[i]) * (1 - clock[i] / top)
+            for i in range(len(run.times) - 1)
+            if throttled(index, i)
+        )
+        assert acc.lost_s[Cause.THERMAL] == pytest.approx(lost, rel=1e-4)
+        worst = acc.worst[Cause.THERMAL]
+        assert worst.gpu == index and worst.end - worst.start > 0.8 * (run.end - run.start)
+        assert re.fullmatch(r"-\d+ % SM clock", worst.figure)
+
+
+def test_a_stretch_no_finding_covers_counts_as_busy() -> None:
+    """The reasons show a throttle all along, but only the findings give a tick a cause:
+    cut the throttle's episode at half time, and the second half is busy and unthrottled."""
+    run = run_of("thermal", 600, 1)
+    middle = run.start + 300.0
+    cut = [
+        dataclasses.replace(e, until=min(e.until, middle)) for e in run.episodes if e.since < middle
+    ]
+    whole = account(run).gpus[0]
+    half = account(dataclasses.replace(run, episodes=cut)).gpus[0]
+    none = account(dataclasses.replace(run, episodes=[])).gpus[0]
+    assert none.seconds[Cause.THERMAL] == 0.0
+    assert none.seconds[Cause.BUSY] == pytest.approx(run.end - run.start)
+    assert half.seconds[Cause.THERMAL] == pytest.approx(
+        whole.seconds[Cause.THERMAL] - (run.end - middle), abs=1.0
+    )
+    assert half.seconds[Cause.BUSY] + half.seconds[Cause.THERMAL] == pytest.approx(
+        run.end - run.start
+    )
+    # a finding that started late: the throttled ticks before it count only as far back as
+    # its rule needed to see them (window and start delay), the earlier ones are busy
+    late = [dataclasses.replace(e, since=max(e.since, middle)) for e in run.episodes]
+    started = account(dataclasses.replace(run, episodes=late)).gpus[0]
+    reach = run.thresholds.window_s + run.thresholds.start_after_s
+    assert started.seconds[Cause.THERMAL] == pytest.approx(run.end - middle + reach, abs=1.0)
+
+
+def test_a_gap_in_the_readings_counts_as_not_running() -> None:
+    run = run_of("healthy", 200, 1)
+    times = list(run.times)
+    gapped = [t if t < run.start + 100 else t + 600.0 for t in times]  # ten minutes unread
+    accounting = account(dataclasses.replace(run, times=gapped))
+    acc = accounting.gpus[0]
+    assert acc.wall_s == pytest.approx(gapped[-1] - gapped[0])
+    assert acc.seconds[Cause.NOT_RUNNING] == pytest.approx(600.0 - 3.0, abs=3.0)
+    assert acc.seconds[Cause.BUSY] == pytest.approx(199.0 + 3.0, abs=3.0)
+
+
+def test_downsampling_a_week_keeps_every_peak_and_stays_small() -> None:
+    rng = random.Random(7)
+    n = 7 * 86400
+    times = [START + i for i in range(n)]
+    values = [50.0 + rng.random() for _ in range(n)]
+    values[123_457] = 99.5  # a one-second spike
+    values[500_001] = 0.5  # and a one-second dip
+    for i in range(300_000, 300_600):
+        values[i] = math.nan  # ten minutes unread
+    b = downsample.buckets(times, 1500)
+    points = downsample.series(values, b)
+    assert len(points) == len(b.xs) == 3000
+    known = [p for p in points if p is not None]
+    assert max(known) == 99.5 and min(known) == 0.5
+    for k in range(1500):  # each bucket: its lowest and highest reading, in time order
+        chunk = [v for v in values[b.bounds[k] : b.bounds[k + 1]] if v == v]
+        pair = points[2 * k : 2 * k + 2]
+        if not chunk:
+            assert pair == [None, None]
+            continue
+        assert sorted(p for p in pair if p is not None) == [
+            round(min(chunk), 1),
+            round(max(chunk), 1),
+        ]
+    # a short run is drawn as it is
+    assert downsample.series([1.0, math.nan, 3.0], downsample.buckets([0.0, 1.0, 2.0], 10)) == [
+        1.0,
+        None,
+        3.0,
+    ]
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.data: dict[str, str] = {}
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+        self._in = dict(attrs).get("id") if tag == "script" else None
+
+    def handle_data(self, data: str) -> None:
+        if self._in:
+            self.data[self._in] = self.data.get(self._in, "") + data
+
+
+#: text that means something to a browser, as process names
+HTML_NAMES = ("<script>alert(1)</script>", "</script><img src=x onerror=alert(2)>", "a&b\"c'd")
+
+
+def _hostile_run() -> Run:
+    texts = [*CORPUS.values(), *HTML_NAMES]
+
+    class Named(HostileSource):
+        def read(self) -> Frame:
+            frame = super().read()
+            procs = tuple(
+                dataclasses.replace(p, name=HTML_NAMES[i % len(HTML_NAMES)])
+                for i, p in enumerate(frame.processes)
+            )
+            return dataclasses.replace(frame, processes=procs)
+
+    return run_of(
+        "mix", 120, 4, lambda clock: Named(resolve_scenarios("mix", 4), texts, clock=clock)
+    )
+
+
+def test_outside_text_reaches_the_page_escaped_and_masked() -> None:
+    run = _hostile_run()
+    assert {s.name for s in run.spans} == set(HTML_NAMES)
+    page = report_text(run, "html")
+    parser = _Tags()
+    parser.feed(page)
+    scripts = [attrs for tag, attrs in parser.tags if tag == "script"]
+    assert len(scripts) == 3  # the data, uPlot and the report's own: nothing a name opened
+    assert not [t for t, _ in parser.tags if t in ("img", "iframe", "object", "embed", "form")]
+    for _, attrs in parser.tags:
+        assert not [k for k, _ in attrs if k.startswith("on")]
+        assert not [v for _, v in attrs if v and "javascript:" in v.lower()]
+    for value in SECRET_VALUES:
+        assert value not in page
+    assert "alert(1)</script>" not in page and "<img src=x" not in page
+    # the names travel as data (JSON the script sets with textContent), intact but masked
+    data = json.loads(parser.data["gputui-data"])
+    lanes = [lane for gpu in data["gpus"] for lane in gpu["processes"]]
+    assert any("<script>alert(1)</script>" in lane[2] for lane in lanes)
+    assert all("hunter2" not in lane[3] for lane in lanes)
+    assert "hunter2" in report_text(run, "html", keep_secrets=True)
+
+
+def test_the_markdown_summary_holds_the_table_and_escapes_names() -> None:
+    run = _hostile_run()
+    text = report_text(run, "md")
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    assert table[0] == "| GPU | " + " | ".join(c.label for c in CAUSES) + " |"
+    gpu_rows = table[1 : 1 + len(run.tracks) + 1]
+    for row in gpu_rows:  # each row's shares add up to 100 % (to the rounding)
+        cells = [c.strip() for c in row.strip("|").split("|")][-len(CAUSES) :]
+        assert len(cells) == len(CAUSES), row
+        shares = [float(c.split()[0]) for c in cells if c not in ("-", "<0.1 %")]
+        assert sum(shares) == pytest.approx(100.0, abs=0.1 * len(CAUSES))
+    assert "<img" not in text and "<script>" not in text
+    for value in SECRET_VALUES:
+        assert value not in text
+
+
+def test_a_finding_that_comes_and_goes_keeps_the_page_small() -> None:
+    """Thousands of stretches of one finding: one entry in the timeline that counts them
+    and lists the longest, a bounded number of shades; the accounting still sees all."""
+    run = run_of("thermal", 600, 1)
+    (throttle,) = [e for e in run.episodes if e.finding.rule is RuleId.THERMAL_THROTTLE]
+    flapping = [
+        dataclasses.replace(throttle, since=run.start + k * 0.1, until=run.start + k * 0.1 + 0.05)
+        for k in range(5000)
+    ]
+    flapping.append(dataclasses.replace(throttle, since=run.start + 510, until=run.start + 590))
+    many = dataclasses.replace(run, episodes=flapping)
+    page = report_text(many, "html")
+    assert len(page.encode()) < len(report_text(run, "html").encode()) + 60_000
+    assert page.count("<details") == 1
+    assert "shown 5001 times" in page and "and 4989 shorter" in page
+    assert "(1 min 20 s)" in page  # the longest stretch, in words
+    data = json.loads(page.split('id="gputui-data">', 1)[1].split("</script>", 1)[0])
+    assert 1 <= len(data["gpus"][0]["findings"]) <= 400
+
+
+def test_a_long_prometheus_range_is_read_in_slices_that_cover_it_once() -> None:
+    from gputui.cli.report import RANGE_FIELDS_PER_GPU, RANGE_POINTS, choose_step, range_slices
+
+    start, end = START, START + 7 * 86400
+    step = choose_step(end - start, 8)
+    assert step == math.ceil(7 * 86400 / 20_000)  # a week on 8 GPUs: 20,000 ticks
+    assert choose_step(end - start, 64) > step and choose_step(60.0, 1) == 1.0
+    slices = list(range_slices(start, end, step, 8))
+    assert slices[0][0] == start and slices[-1][1] == end
+    per_slice = RANGE_POINTS // (8 * RANGE_FIELDS_PER_GPU)
+    for (first, last), (following, _) in itertools.pairwise(slices):
+        assert following == last + step  # no tick asked twice, none left out
+        assert (last - first) / step + 1 <= per_slice
+
+
+def test_a_run_shorter_than_the_advisors_window_says_it_could_not_judge() -> None:
+    short = run_of("thermal", 10, 1)
+    assert not short.episodes
+    assert any("could not judge it yet" in n for n in short.notices)
+    assert "could not judge it yet" in report_text(short, "md")
+    page = report_text(short, "html")  # said with the answer, before the table
+    assert page.index("could not judge it yet") < page.index("Share of wall time")
+    assert not any("could not judge" in n for n in run_of("thermal", 60, 1).notices)
