@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.advisor import make_monitor
 from gputui.core.config import Config
@@ -13,14 +14,14 @@ from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import SourceKind
 from gputui.core.process_access import ProcessAccess
 from gputui.core.units import fmt_duration
-from gputui.formats.recording import Recording
-from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.process_access import LocalProcesses
-from gputui.sources.recorded import ReplaySource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.parts import AppParts
+
+if TYPE_CHECKING:
+    from gputui.formats.recording import Recording
 
 
 def make_app(
@@ -106,6 +107,9 @@ def make_replay_app(
 ) -> GpuTuiApp:
     """The app over a recording: the same screens and advisor, with replay keys. ``name``
     (the file's) shows in the header beside what the recording was taken from."""
+    from gputui.sampling.replay_control import ReplayController
+    from gputui.sources.recorded import ReplaySource
+
     header = recording.header
     source = ReplaySource([t.frame for t in recording.ticks], header.devices, header.interval_s)
     config = Config(interval_s=header.interval_s)

@@ -18,7 +18,6 @@ from gputui.cli.commands import (
     cmd_replay,
     cmd_snapshot,
 )
-from gputui.cli.completion import script
 from gputui.cli.parser import (
     DOCTOR_EXIT_CODES,
     EXIT_INTERNAL,
@@ -52,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export":
             return cmd_export(args)
         if args.command == "completion":
+            from gputui.cli.completion import script
+
             print(script(args.shell, parser), end="")
             return 0
         if args.command == "report":

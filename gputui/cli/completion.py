@@ -9,7 +9,6 @@ import argparse
 import shlex
 from dataclasses import dataclass
 
-SHELLS = ("bash", "zsh", "fish")
 # options whose value is a path: the shells complete file names there
 _PATH_METAVARS = {"FILE", "DIR", "PATH"}
 

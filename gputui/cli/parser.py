@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from gputui import __version__
-from gputui.cli.completion import SHELLS
 from gputui.core.config import (
     DEFAULT_INTERVAL_S,
     MAX_INTERVAL_S,
@@ -29,6 +28,7 @@ PROMETHEUS_INTERVAL_S = 15.0
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
 EXIT_NO_TERMINAL = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
+SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "completion")
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.core.process_access import ProcessAccess
 from gputui.sampling.monitor import Monitor
-from gputui.sampling.replay_control import ReplayController
 from gputui.sampling.sampler import Sampler
+
+if TYPE_CHECKING:
+    from gputui.sampling.replay_control import ReplayController
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gputui.sampling.replay_control import ReplayController
 from gputui.view.header import moment
+
+if TYPE_CHECKING:
+    from gputui.sampling.replay_control import ReplayController
 
 Notify = Callable[[str, str], None]  # (message, title)
 

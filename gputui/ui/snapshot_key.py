@@ -6,9 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gputui.exporters.snapshot_files import save_snapshot
-from gputui.ui.svg import local_fonts_only
-
 if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
 
@@ -18,6 +15,10 @@ class SnapshotKey:
         self._app = app
 
     def save(self) -> None:
+        # the writers (JSON, Markdown, SVG, the HTML report) load on the first snapshot:
+        # the first frame does not wait for them
+        from gputui.exporters.snapshot_files import save_snapshot
+
         app = self._app
         try:
             base = save_snapshot(app.monitor, app.snapshot_dir, self._svg, app.keep_secrets)
@@ -39,6 +40,8 @@ class SnapshotKey:
 
     def _svg(self) -> str:
         """The screen as SVG for a file that travels: credentials masked, local fonts only."""
+        from gputui.ui.svg import local_fonts_only
+
         app = self._app
         shown = app.choices
         app.choices = replace(shown, mask=not app.keep_secrets)

@@ -55,3 +55,21 @@ def test_headless_commands_do_not_load_textual() -> None:
         "assert 'textual' not in sys.modules, 'the core imported textual'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
+    # the writers of the s key, the report, replay, remote sources, the exporter and shell
+    # completion load when asked for: a start over SSH does not pay for them (issue 30)
+    code = (
+        "import sys\n"
+        "import gputui.cli\n"
+        "from gputui.cli import commands, opening\n"
+        "import gputui.launch, gputui.sources.nvml, gputui.ui.app\n"
+        "later = ('gputui.exporters', 'gputui.cli.completion', 'gputui.cli.report',\n"
+        "         'gputui.formats.recording', 'gputui.sources.recorded',\n"
+        "         'gputui.sampling.replay_control', 'gputui.sources.remote',\n"
+        "         'gputui.sources.promapi', 'gputui.ui.svg', 'prometheus_client')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(later)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
