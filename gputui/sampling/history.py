@@ -1,7 +1,9 @@
 """Bounded history: fixed-size ring buffers per metric, and window statistics.
 
-Memory is allocated once (``array`` of float32, NaN for "no reading"), so a week-long
-run uses what the first hour used. All times come from the frames, never a clock here.
+Memory grows with what is held (``array`` of float32, NaN for "no reading"), doubling up
+to the window's capacity, and never past it: a minute's history costs a minute's
+readings, and a week-long run uses what the first hour used. All times come from the
+frames, never a clock here.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from gputui.core.model import Frame, GpuSample, HostSample, XidEvent
 from gputui.core.names import HostMetric, Metric
 
 NAN: Final = float("nan")
+#: slots a ring starts with; it doubles as the history fills, up to its capacity
+INITIAL_SLOTS: Final = 64
 
 
 class _Cursor:
     """Where a ring's oldest value is and how many it holds. Every ring of a History
     shares one: they all take one value per frame, so their positions never differ."""
 
-    __slots__ = ("capacity", "size", "start")
+    __slots__ = ("_rings", "allocated", "capacity", "size", "start")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -31,11 +35,26 @@ class _Cursor:
         self.capacity = capacity
         self.start = 0
         self.size = 0
+        self.allocated = min(capacity, INITIAL_SLOTS)  # every ring's length, alike
+        self._rings: list[Ring] = []
+
+    def reserve(self, slots: int) -> None:
+        """Every ring at least ``slots`` long (at most the capacity), grown in place: the
+        arrays keep their identity, so the columns History holds stay valid."""
+        want = min(self.capacity, slots)
+        if want <= self.allocated:
+            return
+        grow = want - self.allocated
+        for ring in self._rings:
+            ring._data.extend(array(ring._data.typecode, [ring._fill]) * grow)
+        self.allocated = want
 
     def advance(self) -> int:
         """The slot the next value goes to (the oldest one once full)."""
         if self.size < self.capacity:
-            slot = (self.start + self.size) % self.capacity
+            slot = self.size  # the start stays 0 until the ring is full
+            if slot >= self.allocated:
+                self.reserve(2 * self.allocated)
             self.size += 1
             return slot
         slot = self.start
@@ -46,13 +65,15 @@ class _Cursor:
 class Ring:
     """A fixed-capacity ring of numbers; the oldest value is overwritten first."""
 
-    __slots__ = ("_cursor", "_data")
+    __slots__ = ("_cursor", "_data", "_fill")
 
     def __init__(
         self, capacity: int, typecode: str = "f", fill: float = NAN, cursor: _Cursor | None = None
     ) -> None:
         self._cursor = _Cursor(capacity) if cursor is None else cursor
-        self._data = array(typecode, [fill]) * self._cursor.capacity
+        self._fill = fill
+        self._data = array(typecode, [fill]) * self._cursor.allocated
+        self._cursor._rings.append(self)
 
     @property
     def capacity(self) -> int:
@@ -173,6 +194,7 @@ class History:
         out = History(capacity)
         n = min(len(self), capacity)
         if n:
+            out._cursor.reserve(n)
             out._cursor.size = n
             out._times._data[:n] = array("d", self._times.tail(n))
             for index, rings in self._gpus.items():
@@ -322,13 +344,13 @@ class History:
         return cast("list[int]", rings.reasons.tail())
 
     def memory_bytes(self) -> int:
-        """Bytes held by the ring buffers: constant once constructed for every GPU."""
+        """Bytes held by the ring buffers: growing as they fill, constant once full."""
         rings: Iterator[Ring] = (
             ring for g in self._gpus.values() for ring in (*g.metrics.values(), g.reasons)
         )
-        total = sum(r._data.itemsize * r.capacity for r in rings)
-        total += sum(r._data.itemsize * r.capacity for r in self._host.values())
-        return total + self._times._data.itemsize * self._times.capacity
+        total = sum(r._data.itemsize * len(r._data) for r in rings)
+        total += sum(r._data.itemsize * len(r._data) for r in self._host.values())
+        return total + self._times._data.itemsize * len(self._times._data)
 
 
 def _stats(times: list[float], values: list[float]) -> WindowStats | None:

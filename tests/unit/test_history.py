@@ -162,3 +162,33 @@ def test_an_xid_storm_keeps_only_the_latest_events() -> None:
         history.add(Frame(time=float(t), gpus=(GpuSample(index=0, xid_events=storm),)))
     kept = history.xids(0)
     assert len(kept) == MAX_XIDS and {x.code for x in kept} == {48}
+
+
+def test_the_rings_grow_with_what_they_hold_and_stop_at_the_capacity() -> None:
+    source = SimulatedSource(resolve_scenarios("mix", 4), clock=ManualClock(0.0))
+    source.open()
+    frame = source.read()
+    history = History(3600)
+    history.add(Frame(time=0.0, gpus=frame.gpus, host=frame.host))
+    a_minute = history.memory_bytes()
+    for t in range(1, 3600):
+        history.add(Frame(time=float(t), gpus=frame.gpus, host=frame.host))
+    an_hour = history.memory_bytes()
+    assert an_hour > 20 * a_minute  # a minute's history costs a minute's readings
+    for t in range(3600, 5000):
+        history.add(Frame(time=float(t), gpus=frame.gpus, host=frame.host))
+    assert history.memory_bytes() == an_hour
+    assert len(history) == 3600 and history.times()[0] == 1400.0
+    assert history.window(0, Metric.TEMP_C, 10) == [frame.gpus[0].temp_c] * 11
+
+
+def test_a_gpu_that_appears_late_gets_rings_as_long_as_the_others() -> None:
+    history = History(1000)
+    for t in range(300):
+        history.add(Frame(time=float(t), gpus=(GpuSample(index=0, temp_c=50.0),)))
+    both = (GpuSample(index=0, temp_c=50.0), GpuSample(index=1, temp_c=60.0))
+    for t in range(300, 700):
+        history.add(Frame(time=float(t), gpus=both))
+    assert history.window(1, Metric.TEMP_C, 1000) == [60.0] * 400
+    assert len(history.window(0, Metric.TEMP_C, 1000)) == 700
+    assert len(history.resized(500).window(1, Metric.TEMP_C, 1000)) == 400
