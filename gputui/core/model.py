@@ -387,6 +387,47 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """One node of a cluster as a Prometheus server's aggregating queries see it, each
+    tick: what shows and ranks it while its GPUs are not read in full (``Frame.nodes``).
+    Counts are of its GPUs; None is unknown (the exporter lacks the field)."""
+
+    node: str
+    up: bool = True
+    #: why it counts as down: "not scraped for 45 s", "up == 0 since the start"
+    down: str | None = None
+    gpus: int | None = None  # GPUs reporting now
+    age_s: float | None = None  # its newest reading's age, by the server's clock
+    interval_s: float | None = None  # the time between its readings (its scrapes)
+    hottest_c: float | None = None
+    util_mean: float | None = None
+    util_min: float | None = None
+    util_max: float | None = None
+    power_w: float | None = None  # all its GPUs together
+    thermal_gpus: int | None = None  # with a thermal clock-event reason set now
+    power_cap_gpus: int | None = None  # ... the power cap
+    slowdown_gpus: int | None = None  # ... HW slowdown or an external power brake
+    xid: int | None = None  # the highest last-Xid code among its GPUs (0: none)
+    replays: float | None = None  # PCIe replays over the history window, its GPUs together
+    #: the Kubernetes workloads on its GPUs (pod names), in GPU order
+    pods: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
+        _clean_readings(
+            self,
+            age_s=math.inf,
+            interval_s=math.inf,
+            hottest_c=1000.0,
+            util_mean=100.0,
+            util_min=100.0,
+            util_max=100.0,
+            power_w=math.inf,
+            replays=math.inf,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """Everything one tick read: all GPUs, the host, and the processes on the GPUs.
 
@@ -399,6 +440,14 @@ class Frame:
     host: HostSample | None = None
     processes: tuple[ProcessSample, ...] = ()
     notes: tuple[Note, ...] = field(default=())
+    #: a cluster's nodes as aggregating queries see them (a Prometheus server): the nodes
+    #: whose GPUs this frame does not carry in full are shown and ranked by these
+    nodes: tuple[NodeStatus, ...] = ()
+    #: GPUs that joined since the source opened (a node that came up later): their facts
+    joined: tuple[DeviceInfo, ...] = ()
+    #: the history window of GPUs this frame is the first to carry in full (a node the
+    #: screen began to show), oldest first: placed into the history at their times
+    late: tuple[Frame, ...] = ()
 
     def gpu(self, index: int) -> GpuSample | None:
         for sample in self.gpus:

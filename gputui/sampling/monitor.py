@@ -50,6 +50,9 @@ class Monitor:
         self.history = History(config.history_points)
         self._make_judge = make_judge
         self.advisor = make_judge()
+        #: the nodes the screen shows now, most wanted first (the selected one's, those in
+        #: view): a source that reads a cluster reads these in full (``Source.follow``)
+        self.shown_nodes: tuple[str, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -89,11 +92,25 @@ class Monitor:
         return self.history.latest
 
     def ingest(self, frame: Frame, advise: bool = True) -> tuple[Finding, ...]:
-        """Add a frame; ``advise=False`` only fills history (catching up after a seek)."""
+        """Add a frame; ``advise=False`` only fills history (catching up after a seek). GPUs
+        that joined come with it, and the history a newly read node missed before it."""
+        if frame.joined:
+            self._join(frame.joined)
+        for earlier in frame.late:
+            self.history.fill(earlier)
         self.history.add(frame)
         if not advise:
             return self.advisor.findings
         return self.advisor.update(self.history)
+
+    def _join(self, devices: Sequence[DeviceInfo]) -> None:
+        known = {d.index for d in self.devices}
+        new = tuple(d for d in devices if d.index not in known)
+        if new:
+            self.devices = (*self.devices, *new)
+            add = getattr(self.advisor, "add_devices", None)
+            if add is not None:
+                add(new)
 
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""
