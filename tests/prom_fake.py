@@ -55,6 +55,12 @@ class FakeProm:
                 for labels, value in self._selected(query)
             ]
             return self._answer("matrix", rows)
+        if query.endswith("s]"):  # raw samples: an instant query of a range selector
+            rows = [
+                {"metric": labels, "values": [[now - 15 * i, repr(value)] for i in (3, 2, 1, 0)]}
+                for labels, value in self._selected(query)
+            ]
+            return self._answer("matrix", rows)
         return self._answer("vector", self._instant(query, now))
 
     def _answer(self, kind: str, rows: Sequence[Mapping[str, object]]) -> str:

@@ -41,11 +41,12 @@ from gputui.sources.promnodes import (
     cluster_of,
     down_reason,
     grouped_down,
+    intervals_of,
     status_of,
     wanted,
 )
-from gputui.sources.promql import REF, NodeKey, Queries, display_names
-from gputui.sources.promread import History, Read
+from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
+from gputui.sources.promread import REFUSED, History, Read, refused_note
 from gputui.sources.promwire import (
     Fetcher,
     Server,
@@ -76,6 +77,10 @@ MAX_HISTORY_S = 3600.0
 #: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
 PAGE_GPUS = 256
 PAGE_POINTS = 120_000
+#: the raw samples that measure each node's scrape interval: this long, pages this large
+#: (one series a node: ~2 KB of answer each)
+PROBE_S = 600.0
+PROBE_GPUS = 4096
 #: nodes read in full when following the screen, and newly wanted ones given history a tick
 FOLLOW_NODES = 32
 FOLLOW_HISTORY_NODES = 8
@@ -175,7 +180,7 @@ class PrometheusSource:
             ) from exc
         if not self._devices:
             if not found and self._census_refused:
-                found = f" ({self._census_refused} series refused: {_REFUSED})"
+                found = f" ({self._census_refused} series refused: {REFUSED})"
             raise SourceUnavailable(
                 f"the Prometheus server at {self._shown} has no {REF} series matching "
                 f"{self._queries.selector(REF)}{found}."
@@ -193,13 +198,31 @@ class PrometheusSource:
         self._nodes = cluster_of(census.figures, census.meta, names, window)
         self._census_refused = census.refused
         if census.refused:
-            self._notes_once.append(_refused_note(census.refused))
+            self._notes_once.append(refused_note(census.refused))
+        self._probe_intervals(now)
         self._interval = self._step or cluster_interval(self._nodes.values()) or DEFAULT_STEP_S
         self._lag = self._measure_lag(census.figures)
         self._down_targets(now)
         for node in self._nodes.values():
             if not node.live and node.down_at_start is None:
                 node.down_at_start = "is down since the start (it reported earlier)"
+
+    def _probe_intervals(self, now: float) -> None:
+        """Each live node's scrape interval from its raw samples (one series a node, in
+        pages): the census's estimate is kept where this cannot be read."""
+        span = min(PROBE_S, self._window_s(DEFAULT_STEP_S))
+        for label in NODE_LABELS:
+            keys = [k for k, n in self._nodes.items() if n.live and k.label == label]
+
+            def ask(page: list[NodeKey], label: str = label) -> list[dict[str, Any]]:
+                query = self._queries.raw_samples(label, [k.value for k in page], span)
+                return self._get("/api/v1/query", {"query": query}, "matrix")
+
+            def take(result: list[dict[str, Any]], page: set[NodeKey]) -> None:
+                for key, every in intervals_of(result, page, now - span - 60, now + 60).items():
+                    self._nodes[key].interval_s = every
+
+            self._paged(keys, ask, take, PROBE_GPUS)
 
     def _whole(self, query: str) -> list[dict[str, Any]]:
         """An answer without node labels (a count over the cluster), under one stand-in."""
@@ -304,7 +327,6 @@ class PrometheusSource:
             return []
         node.first_index = len(self._devices)
         node.gpus = tuple(sorted(gpus))
-        node.blind = blind_of(gpus.values())
         added = [_device(node.first_index + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
         node.pods = tuple(dict.fromkeys(d.pod for d in added if d.pod))
         self._devices += added
@@ -483,6 +505,9 @@ class PrometheusSource:
                 if entry is not None:
                     sample = _sample(node.first_index + offset, entry)
                     out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+            if not node.checked:  # what its counters leave blind: known from a full read
+                node.blind = blind_of(series.gpus.values())
+                node.checked = True
         return out
 
     def _tick_notes(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[Note]:
@@ -493,7 +518,7 @@ class PrometheusSource:
         blind = [(n.name, n.blind) for n in self._nodes.values() if n.blind is not None]
         notes += blind_notes(sorted(blind))
         if tagged.refused:
-            notes.append(_refused_note(tagged.refused))
+            notes.append(refused_note(tagged.refused))
         notes.append(
             Note(
                 NoteKind.RULES_BLIND,
@@ -565,16 +590,3 @@ class PrometheusSource:
 
 #: the stand-in node of answers about the whole cluster (the counts)
 _WHOLE = NodeKey("instance", "(the cluster)")
-
-
-_REFUSED = (
-    "labels that are not strings, no Hostname/instance label, or a time outside the window "
-    "asked for"
-)
-
-
-def _refused_note(count: int) -> Note:
-    return Note(
-        NoteKind.GENERAL,
-        f"{count} answer series refused: {_REFUSED}",
-    )

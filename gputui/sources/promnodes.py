@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from gputui.core.model import NodeStatus
@@ -54,6 +55,8 @@ class ClusterNode:
     first_index: int = 0
     gpus: tuple[int, ...] = ()  # its own GPU numbers, in our index order
     blind: Blind | None = None
+    #: its full readings were seen once (what its exporter's counters leave blind is known)
+    checked: bool = False
     #: the last Xid code seen per GPU number: a new code is a new event
     xid: dict[int, int] = field(default_factory=dict)
     #: why it was down when the source opened ("up == 0"), if it was
@@ -142,6 +145,26 @@ def cluster_of(
             interval_s=round(interval, 1) if interval is not None else None,
         )
     return nodes
+
+
+def intervals_of(
+    result: Iterable[Mapping[str, Any]], page: Collection[NodeKey], start: float, end: float
+) -> dict[NodeKey, float]:
+    """Each node's scrape interval from its raw samples (an instant query of a range
+    selector): the median time between them, to a tenth of a second. Exact where the
+    census's count over a window is not (a node whose history is younger than the window)."""
+    gaps: dict[NodeKey, list[float]] = {}
+    for series in result:
+        labels = labels_of(series)
+        key = node_key(labels) if labels is not None else None
+        values = series.get("values")
+        if key is None or key not in page or not isinstance(values, list):
+            continue
+        times = sorted(got[0] for pair in values if (got := point(pair, start, end)) is not None)
+        gaps.setdefault(key, []).extend(b - a for a, b in pairwise(times) if b > a)
+    return {
+        key: round(statistics.median(found), 1) for key, found in gaps.items() if len(found) >= 2
+    }
 
 
 def cluster_interval(nodes: Iterable[ClusterNode]) -> float | None:

@@ -103,6 +103,15 @@ class Queries:
             parts.append(f"last_over_time({part}[{window_s:.0f}s])" if window_s else part)
         return " or ".join(parts)
 
+    def raw_samples(self, label: str, values: Collection[str], window_s: float) -> str:
+        """The raw samples of the last ``window_s`` of each node's first GPU's reference
+        series (nodes named by ``label``): their spacing is the node's scrape interval. A
+        range selector cannot be joined with ``or``: one query a naming label."""
+        regex = "|".join(_literal(v) for v in sorted(values))
+        matchers = [f"{label}=~{quoted(regex)}", 'gpu="0"']
+        matchers += [f'{earlier}=""' for earlier in NODE_LABELS[: NODE_LABELS.index(label)]]
+        return f"{self.selector(REF, ','.join(matchers))}[{window_s:.0f}s]"
+
     def counts(self, window_s: float) -> str:
         """How many nodes and GPUs the window saw (two numbers, before anything large)."""
         seen = f"last_over_time({self.selector(REF)}[{window_s:.0f}s])"

@@ -169,3 +169,16 @@ class History:
                 )
             )
         return notes
+
+
+REFUSED = (
+    "labels that are not strings, no Hostname/instance label, or a time outside the window "
+    "asked for"
+)
+
+
+def refused_note(count: int) -> Note:
+    return Note(
+        NoteKind.GENERAL,
+        f"{count} answer series refused: {REFUSED}",
+    )

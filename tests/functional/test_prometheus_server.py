@@ -97,12 +97,13 @@ def test_source_reads_the_cluster_with_history(prometheus: str) -> None:
         ("gpu-b", 0),
         ("gpu-b", 1),
     ]
-    # open: the counts, the census, the lag, the down targets, one page of GPUs
-    assert source.queries == 5
+    # open: the counts, the census, the scrape intervals, the lag, the down targets, one
+    # page of GPUs
+    assert source.queries == 6
     frame = source.read()
     assert len(frame.gpus) == 4 and frame.gpus[0].energy_j == pytest.approx(4_400_000.0)
     # a read: two aggregating queries and one page of readings. Never per node.
-    assert source.queries == 5 + 3
+    assert source.queries == 6 + 3
     assert {s.node for s in frame.nodes} == {"gpu-a", "gpu-b"}
     assert all(s.up and s.gpus == 2 for s in frame.nodes)
     history = source.backfill()
