@@ -42,6 +42,7 @@ from gputui.ui.parts import AppParts
 from gputui.ui.replay_keys import ReplayKeys
 from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
+from gputui.view.cluster import shown_nodes
 from gputui.view.header import Replaying, header_row, header_state
 from gputui.view.screen import ScreenView
 
@@ -217,6 +218,7 @@ class GpuTuiApp(App[int]):
     def redraw(self) -> None:
         if not self._drawable:
             return
+        self.monitor.shown_nodes = shown_nodes(self.monitor.devices, self.selected)
         size = self._size or self.size
         self._draw_header(size.width)
         if isinstance(self.screen, LIVE_SCREENS):

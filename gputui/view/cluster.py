@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.advisor.nodes import NodeRow
+from gputui.core.model import DeviceInfo
 from gputui.core.names import Severity
 from gputui.core.units import NA, fmt_num
 from gputui.view.cells import Cell, Panel, Role, Row
@@ -65,3 +66,22 @@ def _node_row(row: NodeRow, selected: bool, name_width: int) -> Row:
     if down:
         cells.append(Cell(f"  {down} GPU(s) not reporting", Role.WARN, drop=1))
     return Row(tuple(cells))
+
+
+#: nodes named as shown, at most (a cluster source reads these in full each tick)
+SHOWN_NODES = 32
+
+
+def shown_nodes(devices: Sequence[DeviceInfo], selected: int) -> tuple[str, ...]:
+    """The nodes the main screen shows, most wanted first: the selected GPU's, then those
+    of the GPUs nearest it in the list (the rows in view). Empty for local GPUs."""
+    at = next((i for i, d in enumerate(devices) if d.index == selected), 0)
+    near = sorted(range(max(0, at - 64), min(len(devices), at + 128)), key=lambda i: abs(i - at))
+    names: dict[str, None] = {}
+    for i in near:
+        node = devices[i].node
+        if node is not None and node not in names:
+            names[node] = None
+            if len(names) >= SHOWN_NODES:
+                break
+    return tuple(names)
