@@ -23,9 +23,10 @@ import math
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.fetching import ScrapeError, TooLarge, fetch
@@ -42,6 +43,7 @@ from gputui.sources.promnodes import (
     down_reason,
     grouped_down,
     intervals_of,
+    pages_of,
     status_of,
     wanted,
 )
@@ -337,21 +339,6 @@ class PrometheusSource:
         return max(step, min(MAX_HISTORY_S, window))
 
     # -- paging -------------------------------------------------------------------------
-    def _pages(self, keys: Sequence[NodeKey], gpus_a_page: int) -> list[list[NodeKey]]:
-        pages: list[list[NodeKey]] = []
-        page: list[NodeKey] = []
-        held = 0
-        for key in keys:
-            size = max(1, self._nodes[key].seen, len(self._nodes[key].gpus))
-            if page and held + size > gpus_a_page:
-                pages.append(page)
-                page, held = [], 0
-            page.append(key)
-            held += size
-        if page:
-            pages.append(page)
-        return pages
-
     def _paged(
         self,
         keys: Sequence[NodeKey],
@@ -362,7 +349,7 @@ class PrometheusSource:
         """``ask`` for each page of ``keys`` and ``take`` its answer; a page too large is
         asked again in halves, down to one node. Returns the pages that failed, and why."""
         failed: list[tuple[list[NodeKey], str]] = []
-        pages = self._pages(keys, gpus_a_page)[::-1]
+        pages = pages_of(self._nodes, keys, gpus_a_page)[::-1]
         while pages:
             page = pages.pop()
             try:
@@ -403,10 +390,7 @@ class PrometheusSource:
         samples = self._samples(now, keys, readings, notes)
         notes += readings.notes(self._nodes, failed, "not read this tick")
         notes += self._tick_notes(tagged, down)
-        statuses = tuple(
-            status_of(n, tagged.figures.get(k), down.get(k), tagged.evaluated or now, n.pods)
-            for k, n in self._nodes.items()
-        )
+        statuses = self._statuses(tagged, down, now)
         return Frame(
             time=now,
             gpus=tuple(samples),
@@ -414,6 +398,14 @@ class PrometheusSource:
             nodes=statuses,
             joined=tuple(joined),
             late=late,
+        )
+
+    def _statuses(
+        self, tagged: Tagged, down: dict[NodeKey, str], now: float
+    ) -> tuple[NodeStatus, ...]:
+        return tuple(
+            status_of(n, tagged.figures.get(k), down.get(k), tagged.evaluated or now, n.pods)
+            for k, n in self._nodes.items()
         )
 
     def _summary(self, now: float) -> Tagged:
@@ -540,7 +532,13 @@ class PrometheusSource:
         down = self._down(tagged, now)
         keys = self._wanted(tagged, down)
         self._full = set(keys)
-        return self._history_frames(keys, now)
+        frames = self._history_frames(keys, now)
+        if not self._following:
+            return frames
+        # the nodes not read in full reported then as now: their aggregates go with each
+        # frame, so no judgement of the history takes them for silent
+        statuses = self._statuses(tagged, down, now)
+        return tuple(replace(frame, nodes=statuses) for frame in frames)
 
     def _history_frames(self, keys: Sequence[NodeKey], now: float) -> tuple[Frame, ...]:
         step = max(MIN_STEP_S, float(round(self._step or self._interval)))

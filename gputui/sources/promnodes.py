@@ -290,3 +290,22 @@ def grouped_down(down: Sequence[tuple[str, str]], shown: int = 3) -> list[str]:
     rest = [name for name, _why in down[shown - 1 :]]
     names = ", ".join(rest[:3]) + (f" and {len(rest) - 3} more" if len(rest) > 3 else "")
     return [*head, f"{len(rest)} more nodes are down: {names}"]
+
+
+def pages_of(
+    nodes: Mapping[NodeKey, ClusterNode], keys: Sequence[NodeKey], gpus_a_page: int
+) -> list[list[NodeKey]]:
+    """``keys`` in pages of about ``gpus_a_page`` GPUs (a node is never split)."""
+    pages: list[list[NodeKey]] = []
+    page: list[NodeKey] = []
+    held = 0
+    for key in keys:
+        size = max(1, nodes[key].seen, len(nodes[key].gpus))
+        if page and held + size > gpus_a_page:
+            pages.append(page)
+            page, held = [], 0
+        page.append(key)
+        held += size
+    if page:
+        pages.append(page)
+    return pages

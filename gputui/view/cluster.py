@@ -72,11 +72,12 @@ def _node_row(row: NodeRow, selected: bool, name_width: int) -> Row:
 SHOWN_NODES = 32
 
 
-def shown_nodes(devices: Sequence[DeviceInfo], selected: int) -> tuple[str, ...]:
+def shown_nodes(devices: Sequence[DeviceInfo], selected: int, rows: int = 48) -> tuple[str, ...]:
     """The nodes the main screen shows, most wanted first: the selected GPU's, then those
-    of the GPUs nearest it in the list (the rows in view). Empty for local GPUs."""
+    of the ``rows`` GPUs nearest it in the list (the rows in view). Empty for local GPUs."""
     at = next((i for i, d in enumerate(devices) if d.index == selected), 0)
-    near = sorted(range(max(0, at - 64), min(len(devices), at + 128)), key=lambda i: abs(i - at))
+    first = max(0, min(at - rows // 2, len(devices) - rows))
+    near = sorted(range(first, min(len(devices), first + rows)), key=lambda i: abs(i - at))
     names: dict[str, None] = {}
     for i in near:
         node = devices[i].node
