@@ -59,3 +59,17 @@ def test_the_screen_names_the_selected_gpus_node_first() -> None:
     names = shown_nodes(devices, selected=devices[83].index)
     assert names[0] == "n10" and set(names[1:3]) == {"n09", "n11"}
     assert len(names) <= 32
+
+
+def test_a_node_that_comes_up_later_joins_the_view() -> None:
+    server = FakeProm([s for n in NODES[:3] for s in gpu_series(n, 8)])
+    source = PrometheusSource("http://prom", fetcher=server)
+    devices = source.open()
+    monitor = make_monitor(devices, Config(), SourceInfo("P", SourceKind.REMOTE))
+    monitor.ingest(source.read())
+    server.series = [*server.series, *gpu_series("late-node", 4)]  # autoscaled in
+    frame = source.read()
+    assert [d.node for d in frame.joined] == ["late-node"] * 4
+    monitor.ingest(frame)
+    assert len(monitor.devices) == 28 and monitor.devices[-1].node == "late-node"
+    assert {monitor.devices[s.index].node for s in frame.gpus} >= {"late-node"}
