@@ -121,7 +121,8 @@ def main() -> int:
         print(json.dumps(measure(args.measure, args.follow, args.ticks, args.interval)))
         return 0
     print(
-        f"{'nodes':>6} {'GPUs':>6} {'mode':<7} {'first s':>8} {'tick ms':>8} {'% core':>7} "
+        f"{'nodes':>6} {'GPUs':>6} {'mode':<7} {'first s':>8} {'CPU s':>6} {'tick ms':>8} "
+        f"{'% core':>7} "
         f"{'RSS MB':>7} {'peak MB':>8} {'req/tick':>8} {'KB/tick':>8} {'findings':>8}"
     )
     for nodes in args.nodes:
@@ -136,7 +137,8 @@ def main() -> int:
                     r = _child(server.url, follow, args.ticks, args.interval)
                     print(
                         f"{nodes:>6} {r['gpus']:>6.0f} {'screen' if follow else 'doctor':<7} "
-                        f"{r['first_s']:>8.2f} {r['tick_cpu_ms']:>8.1f} {r['core_pct']:>7.2f} "
+                        f"{r['first_s']:>8.2f} {r['first_cpu_s']:>6.2f} {r['tick_cpu_ms']:>8.1f} "
+                        f"{r['core_pct']:>7.2f} "
                         f"{r['rss_mb']:>7.0f} {r['peak_rss_mb']:>8.0f} "
                         f"{r['requests_tick']:>8.1f} {r['kb_tick']:>8.0f} {r['findings']:>8.0f}",
                         flush=True,

@@ -20,6 +20,7 @@ is read as instant queries at the grid's times.
 from __future__ import annotations
 
 import math
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -48,7 +49,7 @@ from gputui.sources.promnodes import (
     wanted,
 )
 from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
-from gputui.sources.promread import REFUSED, History, Read, refused_note
+from gputui.sources.promread import REFUSED, History, Read, ask_all, refused_note
 from gputui.sources.promwire import (
     Fetcher,
     Server,
@@ -83,6 +84,8 @@ PAGE_POINTS = 120_000
 #: (one series a node: ~2 KB of answer each)
 PROBE_S = 600.0
 PROBE_GPUS = 4096
+#: pages asked for at the same time (the server answers them in parallel)
+PARALLEL_PAGES = 4
 #: nodes read in full when following the screen, and newly wanted ones given history a tick
 FOLLOW_NODES = 32
 FOLLOW_HISTORY_NODES = 8
@@ -130,6 +133,7 @@ class PrometheusSource:
         self._notes_once: list[Note] = []
         self._census_refused = 0
         self.queries = 0  # API requests made (the benchmark reads them)
+        self._count = threading.Lock()  # pages are asked for on several threads
         self.bytes = 0  # characters of answers read
 
     # -- calls --------------------------------------------------------------------------
@@ -138,7 +142,8 @@ class PrometheusSource:
         if server is None:
             raise ScrapeError("not opened")
         query = urllib.parse.urlencode({**params, "nocache": "1"})
-        self.queries += 1
+        with self._count:
+            self.queries += 1
         try:
             text = bounded(
                 self._fetch, f"{server.base}{path}?{query}", self._timeout, dict(server.headers)
@@ -147,7 +152,8 @@ class PrometheusSource:
             raise
         except ScrapeError as exc:
             raise ScrapeError(f"{server.shown}: {exc}") from exc
-        self.bytes += len(text)
+        with self._count:
+            self.bytes += len(text)
         return decode(text, kind)
 
     def _instant(self, query: str, at: float | None = None) -> list[dict[str, Any]]:
@@ -349,21 +355,19 @@ class PrometheusSource:
         """``ask`` for each page of ``keys`` and ``take`` its answer; a page too large is
         asked again in halves, down to one node. Returns the pages that failed, and why."""
         failed: list[tuple[list[NodeKey], str]] = []
-        pages = pages_of(self._nodes, keys, gpus_a_page)[::-1]
+        pages = pages_of(self._nodes, keys, gpus_a_page)
         while pages:
-            page = pages.pop()
-            try:
-                result = ask(page)
-            except TooLarge as exc:
-                if len(page) > 1:
-                    pages += [page[len(page) // 2 :], page[: len(page) // 2]]
+            batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
+            answers = ask_all(ask, batch)
+            retry: list[list[NodeKey]] = []
+            for page, got in zip(batch, answers, strict=True):
+                if isinstance(got, TooLarge) and len(page) > 1:
+                    retry += [page[: len(page) // 2], page[len(page) // 2 :]]
+                elif isinstance(got, ScrapeError):
+                    failed.append((page, str(got)))
                 else:
-                    failed.append((page, str(exc)))
-                continue
-            except ScrapeError as exc:
-                failed.append((page, str(exc)))
-                continue
-            take(result, set(page))
+                    take(got, set(page))
+            pages = retry + pages
         return failed
 
     # -- each tick ----------------------------------------------------------------------

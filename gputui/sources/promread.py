@@ -7,7 +7,8 @@ grid, at most as many a series as the grid holds; what is refused is counted and
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gputui.core.model import Frame, GpuSample, Note
@@ -182,3 +183,21 @@ def refused_note(count: int) -> Note:
         NoteKind.GENERAL,
         f"{count} answer series refused: {REFUSED}",
     )
+
+
+def ask_all(
+    ask: Callable[[list[NodeKey]], list[dict[str, Any]]], batch: list[list[NodeKey]]
+) -> list[list[dict[str, Any]] | ScrapeError]:
+    """Each page of ``batch`` asked, at the same time when there are several (the server
+    answers them in parallel): its answer, or why there is none, in the batch's order."""
+
+    def one(page: list[NodeKey]) -> list[dict[str, Any]] | ScrapeError:
+        try:
+            return ask(page)
+        except ScrapeError as exc:
+            return exc
+
+    if len(batch) == 1:
+        return [one(batch[0])]
+    with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
+        return list(pool.map(one, batch))
