@@ -82,6 +82,11 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
         rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
         cluster_page(rows, len(devices), 0, 160)
     tick_cpu = (time.process_time() - cpu) / max(1, ticks)
+    latest = monitor.latest
+    for note in latest.notes if latest is not None else ():
+        if "not read" in note.text or "could not" in note.text or "refused" in note.text:
+            print(f"note: {note.text[:200]}", file=sys.stderr)
+    print("found: " + ", ".join(sorted({f.rule.value for f in monitor.findings})), file=sys.stderr)
     return {
         "gpus": float(len(devices)),
         "first_s": first_wall,
@@ -103,6 +108,7 @@ def _child(url: str, follow: bool, ticks: int, interval: float) -> dict[str, flo
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
+    sys.stderr.write(done.stderr[-1500:])
     result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
     return result
 

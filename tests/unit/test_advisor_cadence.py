@@ -61,4 +61,4 @@ def test_windows_stretch_to_hold_the_readings_a_rule_needs() -> None:
     at_15 = at_cadence(t, 15.0)
     assert at_15.window_s == window_for(t, 15.0) == (t.min_points - 0.5) * 15.0
     assert at_15.end_after_s >= 30.0
-    assert at_cadence(t, 1.0) is t  # a local GPU read every second: as configured
+    assert at_cadence(t, 1.0) == t  # a local GPU read every second: as configured
