@@ -27,10 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gputui.core.model import Note
 from tests.prom_cluster import POWER_CAP, REPLAYS, THERMAL, XID, Plan, start_prometheus
 
 
@@ -69,9 +71,11 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     monitor = make_monitor(devices, Config(interval_s=interval), SourceInfo("P", SourceKind.REMOTE))
     for frame in source.backfill():
         monitor.ingest(frame)
-    monitor.ingest(source.read())
+    first = source.read()
+    monitor.ingest(first)
     rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
     cluster_page(rows, len(devices), 0, 160)
+    _said(first.notes)
     first_wall, first_cpu = time.perf_counter() - wall, time.process_time() - cpu
     first_rss = process.memory_info().rss
     queries, answered = source.queries, source.bytes
@@ -82,10 +86,7 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
         rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
         cluster_page(rows, len(devices), 0, 160)
     tick_cpu = (time.process_time() - cpu) / max(1, ticks)
-    latest = monitor.latest
-    for note in latest.notes if latest is not None else ():
-        if "not read" in note.text or "could not" in note.text or "refused" in note.text:
-            print(f"note: {note.text[:200]}", file=sys.stderr)
+    _said(monitor.latest.notes if monitor.latest is not None else ())
     print("found: " + ", ".join(sorted({f.rule.value for f in monitor.findings})), file=sys.stderr)
     return {
         "gpus": float(len(devices)),
@@ -100,6 +101,13 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
         "kb_tick": (source.bytes - answered) / max(1, ticks) / 1024,
         "findings": float(len(monitor.findings)),
     }
+
+
+def _said(notes: Sequence[Note]) -> None:
+    """What was not read (pages that failed, history dropped), on stderr."""
+    for note in notes:
+        if any(word in note.text for word in ("not read", "could not", "refused", "dropped")):
+            print(f"note: {note.text[:240]}", file=sys.stderr)
 
 
 def _child(url: str, follow: bool, ticks: int, interval: float) -> dict[str, float]:
@@ -120,6 +128,9 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=15.0)
     parser.add_argument("--history", type=float, default=300.0, help="seconds written at start")
     parser.add_argument("--ticks", type=int, default=10)
+    parser.add_argument(
+        "--modes", nargs="+", choices=("screen", "doctor"), default=["screen", "doctor"]
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--follow", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -139,7 +150,7 @@ def main() -> int:
             )
             ready = time.perf_counter() - started
             try:
-                for follow in (True, False):
+                for follow in [mode == "screen" for mode in args.modes]:
                     r = _child(server.url, follow, args.ticks, args.interval)
                     print(
                         f"{nodes:>6} {r['gpus']:>6.0f} {'screen' if follow else 'doctor':<7} "
