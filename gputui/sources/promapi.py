@@ -1,20 +1,11 @@
 """A whole cluster's GPUs read from a Prometheus server's HTTP API (Prometheus, Thanos,
 VictoriaMetrics, Mimir: anything that serves /api/v1/query and /api/v1/query_range).
 
-The server does the cluster-wide work: at open, two small counts (refused past the caps,
-before anything large), a census of every node (its GPUs, its scrape interval, whether it
-reports) and each node's GPUs and limits, in pages; each tick, the aggregating queries
-that rank every node (``promql.Queries.summary``: a few series a node), and the full
-readings only of the nodes wanted (``follow``: those the screen shows and those the
-aggregates suspect; without ``follow``, every node, for ``doctor``). Reads are split in
-pages of nodes so no answer nears the 10 MB cap, and a page that still meets it is split
-again. The history comes from ``query_range`` at the cluster's own scrape interval, over
-the window the rules need, paged the same way. What could not be read is said in the
-frame's notes, never dropped silently.
-
-VictoriaMetrics answers 30 s behind unless asked with ``nocache=1`` (its latency offset):
-every query asks so, and the history's last stretch, which its range queries hold back,
-is read as instant queries at the grid's times.
+At open: counts (refused past the caps), a census of every node, each node's scrape
+interval and its GPUs, in pages. Each tick: the aggregating queries that rank every node,
+and the full readings of the nodes wanted (``follow``: those on screen and the suspects;
+without it, every node). The history from ``query_range`` at the cluster's own interval,
+in pages. What could not be read is said in the frame's notes. docs/cluster.md has it all.
 """
 
 from __future__ import annotations
@@ -49,7 +40,15 @@ from gputui.sources.promnodes import (
     wanted,
 )
 from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
-from gputui.sources.promread import REFUSED, History, Read, ask_all, refused_note
+from gputui.sources.promread import (
+    REFUSED,
+    WHOLE,
+    History,
+    Read,
+    as_whole,
+    ask_all,
+    refused_note,
+)
 from gputui.sources.promwire import (
     Fetcher,
     Server,
@@ -84,6 +83,8 @@ PAGE_POINTS = 120_000
 #: (one series a node: ~2 KB of answer each)
 PROBE_S = 600.0
 PROBE_GPUS = 4096
+#: times the history's last stretch is read again after a long read of the window
+MAX_CATCH_UP = 2
 #: pages asked for at the same time (the server answers them in parallel)
 PARALLEL_PAGES = 4
 #: nodes read in full when following the screen, and newly wanted ones given history a tick
@@ -198,8 +199,8 @@ class PrometheusSource:
     def _census(self) -> None:
         window = self._window_s(DEFAULT_STEP_S)
         now = self._clock()
-        counts = Tagged().take(self._whole(self._queries.counts(window)), now)
-        total = counts.figures.get(_WHOLE, {})
+        counts = Tagged().take(as_whole(self._instant(self._queries.counts(window))), now)
+        total = counts.figures.get(WHOLE, {})
         check_counts(total.get("nodes"), total.get("gpus"), self._shown)
         census = Tagged().take(self._instant(self._queries.census(window)), now)
         names = display_names(census.figures)
@@ -231,16 +232,6 @@ class PrometheusSource:
                     self._nodes[key].interval_s = every
 
             self._paged(keys, ask, take, PROBE_GPUS)
-
-    def _whole(self, query: str) -> list[dict[str, Any]]:
-        """An answer without node labels (a count over the cluster), under one stand-in."""
-        out = []
-        for series in self._instant(query):
-            metric = series.get("metric")
-            if isinstance(metric, dict):
-                series = {**series, "metric": {**metric, "instance": _WHOLE.value}}
-            out.append(series)
-        return out
 
     def _measure_lag(self, figures: dict[NodeKey, Figures]) -> float:
         """How far behind the server answers when not asked for fresh data (VM's
@@ -537,6 +528,14 @@ class PrometheusSource:
         keys = self._wanted(tagged, down)
         self._full = set(keys)
         frames = self._history_frames(keys, now)
+        # reading a large cluster's window takes a while (minutes at 1,024 nodes read in
+        # full): the stretch since is read too, or the next reading would follow a gap the
+        # rules cannot judge across
+        for _ in range(MAX_CATCH_UP):
+            later = self._clock()
+            if not frames or later - frames[-1].time < 2 * self._step_s():
+                break
+            frames += self._history_frames(keys, later, since=frames[-1].time)
         if not self._following:
             return frames
         # the nodes not read in full reported then as now: their aggregates go with each
@@ -544,11 +543,21 @@ class PrometheusSource:
         statuses = self._statuses(tagged, down, now)
         return tuple(replace(frame, nodes=statuses) for frame in frames)
 
-    def _history_frames(self, keys: Sequence[NodeKey], now: float) -> tuple[Frame, ...]:
-        step = max(MIN_STEP_S, float(round(self._step or self._interval)))
+    def _step_s(self) -> float:
+        return max(MIN_STEP_S, float(round(self._step or self._interval)))
+
+    def _history_frames(
+        self, keys: Sequence[NodeKey], now: float, since: float | None = None
+    ) -> tuple[Frame, ...]:
+        """The window before ``now`` (or, with ``since``, the steps after that time)."""
+        step = self._step_s()
         window = self._window_s(step)
         end = math.floor((now - self._lag) / step) * step
         start = end - math.floor(window / step) * step
+        if since is not None:
+            start = max(start, since + step)
+            if start > end:
+                return ()
         points = round((end - start) / step) + 1
         history = History(start, end, step, points)
         per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
@@ -588,7 +597,3 @@ class PrometheusSource:
 
     def close(self) -> None:
         pass
-
-
-#: the stand-in node of answers about the whole cluster (the counts)
-_WHOLE = NodeKey("instance", "(the cluster)")

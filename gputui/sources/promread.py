@@ -201,3 +201,18 @@ def ask_all(
         return [one(batch[0])]
     with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
         return list(pool.map(one, batch))
+
+
+#: the stand-in node of answers about the whole cluster (the counts)
+WHOLE = NodeKey("instance", "(the cluster)")
+
+
+def as_whole(result: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An answer without node labels (a count over the cluster), under one stand-in."""
+    out = []
+    for series in result:
+        metric = series.get("metric")
+        if isinstance(metric, dict):
+            series = {**series, "metric": {**metric, "instance": WHOLE.value}}
+        out.append(series)
+    return out

@@ -3,6 +3,8 @@ the nodes the screen shows read in full (issue 26: the cost grows with what is s
 
 from __future__ import annotations
 
+import time
+
 from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
 from gputui.core.config import Config
@@ -73,3 +75,22 @@ def test_a_node_that_comes_up_later_joins_the_view() -> None:
     monitor.ingest(frame)
     assert len(monitor.devices) == 28 and monitor.devices[-1].node == "late-node"
     assert {monitor.devices[s.index].node for s in frame.gpus} >= {"late-node"}
+
+
+def test_a_history_that_takes_long_to_read_is_read_up_to_now() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    slow = [True]
+
+    def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
+        if "query_range" in url and slow[0]:  # the window's read takes five minutes
+            slow[0] = False
+            clock[0] += 300.0
+        return server(url, timeout, headers)
+
+    source = PrometheusSource("http://prom", fetcher=fetch, clock=lambda: clock[0])
+    source.open()
+    frames = source.backfill()
+    assert frames[-1].time >= clock[0] - 30.0  # no gap before the next reading
+    times = [f.time for f in frames]
+    assert times == sorted(set(times)) and len(times) > 20
