@@ -88,6 +88,14 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     tick_cpu = (time.process_time() - cpu) / max(1, ticks)
     _said(monitor.latest.notes if monitor.latest is not None else ())
     print("found: " + ", ".join(sorted({f.rule.value for f in monitor.findings})), file=sys.stderr)
+    advisor = monitor.advisor
+    for rule, error in getattr(advisor, "rule_errors", {}).items():
+        print(f"rule error: {rule}: {error[:200]}", file=sys.stderr)
+    judgement = getattr(advisor, "judgement", None)
+    unjudged = {f"{item.rule}: {item.missing}" for item in getattr(judgement, "not_judged", ())}
+    for line in sorted(unjudged)[:12]:
+        print(f"not judged: {line[:200]}", file=sys.stderr)
+    print(f"cadence: {getattr(advisor, 'cadence_s', None)}", file=sys.stderr)
     return {
         "gpus": float(len(devices)),
         "first_s": first_wall,
