@@ -1,198 +1,176 @@
-"""A cluster through the Prometheus source: 64 nodes x 8 GPUs by default.
+"""A synthetic cluster behind a real Prometheus: what gputui costs at 64 to 1,024 nodes.
 
-Usage: python benchmarks/cluster.py [--nodes 64] [--gpus 8] [--ticks 120] [--http]
+Usage: python benchmarks/cluster.py [--nodes 64 256 1024] [--gpus 8] [--interval 15]
+                                    [--history 300] [--ticks 10]
 
-Answers the Prometheus HTTP API from memory (or, with --http, from a server on 127.0.0.1)
-with every node's dcgm-exporter series, as a Prometheus server holding a GPU operator's
-metrics would, and prints per tick: the source read (one /api/v1/query for the whole
-cluster), the monitor's ingest (history and the advisor), building the cluster view's
-rows and lines; then the resident memory after the ticks and the history backfill.
+For each size, Debian's `prometheus` scrapes a synthetic dcgm-exporter page a node
+(``tests/prom_cluster.py``: one local HTTP server plays every node, with thermal
+throttling, a power cap, PCIe replays and an Xid planted), its history before the start
+written at once with promtool. Then, each in a fresh process so its memory is its own:
+
+- the screen's way (``follow``: every node ranked from the aggregating queries, the nodes
+  on screen read in full): first frame (open, history, the first read, the monitor and
+  the cluster view's rows), then ``--ticks`` reads: CPU a tick and as a share of a core
+  at one tick every ``--interval`` s (the app's default for a Prometheus source),
+  resident memory, requests and bytes a tick;
+- doctor's way (every node read in full, its history too): the same first-frame figures.
+
+Only gputui's own process is measured; the server and the exporters run beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import resource
+import subprocess
 import sys
-import threading
+import tempfile
 import time
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from pathlib import Path
-
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gputui.advisor import make_monitor
-from gputui.advisor.nodes import node_rows
-from gputui.core.config import Config
-from gputui.core.model import SourceInfo
-from gputui.core.names import SourceKind
-from gputui.sources.promapi import PrometheusSource
-from gputui.view.cluster import cluster_page
-
-# What dcgm-exporter's default counters give for one GPU, with plausible values.
-METRICS = {
-    "DCGM_FI_DEV_GPU_UTIL": 90.0,
-    "DCGM_FI_DEV_MEM_COPY_UTIL": 40.0,
-    "DCGM_FI_DEV_SM_CLOCK": 1755.0,
-    "DCGM_FI_DEV_MEM_CLOCK": 2619.0,
-    "DCGM_FI_DEV_GPU_TEMP": 65.0,
-    "DCGM_FI_DEV_MEMORY_TEMP": 70.0,
-    "DCGM_FI_DEV_POWER_USAGE": 550.0,
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 8.0e9,
-    "DCGM_FI_DEV_FB_USED": 60000.0,
-    "DCGM_FI_DEV_FB_FREE": 21000.0,
-    "DCGM_FI_DEV_FB_RESERVED": 559.0,
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0.0,
-    "DCGM_FI_DEV_XID_ERRORS": 0.0,
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.85,
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.4,
-    "DCGM_FI_PROF_DRAM_ACTIVE": 0.3,
-    "DCGM_FI_PROF_PCIE_TX_BYTES": 3.0e8,
-    "DCGM_FI_PROF_PCIE_RX_BYTES": 2.0e9,
-}
+from gputui.core.model import Note
+from tests.prom_cluster import POWER_CAP, REPLAYS, THERMAL, XID, Plan, start_prometheus
 
 
-def _series(nodes: int, gpus: int) -> list[tuple[dict[str, str], float]]:
-    out = []
-    for n in range(nodes):
-        host = f"gpu-node-{n:03d}"
-        for g in range(gpus):
-            labels = {
-                "gpu": str(g),
-                "UUID": f"GPU-{n:04x}{g:04x}-0000-0000-0000-000000000000",
-                "device": f"nvidia{g}",
-                "modelName": "NVIDIA H100 80GB HBM3",
-                "Hostname": host,
-                "DCGM_FI_DRIVER_VERSION": "550.54.15",
-                "pod": f"train-{n}",
-                "namespace": "ml",
-                "container": "trainer",
-            }
-            for name, value in METRICS.items():
-                out.append(({"__name__": name, **labels}, value + (g % 3)))
-    return out
+def _plan(nodes: int, gpus: int) -> Plan:
+    names = [f"gpu-node-{i:04d}" for i in range(nodes)]
+    planted = {
+        (names[nodes // 3], 2): THERMAL,
+        (names[nodes // 2], 5): THERMAL,
+        (names[-3], 0): THERMAL,
+        (names[nodes // 4], 1): POWER_CAP,
+        (names[nodes // 5], 6 % gpus): REPLAYS,
+        (names[-2], 3 % gpus): XID,
+    }
+    return Plan(names, gpus=gpus, planted=planted)
 
 
-class FakeApi:
-    def __init__(self, nodes: int, gpus: int, history_points: int) -> None:
-        self.series = _series(nodes, gpus)
-        self.history_points = history_points
-        self.now = time.time()
+def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, float]:
+    """In this process: the first frame and the ticks after it."""
+    import psutil
 
-    def answer(self, url: str) -> str:
-        query = urllib.parse.urlsplit(url)
-        result: list[dict[str, object]]
-        if query.path.endswith("/query_range"):
-            result = [
-                {
-                    "metric": labels,
-                    "values": [
-                        [self.now - 30 * (self.history_points - i), str(v)]
-                        for i in range(self.history_points)
-                    ],
-                }
-                for labels, v in self.series
-            ]
-            kind = "matrix"
-        else:
-            result = [{"metric": labels, "value": [self.now, str(v)]} for labels, v in self.series]
-            kind = "vector"
-        return json.dumps({"status": "success", "data": {"resultType": kind, "result": result}})
+    from gputui.advisor import make_monitor
+    from gputui.advisor.nodes import node_rows
+    from gputui.core.config import Config
+    from gputui.core.model import SourceInfo
+    from gputui.core.names import SourceKind
+    from gputui.sources.promapi import PrometheusSource
+    from gputui.view.cluster import cluster_page, shown_nodes
+
+    process = psutil.Process()
+    wall, cpu = time.perf_counter(), time.process_time()
+    source = PrometheusSource(url, timeout_s=30.0)
+    shown: tuple[str, ...] = ()
+    if follow:
+        source.follow(lambda: shown)
+    devices = source.open()
+    monitor = make_monitor(devices, Config(interval_s=interval), SourceInfo("P", SourceKind.REMOTE))
+    for frame in source.backfill():
+        monitor.ingest(frame)
+    first = source.read()
+    monitor.ingest(first)
+    rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
+    cluster_page(rows, len(devices), 0, 160)
+    _said(first.notes)
+    first_wall, first_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    first_rss = process.memory_info().rss
+    queries, answered = source.queries, source.bytes
+    cpu = time.process_time()
+    for _ in range(ticks):
+        shown = shown_nodes(monitor.devices, monitor.devices[0].index)
+        monitor.ingest(source.read())
+        rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
+        cluster_page(rows, len(devices), 0, 160)
+    tick_cpu = (time.process_time() - cpu) / max(1, ticks)
+    _said(monitor.latest.notes if monitor.latest is not None else ())
+    print("found: " + ", ".join(sorted({f.rule.value for f in monitor.findings})), file=sys.stderr)
+    advisor = monitor.advisor
+    for rule, error in getattr(advisor, "rule_errors", {}).items():
+        print(f"rule error: {rule}: {error[:200]}", file=sys.stderr)
+    judgement = getattr(advisor, "judgement", None)
+    unjudged = {f"{item.rule}: {item.missing}" for item in getattr(judgement, "not_judged", ())}
+    for line in sorted(unjudged)[:12]:
+        print(f"not judged: {line[:200]}", file=sys.stderr)
+    print(f"cadence: {getattr(advisor, 'cadence_s', None)}", file=sys.stderr)
+    return {
+        "gpus": float(len(devices)),
+        "first_s": first_wall,
+        "first_cpu_s": first_cpu,
+        "tick_cpu_ms": 1000 * tick_cpu,
+        "core_pct": 100 * tick_cpu / interval,
+        "rss_mb": process.memory_info().rss / 2**20,
+        "first_rss_mb": first_rss / 2**20,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "requests_tick": (source.queries - queries) / max(1, ticks),
+        "kb_tick": (source.bytes - answered) / max(1, ticks) / 1024,
+        "findings": float(len(monitor.findings)),
+    }
 
 
-def serve(api: FakeApi) -> tuple[str, ThreadingHTTPServer]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = api.answer(self.path).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+def _said(notes: Sequence[Note]) -> None:
+    """What was not read (pages that failed, history dropped), on stderr."""
+    for note in notes:
+        if any(word in note.text for word in ("not read", "could not", "refused", "dropped")):
+            print(f"note: {note.text[:240]}", file=sys.stderr)
 
-        def log_message(self, *args: object) -> None:
-            pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    return f"http://127.0.0.1:{server.server_port}", server
+def _child(url: str, follow: bool, ticks: int, interval: float) -> dict[str, float]:
+    command = [sys.executable, __file__, "--measure", url, "--ticks", str(ticks)]
+    command += ["--interval", str(interval)] + (["--follow"] if follow else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    sys.stderr.write(done.stderr[-1500:])
+    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=64)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--gpus", type=int, default=8)
-    parser.add_argument("--ticks", type=int, default=120)
-    parser.add_argument("--http", action="store_true", help="through a loopback HTTP server")
+    parser.add_argument("--interval", type=float, default=15.0)
+    parser.add_argument("--history", type=float, default=300.0, help="seconds written at start")
+    parser.add_argument("--ticks", type=int, default=10)
     parser.add_argument(
-        "--interval", type=float, default=15.0, help="seconds a tick (gputui's default here: 15)"
+        "--modes", nargs="+", choices=("screen", "doctor"), default=["screen", "doctor"]
     )
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--follow", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    process = psutil.Process()
-    rss_start = process.memory_info().rss
-    api = FakeApi(args.nodes, args.gpus, history_points=21)
-    if args.http:
-        url, server = serve(api)
-        source = PrometheusSource(url, timeout_s=30.0)
-    else:
-
-        def fetcher(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
-            return api.answer(url)
-
-        source = PrometheusSource("http://prometheus.invalid", timeout_s=30.0, fetcher=fetcher)
-    t0 = time.process_time()
-    devices = source.open()
-    opened = time.process_time() - t0
-    config = Config(interval_s=args.interval)
-    monitor = make_monitor(devices, config, SourceInfo("PROMETHEUS", SourceKind.REMOTE))
-    t0 = time.process_time()
-    history = source.backfill()
-    for frame in history:
-        monitor.ingest(frame)
-    backfilled = time.process_time() - t0
-    reads, ingests, views = [], [], []
-    for _ in range(args.ticks):
-        api.now += args.interval
-        t0 = time.process_time()
-        frame = source.read()
-        t1 = time.process_time()
-        monitor.ingest(frame)
-        t2 = time.process_time()
-        rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
-        cluster_page(rows, len(monitor.devices), 0, 120)
-        t3 = time.process_time()
-        reads.append(t1 - t0)
-        ingests.append(t2 - t1)
-        views.append(t3 - t2)
-    rss_end = process.memory_info().rss
-
-    def ms(values: list[float]) -> str:
-        return f"{1000 * statistics.median(values):8.1f} {1000 * max(values):8.1f}"
-
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.follow, args.ticks, args.interval)))
+        return 0
     print(
-        f"{args.nodes} nodes x {args.gpus} GPUs = {len(devices)} GPUs, "
-        f"{len(api.series):,} series, {'HTTP on loopback' if args.http else 'in memory'}, "
-        f"{args.ticks} ticks, Python {sys.version.split()[0]}"
+        f"{'nodes':>6} {'GPUs':>6} {'mode':<7} {'first s':>8} {'CPU s':>6} {'tick ms':>8} "
+        f"{'% core':>7} "
+        f"{'RSS MB':>7} {'peak MB':>8} {'req/tick':>8} {'KB/tick':>8} {'findings':>8}"
     )
-    print(f"open (one instant query): {1000 * opened:.0f} ms CPU")
-    print(f"history backfill ({len(history)} frames, one range query): {backfilled:.2f} s CPU")
-    print(f"{'stage':<40} {'median ms':>8} {'max ms':>8}")
-    print(f"{'source read (one query, whole cluster)':<40} {ms(reads)}")
-    print(f"{'monitor.ingest (history, advisor)':<40} {ms(ingests)}")
-    print(f"{'cluster view rows and lines':<40} {ms(views)}")
-    total = statistics.mean(reads) + statistics.mean(ingests) + statistics.mean(views)
-    print(
-        f"CPU per tick, mean: {1000 * total:.0f} ms: {100 * total / args.interval:.2f} % of a "
-        f"core at one tick every {args.interval:g} s"
-    )
-    print(f"queries made: {source.queries}")
-    print(f"RSS: {rss_start / 2**20:.0f} MB at start, {rss_end / 2**20:.0f} MB after")
-    if args.http:
-        server.shutdown()
+    for nodes in args.nodes:
+        with tempfile.TemporaryDirectory(prefix="gputui-cluster-") as work:
+            started = time.perf_counter()
+            server = start_prometheus(
+                _plan(nodes, args.gpus), args.interval, Path(work), history_s=args.history
+            )
+            ready = time.perf_counter() - started
+            try:
+                for follow in [mode == "screen" for mode in args.modes]:
+                    r = _child(server.url, follow, args.ticks, args.interval)
+                    print(
+                        f"{nodes:>6} {r['gpus']:>6.0f} {'screen' if follow else 'doctor':<7} "
+                        f"{r['first_s']:>8.2f} {r['first_cpu_s']:>6.2f} {r['tick_cpu_ms']:>8.1f} "
+                        f"{r['core_pct']:>7.2f} "
+                        f"{r['rss_mb']:>7.0f} {r['peak_rss_mb']:>8.0f} "
+                        f"{r['requests_tick']:>8.1f} {r['kb_tick']:>8.0f} {r['findings']:>8.0f}",
+                        flush=True,
+                    )
+            finally:
+                server.stop()
+            print(f"        (server up with {args.history:g} s of history in {ready:.0f} s)")
     return 0
 
 

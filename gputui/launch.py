@@ -46,6 +46,9 @@ def make_app(
     monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
     for frame in history:
         monitor.ingest(frame)
+    follow = getattr(source, "follow", None)
+    if follow is not None:  # a cluster source reads in full what the screen shows
+        follow(lambda: monitor.shown_nodes)
     sampler = Sampler(source, lambda: monitor.interval_s) if live else None
     parts = AppParts(
         monitor,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +66,10 @@ class Context:
     process_cpu: Mapping[int, Sequence[ProcessCpuTick]] = field(default_factory=dict)
     #: (rule, gpu) -> why the rule could not judge it this tick, and what that means
     undecided: dict[tuple[RuleId, int | None], tuple[str, Undecided]] = field(default_factory=dict)
+    #: seconds between the source's own readings (a remote exporter's collections, a
+    #: Prometheus server's scrapes), when slower than the ticks; 0: every tick is one.
+    #: ``t`` already holds the windows stretched to it (``advisor.cadence``).
+    cadence_s: float = 0.0
 
     def cannot_judge(
         self, rule: RuleId, gpu: int | None, why: str, kind: Undecided = Undecided.UNREADABLE
@@ -134,23 +137,8 @@ class Context:
         fast-moving values changed; ticks that repeat the previous values are not counted.
         """
         span = self.t.window_s if seconds is None else seconds
-        columns = [self.history.window(gpu, m, span) for m in _READING_METRICS]
-        times = self.history.times(span)
-        count, first, last = 0, None, None
-        previous: tuple[float, ...] | None = None
-        for i, when in enumerate(times):
-            row = tuple(c[i] if i < len(c) else math.nan for c in columns)
-            if all(math.isnan(v) for v in row):
-                continue
-            if previous is None or any(
-                a != b and not (math.isnan(a) and math.isnan(b))
-                for a, b in zip(row, previous, strict=True)
-            ):
-                count += 1
-                first = when if first is None else first
-                last = when
-            previous = row
-        return count, (last - first) if first is not None and last is not None else 0.0
+        times = self.history.reading_times(gpu, span)
+        return len(times), (times[-1] - times[0]) if times else 0.0
 
     def stats(self, gpu: int, metric: Metric, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
@@ -235,16 +223,6 @@ class Context:
                 split.setdefault(process.gpu_index, []).append(process)
             by_gpu = self.shared["processes"] = {g: tuple(p) for g, p in split.items()}
         return cast("dict[int, tuple[ProcessSample, ...]]", by_gpu).get(gpu, ())
-
-
-#: values that move between two collections of an exporter (power has decimals)
-_READING_METRICS = (
-    Metric.POWER_W,
-    Metric.TEMP_C,
-    Metric.SM_CLOCK_MHZ,
-    Metric.UTIL_GPU,
-    Metric.MEM_USED,
-)
 
 
 def gb(value: float) -> str:

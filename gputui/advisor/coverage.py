@@ -14,13 +14,16 @@ lacks a reading is one of three things, never a clean bill of health by silence:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from gputui.advisor.context import Context
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement, NotJudged, Undecided, grouped, not_offered
 from gputui.core.model import DeviceInfo, Frame, GpuSample, HostSample
 from gputui.core.names import RuleId
+from gputui.core.units import fmt_duration
 
 #: readings in words, for "not judged: <what is missing>"
 WORDS: Mapping[str, str] = {
@@ -136,6 +139,38 @@ def _gpu_missing(
     return found
 
 
+def too_few_readings(
+    rules: Sequence[Rule], ctx: Context, fired: Collection[tuple[RuleId, int | None]]
+) -> list[NotJudged]:
+    """Remote GPUs whose window holds too few distinct readings to judge, although the
+    history is long enough (a node that answers in gaps, or slower than the others): every
+    rule over the history that did not fire there could not judge it, and says so."""
+    t = ctx.t
+    if ctx.sampled_s(None) + ctx.cadence_s < t.window_s:
+        return []  # still gathering: the judgement says so for every GPU
+    needed = max(2, math.ceil(t.min_points / 2))
+    history_rules = [r for r in rules if r.needs_history]
+    text = (
+        f"too few readings to judge: fewer than {needed} in the last "
+        f"{fmt_duration(t.window_s)}"
+        + (
+            f" (the source has a new one every {fmt_duration(ctx.cadence_s)})"
+            if ctx.cadence_s
+            else ""
+        )
+    )
+    out: list[NotJudged] = []
+    for sample, device in ctx.samples():
+        if device.node is None or ctx.readings(sample.index)[0] >= needed:
+            continue
+        out += [
+            NotJudged(rule.id, sample.index, text, Undecided.UNREADABLE)
+            for rule in history_rules
+            if (rule.id, sample.index) not in fired
+        ]
+    return out
+
+
 def judge_coverage(
     rules: Sequence[Rule],
     devices: Mapping[int, DeviceInfo],
@@ -143,6 +178,7 @@ def judge_coverage(
     times: Sequence[float],
     t: Thresholds,
     undecided: Iterable[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]] = (),
+    sparse: Iterable[NotJudged] = (),
 ) -> Judgement:
     needed = max((r.history_needed_s(t) for r in rules), default=0.0)
     seen = times[-1] - times[0] if len(times) > 1 else 0.0
@@ -169,6 +205,8 @@ def judge_coverage(
                 items[(rule_id, sample.index)] = NotJudged(rule_id, sample.index, missing, kind)
     for (rule_id, gpu), (why, kind) in undecided:
         items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}", kind))
+    for item in sparse:
+        items.setdefault((item.rule, item.gpu), item)
     return Judgement(
         seen_s=seen,
         needed_s=needed,

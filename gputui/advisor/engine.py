@@ -11,8 +11,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gputui.advisor.cadence import at_cadence, cadence_of
 from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
-from gputui.advisor.coverage import judge_coverage
+from gputui.advisor.coverage import judge_coverage, too_few_readings
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
@@ -27,6 +28,8 @@ from gputui.sampling.history import History
 SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
     RuleId.THERMAL_THROTTLE: (RuleId.THERMAL_HOT, RuleId.HW_SLOWDOWN),
 }
+#: the source's cadence is measured again after this much frame time
+CADENCE_EVERY_S = 30.0
 
 
 @dataclass(slots=True)
@@ -59,6 +62,9 @@ class Advisor:
         self._process_cpu: dict[int, deque[ProcessCpuTick]] = {}
         self._kept_at: float | None = None  # the frame whose samples were kept last
         self._ready_at: float | None = None  # the first judgement with enough readings
+        #: the source's cadence (``advisor.cadence``) and the frame time it was measured
+        self.cadence_s = 0.0
+        self._cadence_at: float | None = None
 
     def _needed_s(self) -> float:
         return max((r.history_needed_s(self._t) for r in self._rules), default=0.0)
@@ -88,22 +94,30 @@ class Advisor:
         if early and not force and not any(s.lost for s in frame.gpus):
             return self.findings
         self._judged_at = now = frame.time
+        t = self._at_cadence(history, now)
         ctx = Context(
             history=history,
             devices=self._devices,
             frame=frame,
-            t=self._t,
+            t=t,
             driver_samples=self._driver_samples,
             process_cpu=self._process_cpu,
+            cadence_s=self.cadence_s,
         )
         if self._first_time is None or now < self._first_time:
             self._first_time = now
         if self._ready_at is None and len(history) >= self._t.min_points:
             self._ready_at = now
         seen = self._candidates(ctx)
-        self._hold(seen, now)
+        self._hold(seen, now, t)
         self.judgement = judge_coverage(
-            self._rules, self._devices, frame, history.times(), self._t, ctx.undecided.items()
+            self._rules,
+            self._devices,
+            frame,
+            history.times(),
+            t,
+            ctx.undecided.items(),
+            too_few_readings(self._rules, ctx, seen),
         )
         hidden = _hidden(seen, [s for s in self._states.values() if s.active])
         self.findings = tuple(
@@ -130,22 +144,38 @@ class Advisor:
         _name_straggler_causes(seen)
         return seen
 
-    def _hold(self, seen: dict[tuple[RuleId, int | None], Candidate], now: float) -> None:
+    def _at_cadence(self, history: History, now: float) -> Thresholds:
+        """The thresholds with their windows at the source's own pace, the cadence measured
+        anew every ``CADENCE_EVERY_S`` of frame time (and until it is known)."""
+        due = self._cadence_at is None or now - self._cadence_at >= CADENCE_EVERY_S
+        if due or not self.cadence_s:
+            self.cadence_s = cadence_of(history, self._devices)
+            self._cadence_at = now
+        return at_cadence(self._t, self.cadence_s)
+
+    def add_devices(self, devices: Iterable[DeviceInfo]) -> None:
+        """GPUs that joined after the start (a node that came up): judged from now on."""
+        for device in devices:
+            self._devices[device.index] = device
+
+    def _hold(
+        self, seen: dict[tuple[RuleId, int | None], Candidate], now: float, t: Thresholds
+    ) -> None:
         """The hysteresis: a condition shows once it held ``start_after_s`` (or its own
-        hold), and goes once it has been gone ``end_after_s``."""
+        hold), and goes once it has been gone ``end_after_s`` (two readings at least)."""
         for key, candidate in seen.items():
             state = self._states.get(key)
             if state is None:
                 state = self._states[key] = _State(first=now, last=now, candidate=candidate)
             state.last = now
             state.candidate = candidate
-            hold = self._t.start_after_s if candidate.hold_s is None else candidate.hold_s
+            hold = t.start_after_s if candidate.hold_s is None else candidate.hold_s
             if not state.active and now - state.first >= hold:
                 state.active = True
         for key, state in list(self._states.items()):
             if key in seen:
                 continue
-            if not state.active or now - state.last >= self._t.end_after_s:
+            if not state.active or now - state.last >= t.end_after_s:
                 del self._states[key]
 
     def _keep_driver_samples(self, frame: Frame) -> None:

@@ -170,8 +170,11 @@ def not_reporting(ctx: Context) -> Iterator[Candidate]:
     read = {s.index for s in ctx.frame.gpus}
     if not read:
         return  # nothing at all this tick: the source's own failure, said in its notes
+    # a cluster read through its aggregates: a node that reports, not read in full this
+    # tick (not on screen, not suspect), is not silent
+    up = {n.node for n in ctx.frame.nodes if n.up}
     for index, device in ctx.devices.items():
-        if index in read:
+        if index in read or (device.node is not None and device.node in up):
             continue
         last = ctx.history.last_seen(index)
         since = (

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.core.model import DeviceInfo, Finding, Frame
+from gputui.core.model import DeviceInfo, Finding, Frame, NodeStatus
 from gputui.core.names import Severity
 
 #: the name of the GPUs a local source reads (they have no node)
@@ -50,9 +50,14 @@ def node_rows(
     by_node: dict[str, list[DeviceInfo]] = {}
     for device in devices:
         by_node.setdefault(device.node or LOCAL, []).append(device)
+    statuses = {n.node: n for n in frame.nodes} if frame is not None else {}
     rows = []
     for node, members in by_node.items():
         readings = [samples.get(d.index) for d in members]
+        status = statuses.get(node)
+        if status is not None and not any(r is not None for r in readings):
+            rows.append(_from_status(status, members))
+            continue
         utils = [s.util_gpu for s in readings if s is not None and s.util_gpu is not None]
         temps = [s.temp_c for s in readings if s is not None and s.temp_c is not None]
         powers = [s.power_w for s in readings if s is not None and s.power_w is not None]
@@ -69,6 +74,27 @@ def node_rows(
             )
         )
     return sorted(rows, key=lambda r: r.rank)
+
+
+def _from_status(status: NodeStatus, members: Sequence[DeviceInfo]) -> NodeRow:
+    """A node the source did not read in full this tick, as its aggregates rank it: a
+    clock-event slowdown or an Xid is critical, the power cap or PCIe replays a warning
+    (read in full, the advisor's findings say which GPU and why)."""
+    severity: Severity | None = None
+    if status.thermal_gpus or status.slowdown_gpus or status.xid:
+        severity = Severity.CRITICAL
+    elif status.power_cap_gpus or status.replays:
+        severity = Severity.WARNING
+    return NodeRow(
+        node=status.node,
+        gpus=tuple(d.index for d in members),
+        worst=(severity,) + (None,) * (len(members) - 1),
+        reporting=(status.up,) * len(members),
+        util_mean=status.util_mean,
+        hottest_c=status.hottest_c,
+        power_w=status.power_w,
+        findings=0,
+    )
 
 
 def is_cluster(devices: Sequence[DeviceInfo]) -> bool:

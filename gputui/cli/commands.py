@@ -368,6 +368,9 @@ def cmd_app(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NO_TERMINAL
+    follow = getattr(source, "follow", None)
+    if follow is not None:  # the screen reads in full only the nodes it shows
+        follow(tuple)
     history = _history(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 

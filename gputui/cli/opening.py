@@ -94,8 +94,11 @@ def _collect(
     readings = max(args.samples, int(seconds / config.interval_s) + 1)
     if source.kind is SourceKind.REMOTE and hasattr(source, "backfill"):
         # A Prometheus server: its history is already in, and its rates come computed; a
-        # second reading would only wait for the same answer. The window asked for remains.
-        readings = int(seconds / config.interval_s) + 1
+        # second reading would only wait for the same answer. The window asked for remains,
+        # unless the history already covers it: then one fresh reading completes it.
+        times = monitor.history.times()
+        covered = len(times) > 1 and times[-1] - times[0] >= seconds
+        readings = 1 if covered else int(seconds / config.interval_s) + 1
     try:
         if manual is not None:
             readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)

@@ -21,6 +21,8 @@ INT32_MAX: Final = 0x7FFFFFFF
 INT64_BLANK: Final = 0x7FFFFFFFFFFFFFF0
 FP64_BLANK: Final = 140737488355328.0  # 2 ** 47
 
+#: "int32": a 32-bit quantity (DCGM keeps it in an int64 field: either family's blanks);
+#: "int64": a 64-bit one (counters, bytes, mJ); "double": a floating-point field
 BlankKind = Literal["int32", "int64", "double"]
 
 
@@ -28,14 +30,16 @@ def is_blank(value: float, kind: BlankKind) -> bool:
     """Whether an exposition value is one of DCGM's blanks for a field of that type.
 
     Exact per type: an int64 field (energy in mJ, PCIe bytes, counters) keeps every value
-    below the int64 blanks, 2**31 and above included; an int32-sized field (clocks,
-    temperatures, fan, utilisation) is blank from 0x7FFFFFF0 to 0x7FFFFFFF only.
+    below the int64 blanks, 2**31 and above included. An int32-sized quantity (clocks,
+    temperatures, fan, utilisation, limits) is one DCGM stores in an int64 field: it is
+    blank from 0x7FFFFFF0 to 0x7FFFFFFF (the value was read as 32 bits) and from the int64
+    blanks up (DCGM_FI_DEV_SLOWDOWN_TEMP answers 9223372036854775808 on boards without it).
     """
     if kind == "double":
         return value >= FP64_BLANK
-    if kind == "int64":
-        return value >= float(INT64_BLANK)  # 2**63 - 16 parses to 2**63 as a double
-    return INT32_BLANK <= value <= INT32_MAX
+    if value >= float(INT64_BLANK):  # 2**63 - 16 parses to 2**63 as a double
+        return True
+    return kind == "int32" and INT32_BLANK <= value <= INT32_MAX
 
 
 @dataclass(frozen=True, slots=True)

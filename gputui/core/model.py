@@ -6,82 +6,16 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import math
-import types
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gputui.core.clock_events import decode_reasons
+from gputui.core.model_checks import clean_readings as _clean_readings
+from gputui.core.model_checks import clean_text_fields
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
-from gputui.core.sanitize import clean
 
-
-def _clean_text(obj: object) -> None:
-    """Every string of a model object (and every string in its tuples) made safe once,
-    where it is built: from NVML, psutil, a remote page or a replay file alike
-    (gputui.core.sanitize). Fields added later are covered without being named here."""
-    for name in _text_fields(type(obj)):
-        value = getattr(obj, name)
-        if isinstance(value, str):
-            cleaned: object = clean(value)
-        elif isinstance(value, tuple) and any(isinstance(v, str) for v in value):
-            cleaned = tuple(clean(v) if isinstance(v, str) else v for v in value)
-        else:
-            continue
-        if cleaned != value:
-            object.__setattr__(obj, name, cleaned)
-
-
-#: for model types defined in other modules of the core
-clean_text_fields = _clean_text
-
-_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _reading(value: object, ceiling: float = math.inf) -> float | None:
-    """A number that can only be finite, >= 0 and at most ``ceiling`` (a time, a share):
-    as a float, or None for anything else (NaN, infinity, negative, not a number)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and 0.0 <= number <= ceiling else None
-
-
-def _clean_readings(obj: object, **ceilings: float) -> None:
-    """Each named number field of ``obj`` checked by ``_reading``, set to None if it fails."""
-    for name, ceiling in ceilings.items():
-        value = getattr(obj, name)
-        if value is not None:
-            checked = _reading(value, ceiling)
-            if checked != value or type(checked) is not type(value):
-                object.__setattr__(obj, name, checked)
-
-
-def _text_fields(cls: type) -> tuple[str, ...]:
-    """The fields whose resolved type can hold outside text: ``str``, an optional one, or a
-    tuple of them (an enum's members are gputui's own). Resolved once per class from the
-    real types, not their spelling."""
-    names = _TEXT_FIELDS.get(cls)
-    if names is None:
-        hints = typing.get_type_hints(cls)
-        names = _TEXT_FIELDS[cls] = tuple(
-            f.name for f in dataclasses.fields(cls) if _holds_text(hints[f.name])
-        )
-    return names
-
-
-def _holds_text(tp: object) -> bool:
-    if isinstance(tp, type):
-        return issubclass(tp, str) and not issubclass(tp, enum.Enum)
-    origin = typing.get_origin(tp)
-    if origin is typing.Final:
-        return _holds_text(typing.get_args(tp)[0])
-    if origin is tuple or origin is typing.Union or origin is types.UnionType:
-        return any(_holds_text(arg) for arg in typing.get_args(tp) if arg is not Ellipsis)
-    return False
+_clean_text = clean_text_fields  # the model's own classes call it by this name
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,6 +440,47 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """One node of a cluster as a Prometheus server's aggregating queries see it, each
+    tick: what shows and ranks it while its GPUs are not read in full (``Frame.nodes``).
+    Counts are of its GPUs; None is unknown (the exporter lacks the field)."""
+
+    node: str
+    up: bool = True
+    #: why it counts as down: "not scraped for 45 s", "up == 0 since the start"
+    down: str | None = None
+    gpus: int | None = None  # GPUs reporting now
+    age_s: float | None = None  # its newest reading's age, by the server's clock
+    interval_s: float | None = None  # the time between its readings (its scrapes)
+    hottest_c: float | None = None
+    util_mean: float | None = None
+    util_min: float | None = None
+    util_max: float | None = None
+    power_w: float | None = None  # all its GPUs together
+    thermal_gpus: int | None = None  # with a thermal clock-event reason set now
+    power_cap_gpus: int | None = None  # ... the power cap
+    slowdown_gpus: int | None = None  # ... HW slowdown or an external power brake
+    xid: int | None = None  # the highest last-Xid code among its GPUs (0: none)
+    replays: float | None = None  # PCIe replays over the history window, its GPUs together
+    #: the Kubernetes workloads on its GPUs (pod names), in GPU order
+    pods: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _clean_text(self)
+        _clean_readings(
+            self,
+            age_s=math.inf,
+            interval_s=math.inf,
+            hottest_c=1000.0,
+            util_mean=100.0,
+            util_min=100.0,
+            util_max=100.0,
+            power_w=math.inf,
+            replays=math.inf,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """Everything one tick read: all GPUs, the host, and the processes on the GPUs.
 
@@ -522,6 +497,14 @@ class Frame:
     #: source does not read them (simulated, remote, older recordings)
     jobs: tuple[JobSettings, ...] = ()
     settings: HostSettings | None = None
+    #: a cluster's nodes as aggregating queries see them (a Prometheus server): the nodes
+    #: whose GPUs this frame does not carry in full are shown and ranked by these
+    nodes: tuple[NodeStatus, ...] = ()
+    #: GPUs that joined since the source opened (a node that came up later): their facts
+    joined: tuple[DeviceInfo, ...] = ()
+    #: the history window of GPUs this frame is the first to carry in full (a node the
+    #: screen began to show), oldest first: placed into the history at their times
+    late: tuple[Frame, ...] = ()
 
     def gpu(self, index: int) -> GpuSample | None:
         for sample in self.gpus:

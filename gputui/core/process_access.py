@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from gputui.core.model import clean_text_fields
+from gputui.core.model_checks import clean_text_fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from operator import attrgetter, mul
 from typing import Final, cast
 
@@ -119,6 +120,15 @@ _HOST_READINGS: Final = attrgetter(*(m.value for m in HostMetric))
 
 MAX_XIDS: Final = 8
 NO_REASONS: Final = -1  # clock-event reasons unknown at that tick
+#: values that move between two collections of an exporter (power has decimals): a tick
+#: that repeats all of them repeats the reading before it
+READING_METRICS: Final = (
+    Metric.POWER_W,
+    Metric.TEMP_C,
+    Metric.SM_CLOCK_MHZ,
+    Metric.UTIL_GPU,
+    Metric.MEM_USED,
+)
 
 
 @dataclass(slots=True)
@@ -249,6 +259,51 @@ class History:
                 column[slot] = NAN if value is None else value
         self.latest = frame
 
+    def fill(self, frame: Frame) -> bool:
+        """An earlier frame's readings, placed at the tick nearest its time (within half
+        the gap to the next tick on its side) for each GPU that had no reading there: the
+        history of a node a source began to read in full later. False when no tick is near.
+        """
+        size = len(self._times)
+        if size == 0:
+            return False
+        at = self._first_at_or_after(frame.time)
+        near = min(
+            (i for i in (at - 1, at) if 0 <= i < size),
+            key=lambda i: abs(self._times[i] - frame.time),
+        )
+        other = near + (1 if frame.time >= self._times[near] else -1)
+        if 0 <= other < size:
+            if (
+                abs(self._times[near] - frame.time)
+                > abs(self._times[other] - self._times[near]) / 2
+            ):
+                return False
+        elif abs(self._times[near] - frame.time) > 1.0 and size > 1:
+            return False  # beyond the ends: only a tick's own time
+        slot = (self._cursor.start + near) % self._cursor.capacity
+        for sample in frame.gpus:
+            rings = self._gpus.get(sample.index)
+            if rings is None:
+                rings = self._gpus[sample.index] = _GpuRings(self._cursor)
+            if sample.lost or any(column[slot] == column[slot] for column in rings.columns):
+                continue  # a reading of its own there already
+            for column, value in zip(rings.columns, _GPU_READINGS(sample), strict=True):
+                column[slot] = NAN if value is None else value
+            reasons = sample.clock_reasons
+            rings.reasons._data[slot] = NO_REASONS if reasons is None else reasons
+        return True
+
+    def _first_at_or_after(self, when: float) -> int:
+        lo, hi = 0, len(self._times)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._times[mid] < when:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     # -- window questions --------------------------------------------------------
     def _count_since(self, seconds: float) -> int:
         """How many of the newest ticks lie within ``seconds`` of the newest one."""
@@ -258,16 +313,9 @@ class History:
         size = len(self._times)
         if size == 0:
             return 0
-        cutoff = self._times[-1] - seconds
-        lo, hi = 0, size
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._times[mid] < cutoff:
-                lo = mid + 1
-            else:
-                hi = mid
-        self._counts[seconds] = size - lo
-        return size - lo
+        count = size - self._first_at_or_after(self._times[-1] - seconds)
+        self._counts[seconds] = count
+        return count
 
     def times(self, seconds: float | None = None) -> list[float]:
         n = None if seconds is None else self._count_since(seconds)
@@ -304,6 +352,56 @@ class History:
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)
         return _stats(self._time_tail(n), self._host[metric].tail(n))
+
+    def reading_times(self, gpu: int, seconds: float | None = None) -> list[float]:
+        """The times of a GPU's distinct readings in the last ``seconds`` (all without).
+
+        A remote exporter collects every 15-60 s: read more often, it answers the same
+        reading again. A tick is a new reading when any of ``READING_METRICS`` changed;
+        ticks without any of them are no reading at all.
+        """
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return []
+        n = len(self._times) if seconds is None else self._count_since(seconds)
+        times = self._time_tail(n)
+        columns = [rings.metrics[m].tail(n) for m in READING_METRICS]
+        out: list[float] = []
+        previous: tuple[float | None, ...] | None = None
+        for i, row in enumerate(zip(*columns, strict=True)):
+            known = tuple(None if v != v else v for v in row)
+            if known.count(None) == len(known):
+                continue
+            if known != previous:
+                out.append(times[i])
+            previous = known
+        return out
+
+    def tick_interval(self, seconds: float) -> float | None:
+        """The median time between the ticks of the last ``seconds``; None before three."""
+        times = self.times(seconds)
+        if len(times) < 3:
+            return None
+        ticks = sorted(b - a for a, b in pairwise(times))
+        return ticks[len(ticks) // 2]
+
+    def reading_interval(self, gpus: Sequence[int], seconds: float) -> float | None:
+        """The source's own time between readings over the last ``seconds``: for each of
+        ``gpus`` the median gap between its distinct readings, and their median; never
+        shorter than the ticks. None when it cannot tell (fewer than three readings)."""
+        tick = self.tick_interval(seconds)
+        if tick is None:
+            return None
+        per_gpu: list[float] = []
+        for gpu in gpus:
+            seen = self.reading_times(gpu, seconds)
+            gaps = sorted(b - a for a, b in pairwise(seen))
+            if len(gaps) >= 2:
+                per_gpu.append(gaps[len(gaps) // 2])
+        if not per_gpu:
+            return None
+        per_gpu.sort()
+        return max(tick, per_gpu[len(per_gpu) // 2])
 
     def last_seen(self, gpu: int) -> float | None:
         """Frame time of the GPU's last reading (lost or absent ticks do not count)."""

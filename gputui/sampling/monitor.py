@@ -56,6 +56,9 @@ class Monitor:
         self.advisor = make_judge()
         #: finding episodes and process spans over the history window (the report's story)
         self.runlog = RunLog(config.history_s)
+        #: the nodes the screen shows now, most wanted first (the selected one's, those in
+        #: view): a source that reads a cluster reads these in full (``Source.follow``)
+        self.shown_nodes: tuple[str, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -95,7 +98,12 @@ class Monitor:
         return self.history.latest
 
     def ingest(self, frame: Frame, advise: bool = True) -> tuple[Finding, ...]:
-        """Add a frame; ``advise=False`` only fills history (catching up after a seek)."""
+        """Add a frame; ``advise=False`` only fills history (catching up after a seek). GPUs
+        that joined come with it, and the history a newly read node missed before it."""
+        if frame.joined:
+            self._join(frame.joined)
+        for earlier in frame.late:
+            self.history.fill(earlier)
         self.history.add(frame)
         self.processes.add(frame)
         if not advise:
@@ -104,6 +112,15 @@ class Monitor:
         findings = self.advisor.update(self.history)
         self.runlog.add(frame, findings)
         return findings
+
+    def _join(self, devices: Sequence[DeviceInfo]) -> None:
+        known = {d.index for d in self.devices}
+        new = tuple(d for d in devices if d.index not in known)
+        if new:
+            self.devices = (*self.devices, *new)
+            add = getattr(self.advisor, "add_devices", None)
+            if add is not None:
+                add(new)
 
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""

@@ -1,159 +1,95 @@
 """A whole cluster's GPUs read from a Prometheus server's HTTP API (Prometheus, Thanos,
 VictoriaMetrics, Mimir: anything that serves /api/v1/query and /api/v1/query_range).
 
-One instant query for the current state of every node, and at open one range query for
-the history window, both for all DCGM fields of the whole cluster at once (never one per
-node); the range step is never finer than the exporter's collect interval. Each answer is
-bounded like a scraped page (sources/remote.py: the whole request within the timeout,
-10 MB, series and GPU caps); a node whose newest sample is older than ``stale_after_s``
-stopped reporting and is said so.
+At open: counts (refused past the caps), a census of every node, each node's scrape
+interval and its GPUs, in pages. Each tick: the aggregating queries that rank every node,
+and the full readings of the nodes wanted (``follow``: those on screen and the suspects;
+without it, every node). The history from ``query_range`` at the cluster's own interval,
+in pages. What could not be read is said in the frame's notes. docs/cluster.md has it all.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import math
-import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from gputui.core.dcgm import BY_NAME
-from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
+from gputui.sources.fetching import ScrapeError, TooLarge, fetch
+from gputui.sources.promnodes import (
+    MAX_CLUSTER_GPUS,
+    MAX_NODES,
+    NARROW,
+    ClusterNode,
+    Figures,
+    Tagged,
+    check_counts,
+    cluster_interval,
+    cluster_of,
+    down_reason,
+    grouped_down,
+    intervals_of,
+    mark_down_targets,
+    pages_of,
+    status_of,
+    wanted,
+)
+from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
+from gputui.sources.promread import (
+    REFUSED,
+    WHOLE,
+    History,
+    Read,
+    as_whole,
+    ask_all,
+    refused_note,
+)
+from gputui.sources.promwire import (
+    Fetcher,
+    Server,
+    bounded,
+    decode,
+    mask_url,
+    point,
+    server_of,
+)
 from gputui.sources.remote import (
-    MAX_SERIES,
-    NodeSeries,
-    ScrapeError,
+    NodeGpu,
     _device,
     _sample,
     _with_xid,
-    blind_note,
-    fetch,
+    blind_notes,
+    blind_of,
 )
 
-#: the exporter's default collect interval (dcgm-exporter -c 30000): a finer step only
-#: repeats readings
-DEFAULT_STEP_S = 30.0
 DEFAULT_STALE_S = 300.0
-TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"
-TOKEN_FILE_ENV = "GPUTUI_PROMETHEUS_TOKEN_FILE"
-USER_ENV = "GPUTUI_PROMETHEUS_USER"
-PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
-
-Fetcher = Callable[[str, float, dict[str, str]], str]
-
-
-def auth_headers(env: dict[str, str] | None = None) -> dict[str, str]:
-    """Credentials from the environment or a file, never the command line (``ps`` shows it)."""
-    env = dict(os.environ) if env is None else env
-    token = (env.get(TOKEN_ENV) or "").strip()  # a secret from a file or k8s: a newline
-    if not token and env.get(TOKEN_FILE_ENV):
-        try:
-            token = Path(env[TOKEN_FILE_ENV]).read_text().strip()
-        except OSError as exc:
-            raise SourceUnavailable(
-                f"cannot read the token file named by {TOKEN_FILE_ENV}: {exc.strerror or exc}"
-            ) from exc
-    if token:
-        return {"Authorization": f"Bearer {token}"}
-    if env.get(USER_ENV):
-        pair = f"{env[USER_ENV]}:{env.get(PASSWORD_ENV, '')}".encode()
-        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
-    return {}
-
-
-def selector(match: str | None, names: str | None = None) -> str:
-    """``{__name__=~"DCGM_FI_...|..."}`` with the user's label matchers added."""
-    names = names or "|".join(sorted(BY_NAME))
-    extra = (match or "").strip().removeprefix("{").removesuffix("}").strip()
-    return "{" + f'__name__=~"{names}"' + (f",{extra}" if extra else "") + "}"
-
-
-def node_of(labels: dict[str, str]) -> str | None:
-    return labels.get("Hostname") or labels.get("hostname") or labels.get("instance")
-
-
-@dataclass
-class _Node:
-    name: str
-    first_index: int = 0
-    gpus: tuple[int, ...] = ()
-    blind: Note | None = None
-    xid: dict[int, int] = field(default_factory=dict)
-
-
-def _decode(text: str, kind: str) -> list[dict[str, Any]]:
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ScrapeError("the answer is not JSON: not a Prometheus API") from exc
-    if not isinstance(document, dict):
-        raise ScrapeError("the answer is not a Prometheus API object")
-    if document.get("status") != "success":
-        kind_ = str(document.get("errorType", "error"))[:64]
-        message = str(document.get("error", "no message"))[:512]
-        raise ScrapeError(f"the server refused the query ({kind_}: {message})")
-    data = document.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != kind:
-        raise ScrapeError(f"the server did not answer a {kind}")
-    result = data.get("result")
-    if not isinstance(result, list):
-        raise ScrapeError("the server's result is not a list")
-    if len(result) > MAX_SERIES:
-        raise ScrapeError(f"more than {MAX_SERIES:,} series: refused")
-    return [r for r in result if isinstance(r, dict)]
-
-
-def _point(pair: Any) -> tuple[float, float] | None:
-    if not isinstance(pair, list) or len(pair) != 2:
-        return None
-    try:
-        when, value = float(pair[0]), float(pair[1])
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return (when, value) if math.isfinite(when) else None
-
-
-def _labels(series: dict[str, Any]) -> dict[str, str] | None:
-    metric = series.get("metric")
-    if not isinstance(metric, dict):
-        return None
-    return {str(k): str(v) for k, v in metric.items()}
-
-
-def _bounded(fetcher: Fetcher, url: str, timeout: float, headers: dict[str, str]) -> str:
-    """``fetcher`` on a daemon thread, waited for at most ``timeout`` and a grace second:
-    the fetch bounds connect, headers and body itself, but not the host name's lookup,
-    which a slow resolver can hold for as long as it likes."""
-    done: list[str | BaseException] = []
-    worker = threading.Thread(
-        target=lambda: done.append(_call(fetcher, url, timeout, headers)),
-        name="gputui-prometheus",
-        daemon=True,
-    )
-    worker.start()
-    worker.join(timeout + 1.0)
-    if not done:
-        raise ScrapeError(f"no answer within {timeout:g} s (the host name's lookup?)")
-    if isinstance(done[0], BaseException):
-        raise done[0]
-    return done[0]
-
-
-def _call(
-    fetcher: Fetcher, url: str, timeout: float, headers: dict[str, str]
-) -> str | BaseException:
-    try:
-        return fetcher(url, timeout, headers)
-    except Exception as exc:  # raised again on the caller's thread
-        return exc
+#: the step when the scrape interval cannot be measured (dcgm-exporter's collect interval)
+DEFAULT_STEP_S = 30.0
+MIN_STEP_S = 1.0
+#: the history read at start: this many readings at the cluster's cadence
+HISTORY_READINGS = 40
+MAX_HISTORY_S = 3600.0
+#: what one page of nodes may hold: GPUs for readings, GPU-points for the history (an
+#: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
+PAGE_GPUS = 256
+PAGE_POINTS = 120_000
+#: the raw samples that measure each node's scrape interval: this long, pages this large
+#: (one series a node: ~2 KB of answer each)
+PROBE_S = 600.0
+PROBE_GPUS = 4096
+#: times the history's last stretch is read again after a long read of the window
+MAX_CATCH_UP = 2
+#: pages asked for at the same time (the server answers them in parallel)
+PARALLEL_PAGES = 4
+#: nodes read in full when following the screen, and newly wanted ones given history a tick
+FOLLOW_NODES = 32
+FOLLOW_HISTORY_NODES = 8
 
 
 class PrometheusSource:
@@ -167,163 +103,393 @@ class PrometheusSource:
         timeout_s: float = 5.0,
         clock: Callable[[], float] = time.time,
         fetcher: Fetcher = fetch,
-        step_s: float = DEFAULT_STEP_S,
-        history_s: float = 600.0,
+        step_s: float | None = None,
+        history_s: float | None = None,
         stale_after_s: float = DEFAULT_STALE_S,
         headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        history_readings: int = HISTORY_READINGS,
+        follow_screen: bool = False,
         at: float | None = None,
     ) -> None:
-        base = url if "://" in url else f"http://{url}"
-        self._base = base.rstrip("/")
-        self._selector = selector(match)
-        self._clock_selector = selector(match, "DCGM_FI_DEV_GPU_TEMP")
+        self._url = url
+        self._at = at  # read the cluster as it was then (a report's end), not now
+        if at is not None:
+            clock = lambda: at  # noqa: E731
+        self._shown = mask_url(url if "://" in url else f"http://{url}").rstrip("/")
+        self._queries = Queries(match)
         self._timeout = timeout_s
         self._clock = clock
         self._fetch = fetcher
         self._step = step_s
         self._history = history_s
+        self._readings = history_readings
         self._stale = stale_after_s
-        self._headers = auth_headers() if headers is None else headers
-        #: open() lists the GPUs as they were at this moment (None: now): a report's end
-        self._at = at
-        self._nodes: dict[str, _Node] = {}
+        self._headers = headers
+        self._env = env
+        self._server: Server | None = None
+        self._nodes: dict[NodeKey, ClusterNode] = {}
         self._devices: list[DeviceInfo] = []
-        self.queries = 0  # how many API requests were made (the benchmark reads it)
+        self._interval = DEFAULT_STEP_S
+        self._lag = 0.0
+        self._following = follow_screen
+        self._shown_nodes: Callable[[], Sequence[str]] | None = None
+        self._full: set[NodeKey] = set()  # the nodes read in full last tick
+        self._notes_once: list[Note] = []
+        self._census_refused = 0
+        self.queries = 0  # API requests made (the benchmark reads them)
+        self._count = threading.Lock()  # pages are asked for on several threads
+        self.bytes = 0  # characters of answers read
 
-    def _get(self, path: str, params: dict[str, str], kind: str) -> list[dict[str, Any]]:
-        url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
-        self.queries += 1
+    # -- calls --------------------------------------------------------------------------
+    def _get(
+        self, path: str, params: dict[str, str], kind: str, fresh: bool = True
+    ) -> list[dict[str, Any]]:
+        """An API call; ``fresh``: past any cache the server keeps (VictoriaMetrics')."""
+        server = self._server
+        if server is None:
+            raise ScrapeError("not opened")
+        if self._at is not None and path == "/api/v1/query" and "time" not in params:
+            params = {**params, "time": f"{self._at:.3f}"}
+        query = urllib.parse.urlencode({**params, "nocache": "1"} if fresh else params)
+        with self._count:
+            self.queries += 1
         try:
-            text = _bounded(self._fetch, url, self._timeout, self._headers)
+            text = bounded(
+                self._fetch, f"{server.base}{path}?{query}", self._timeout, dict(server.headers)
+            )
+        except TooLarge:
+            raise
         except ScrapeError as exc:
-            raise ScrapeError(f"{self._base}: {exc}") from exc
-        return _decode(text, kind)
+            raise ScrapeError(f"{server.shown}: {exc}") from exc
+        with self._count:
+            self.bytes += len(text)
+        return decode(text, kind)
 
-    def _sampled_at(self) -> dict[str, float]:
-        """Each node's newest sample time, as Prometheus stored it: an instant query's own
-        timestamps are the time it was evaluated, not the time the exporter was read, so
-        they say nothing of a node whose series froze (remote-write, Thanos...)."""
-        # One field every exporter carries: timestamp() drops the metric name, and the
-        # series of several names would collide into one label set (an error 422).
-        query = f"max by (Hostname, hostname, instance) (timestamp({self._clock_selector}))"
-        out: dict[str, float] = {}
-        for series in self._get("/api/v1/query", {"query": query}, "vector"):
-            labels = _labels(series)
-            point = _point(series.get("value"))
-            name = node_of(labels) if labels else None
-            if name is not None and point is not None and math.isfinite(point[1]):
-                out[name[:256]] = max(out.get(name[:256], 0.0), point[1])
-        return out
+    def _instant(self, query: str, at: float | None = None) -> list[dict[str, Any]]:
+        params = {"query": query}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        return self._get("/api/v1/query", params, "vector")
 
-    def _instant(self) -> tuple[dict[str, NodeSeries], dict[str, float], int]:
-        params = {"query": self._selector}
-        if self._at is not None:
-            params["time"] = f"{self._at:.3f}"
-        result = self._get("/api/v1/query", params, "vector")
-        nodes: dict[str, NodeSeries] = {}
-        newest: dict[str, float] = {}
-        refused: set[str] = set()  # a node past the caps: dropped alone, the others stay
-        unlabelled = 0
-        for series in result:
-            labels = _labels(series)
-            point = _point(series.get("value"))
-            name = node_of(labels) if labels else None
-            if labels is None or point is None or name is None or "gpu" not in labels:
-                unlabelled += 1
-                continue
-            name = name[:256]
-            if name in refused:
-                continue
-            node = nodes.setdefault(name, NodeSeries())
-            try:
-                node.add(labels.get("__name__", ""), labels, point[1])
-            except ScrapeError:
-                refused.add(name)
-                del nodes[name]
-                continue
-            newest[name] = max(newest.get(name, 0.0), point[0])
-        return nodes, newest, unlabelled
+    # -- opening ------------------------------------------------------------------------
+    @property
+    def interval_s(self) -> float:
+        """The cluster's scrape interval, as measured at open."""
+        return self._interval
+
+    def follow(self, shown: Callable[[], Sequence[str]]) -> None:
+        """Read in full only the nodes ``shown`` names (the screen's, most wanted first)
+        and those the aggregates suspect, up to FOLLOW_NODES: the cost of a tick grows
+        with what is shown, not with the cluster."""
+        self._following = True
+        self._shown_nodes = shown
 
     def open(self) -> tuple[DeviceInfo, ...]:
         try:
-            nodes, _newest, unlabelled = self._instant()
+            self._server = server_of(self._url, self._env)
+            if self._headers is not None:
+                self._server = Server(self._server.base, self._server.shown, self._headers)
+            self._census()
+            found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name))
         except ScrapeError as exc:
-            raise SourceUnavailable(f"the Prometheus server cannot be read: {exc}.") from exc
-        devices: list[DeviceInfo] = []
-        for name in sorted(nodes):
-            try:
-                _host, gpus = nodes[name].finish()
-            except ScrapeError:
-                continue
-            node = self._nodes[name] = _Node(name, first_index=len(devices))
-            node.gpus = tuple(sorted(gpus))
-            for number in node.gpus:
-                devices.append(_device(len(devices), name, gpus[number]))
-            node.blind = blind_note(name, gpus.values())
-        if not devices:
-            why = (
-                f" ({unlabelled} series without gpu and Hostname/instance labels)"
-                if unlabelled
-                else ""
-            )
             raise SourceUnavailable(
-                f"the Prometheus server at {self._base} has no DCGM series matching "
-                f"{self._selector}{why}."
+                f"the Prometheus server cannot be read: {mask_url(str(exc))}."
+            ) from exc
+        if not self._devices:
+            if not found and self._census_refused:
+                found = f" ({self._census_refused} series refused: {REFUSED})"
+            raise SourceUnavailable(
+                f"the Prometheus server at {self._shown} has no {REF} series matching "
+                f"{self._queries.selector(REF)}{found}."
             )
-        self._devices = devices
-        return tuple(devices)
+        return tuple(self._devices)
 
-    def _frame(
-        self, now: float, nodes: dict[str, NodeSeries], notes: list[Note], xid: bool = True
-    ) -> Frame:
-        samples: list[GpuSample] = []
-        for name, node in self._nodes.items():
-            series = nodes.get(name)
-            if series is None:
-                continue
-            try:
-                _host, gpus = series.finish()
-            except ScrapeError as exc:
-                notes.append(Note(NoteKind.NODE_DOWN, f"node {name}: {exc}"))
-                continue
-            for offset, number in enumerate(node.gpus):
-                entry = gpus.get(number)
-                if entry is not None:
-                    sample = _sample(node.first_index + offset, entry)
-                    if xid:
-                        sample = _with_xid(sample, entry, name, node.xid, now, notes)
-                    samples.append(sample)
-        return Frame(time=now, gpus=tuple(samples), notes=tuple(notes))
+    def _census(self) -> None:
+        window = self._window_s(DEFAULT_STEP_S)
+        now = self._clock()
+        counts = Tagged().take(as_whole(self._instant(self._queries.counts(window))), now)
+        total = counts.figures.get(WHOLE, {})
+        check_counts(total.get("nodes"), total.get("gpus"), self._shown)
+        census = Tagged().take(self._instant(self._queries.census(window)), now)
+        names = display_names(census.figures)
+        self._nodes = cluster_of(census.figures, census.meta, names, window)
+        self._census_refused = census.refused
+        if census.refused:
+            self._notes_once.append(refused_note(census.refused))
+        self._probe_intervals(now)
+        self._interval = self._step or cluster_interval(self._nodes.values()) or DEFAULT_STEP_S
+        self._lag = self._measure_lag(census.figures)
+        self._down_targets(now)
+        for node in self._nodes.values():
+            if not node.live and node.down_at_start is None:
+                node.down_at_start = "is down since the start (it reported earlier)"
 
+    def _probe_intervals(self, now: float) -> None:
+        """Each live node's scrape interval from its raw samples (one series a node, in
+        pages): the census's estimate is kept where this cannot be read."""
+        span = min(PROBE_S, self._window_s(DEFAULT_STEP_S))
+        for label in NODE_LABELS:
+            keys = [k for k, n in self._nodes.items() if n.live and k.label == label]
+
+            def ask(page: list[NodeKey], label: str = label) -> list[dict[str, Any]]:
+                query = self._queries.raw_samples(label, [k.value for k in page], span)
+                return self._get("/api/v1/query", {"query": query}, "matrix")
+
+            def take(result: list[dict[str, Any]], page: set[NodeKey]) -> None:
+                for key, every in intervals_of(result, page, now - span - 60, now + 60).items():
+                    self._nodes[key].interval_s = every
+
+            self._paged(keys, ask, take, PROBE_GPUS)
+
+    def _measure_lag(self, figures: dict[NodeKey, Figures]) -> float:
+        """How far behind the server answers when not asked for fresh data (VM's
+        -search.latencyOffset): its newest sample asked plainly, against with nocache."""
+        fresh = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
+        if fresh is None:
+            return 0.0
+        query = {"query": f"max(timestamp({self._queries.selector(REF)}))"}
+        try:
+            result = self._get("/api/v1/query", query, "vector", fresh=False)
+        except ScrapeError:
+            return 0.0
+        got = point(result[0].get("value"), fresh - 86400, fresh + 86400) if result else None
+        if got is None or not math.isfinite(got[1]):
+            return 0.0
+        return max(0.0, fresh - got[1])
+
+    def _down_targets(self, now: float) -> None:
+        """Targets whose last scrape failed (``up`` 0): a node the window saw is marked
+        down since the start; one it never saw is a node known only by its target."""
+        query = self._queries.down_targets({n.job for n in self._nodes.values() if n.job})
+        if query is None:
+            return
+        try:
+            result = self._instant(query)
+        except ScrapeError:
+            return
+        mark_down_targets(self._nodes, result, now)
+
+    def _list_gpus(self, keys: Sequence[NodeKey]) -> str:
+        """Each node's GPUs and limits (for a node down now, its labels as they last were
+        in the window), as devices; what could not be listed is said once."""
+        live = [k for k in keys if self._nodes[k].live or self._nodes[k].reported]
+        gone = [k for k in keys if k not in live and self._nodes[k].seen]
+        fields = self._queries.device_fields
+        window = self._window_s(self._interval)
+        listed = Read(REF, self._clock())
+        failed = self._paged(
+            live,
+            lambda page: self._instant(self._queries.of_nodes(fields, page)),
+            listed.take,
+            PAGE_GPUS,
+        )
+        failed += self._paged(
+            gone,
+            lambda page: self._instant(self._queries.of_nodes(REF, page, window)),
+            listed.take,
+            PAGE_GPUS,
+        )
+        for key in keys:
+            entries = listed.readings.get(key)
+            if entries is not None and entries.gpus:
+                self._add_node(self._nodes[key], entries.gpus)
+        self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
+        if listed.unlabelled:
+            return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"
+        return ""
+
+    def _add_node(self, node: ClusterNode, gpus: dict[int, NodeGpu]) -> list[DeviceInfo]:
+        if len(self._devices) + len(gpus) > MAX_CLUSTER_GPUS:
+            self._notes_once.append(
+                Note(
+                    NoteKind.GENERAL,
+                    f"node {node.name} not added: more than {MAX_CLUSTER_GPUS:,} GPUs; {NARROW}",
+                )
+            )
+            return []
+        node.first_index = len(self._devices)
+        node.gpus = tuple(sorted(gpus))
+        added = [_device(node.first_index + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
+        node.pods = tuple(dict.fromkeys(d.pod for d in added if d.pod))
+        self._devices += added
+        return added
+
+    def _window_s(self, step: float) -> float:
+        window = self._history or self._readings * step
+        return max(step, min(MAX_HISTORY_S, window))
+
+    # -- paging -------------------------------------------------------------------------
+    def _paged(
+        self,
+        keys: Sequence[NodeKey],
+        ask: Callable[[list[NodeKey]], list[dict[str, Any]]],
+        take: Callable[[list[dict[str, Any]], set[NodeKey]], None],
+        gpus_a_page: int,
+    ) -> list[tuple[list[NodeKey], str]]:
+        """``ask`` for each page of ``keys`` and ``take`` its answer; a page too large is
+        asked again in halves, down to one node. Returns the pages that failed, and why."""
+        failed: list[tuple[list[NodeKey], str]] = []
+        pages = pages_of(self._nodes, keys, gpus_a_page)
+        while pages:
+            batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
+            answers = ask_all(ask, batch)
+            retry: list[list[NodeKey]] = []
+            for page, got in zip(batch, answers, strict=True):
+                if isinstance(got, TooLarge) and len(page) > 1:
+                    retry += [page[: len(page) // 2], page[len(page) // 2 :]]
+                elif isinstance(got, ScrapeError):
+                    failed.append((page, str(got)))
+                else:
+                    take(got, set(page))
+            pages = retry + pages
+        return failed
+
+    # -- each tick ----------------------------------------------------------------------
     def read(self) -> Frame:
         now = self._clock()
-        notes: list[Note] = []
+        notes = list(self._notes_once)
+        self._notes_once.clear()
         try:
-            nodes, evaluated, unlabelled = self._instant()
-            sampled = self._sampled_at()
+            tagged = self._summary(now)
         except ScrapeError as exc:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
-        for name, node in self._nodes.items():
-            # Staleness by the server's own clock: its evaluation time against the node's
-            # newest stored sample, so a skewed local clock hides no node and flags none.
-            age = (evaluated.get(name, 0.0) - sampled[name]) if name in sampled else None
-            if name not in nodes:
-                notes.append(Note(NoteKind.NODE_DOWN, f"node {name} stopped reporting"))
-            elif age is not None and age > self._stale:
-                notes.append(
-                    Note(NoteKind.NODE_DOWN, f"node {name} stopped reporting {age:.0f} s ago")
+        joined = self._join(tagged)
+        down = self._down(tagged, now)
+        keys = self._wanted(tagged, down)
+        readings = Read(REF, now)
+        failed = self._paged(
+            keys,
+            lambda page: self._instant(self._queries.of_nodes(self._queries.all_fields, page)),
+            readings.take,
+            PAGE_GPUS,
+        )
+        late = self._late(keys, now)
+        samples = self._samples(now, keys, readings, notes)
+        notes += readings.notes(self._nodes, failed, "not read this tick")
+        notes += self._tick_notes(tagged, down)
+        statuses = self._statuses(tagged, down, now)
+        return Frame(
+            time=now,
+            gpus=tuple(samples),
+            notes=tuple(notes),
+            nodes=statuses,
+            joined=tuple(joined),
+            late=late,
+        )
+
+    def _statuses(
+        self, tagged: Tagged, down: dict[NodeKey, str], now: float
+    ) -> tuple[NodeStatus, ...]:
+        return tuple(
+            status_of(n, tagged.figures.get(k), down.get(k), tagged.evaluated or now, n.pods)
+            for k, n in self._nodes.items()
+        )
+
+    def _summary(self, now: float) -> Tagged:
+        tagged = Tagged()
+        for query in self._queries.summary(self._window_s(self._interval)):
+            tagged.take(self._instant(query), now)
+        return tagged
+
+    def _join(self, tagged: Tagged) -> list[DeviceInfo]:
+        """Nodes that report now and have no GPUs listed yet (a node that came up, or
+        came back): listed now, their GPUs given the next indices."""
+        new: list[NodeKey] = []
+        for key, figure in tagged.figures.items():
+            if "newest" not in figure:
+                continue
+            node = self._nodes.get(key)
+            if node is None and len(self._nodes) < MAX_NODES:
+                names = display_names([*self._nodes, key])
+                meta = tagged.meta.get(key, {})
+                node = self._nodes[key] = ClusterNode(
+                    key, names[key], meta.get("instance"), meta.get("job"), live=True
                 )
-                del nodes[name]
-            elif node.blind is not None:
-                notes.append(node.blind)
-        if unlabelled:
-            notes.append(
-                Note(
-                    NoteKind.GENERAL,
-                    f"{unlabelled} series without gpu and Hostname/instance labels ignored",
-                )
+                self._forget_target(node)
+            if node is not None and not node.gpus:
+                node.reported = True
+                node.seen = max(node.seen, int(figure.get("gpus", 1)))
+                new.append(key)
+        if not new:
+            return []
+        before = len(self._devices)
+        self._list_gpus(new)
+        return self._devices[before:]
+
+    def _forget_target(self, node: ClusterNode) -> None:
+        """A node known only by its target (up == 0 at start) that now reports under its
+        own name is the same machine: one row, not two."""
+        for key, other in list(self._nodes.items()):
+            same = key.label == "instance" and other.instance == node.instance
+            if same and not other.gpus and key != node.key:
+                del self._nodes[key]
+
+    def _down(self, tagged: Tagged, now: float) -> dict[NodeKey, str]:
+        figures = tagged.figures
+        freshest = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
+        out: dict[NodeKey, str] = {}
+        for key, node in self._nodes.items():
+            why = down_reason(
+                node,
+                figures.get(key),
+                freshest,
+                self._interval,
+                tagged.evaluated or now,
+                self._stale,
             )
+            if why is not None:
+                out[key] = why
+            elif key in figures:
+                node.reported = True
+        return out
+
+    def _wanted(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[NodeKey]:
+        if not self._following:
+            return [k for k, n in self._nodes.items() if n.gpus and k not in down]
+        shown = tuple(self._shown_nodes()) if self._shown_nodes is not None else ()
+        if not shown:  # before the screen says: the first nodes it will show
+            shown = tuple(n.name for n in sorted(self._nodes.values(), key=lambda n: n.name)[:4])
+        return wanted(self._nodes, shown, tagged.figures, down, FOLLOW_NODES)
+
+    def _late(self, keys: Sequence[NodeKey], now: float) -> tuple[Frame, ...]:
+        """The history of nodes wanted for the first time (a few a tick), so the advisor
+        judges them at once; none when every node is read every tick."""
+        new = [k for k in keys if k not in self._full][:FOLLOW_HISTORY_NODES]
+        self._full = set(keys) | (self._full & set(keys))
+        if not self._following or not new:
+            return ()
+        return self._history_frames(new, now)
+
+    def _samples(
+        self, now: float, keys: Sequence[NodeKey], readings: Read, notes: list[Note]
+    ) -> list[GpuSample]:
+        out: list[GpuSample] = []
+        for key in keys:
+            node = self._nodes[key]
+            series = readings.readings.get(key)
+            if series is None or not series.gpus:
+                continue
+            for offset, number in enumerate(node.gpus):
+                entry = series.gpus.get(number)
+                if entry is not None:
+                    sample = _sample(node.first_index + offset, entry)
+                    out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+            if not node.checked:  # what its counters leave blind: known from a full read
+                node.blind = blind_of(series.gpus.values())
+                node.checked = True
+        return out
+
+    def _tick_notes(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[Note]:
+        notes = [
+            Note(NoteKind.NODE_DOWN, line)
+            for line in grouped_down(sorted((self._nodes[k].name, why) for k, why in down.items()))
+        ]
+        blind = [(n.name, n.blind) for n in self._nodes.values() if n.blind is not None]
+        notes += blind_notes(sorted(blind))
+        if tagged.refused:
+            notes.append(refused_note(tagged.refused))
         notes.append(
             Note(
                 NoteKind.RULES_BLIND,
@@ -331,53 +497,104 @@ class PrometheusSource:
                 + ", ".join(RULES_NEEDING_HOST),
             )
         )
-        return self._frame(now, nodes, notes)
+        return notes
 
+    # -- history ------------------------------------------------------------------------
     def backfill(self) -> tuple[Frame, ...]:
-        """The history window as frames, from one range query for the whole cluster."""
-        end = self._clock()
+        """The history window as frames, at the cluster's scrape interval: every node's
+        (or, following the screen, the first nodes it shows and the suspects')."""
+        now = self._clock()
         try:
-            frames = self.range_frames(end - self._history, end, self._step)
+            tagged = self._summary(now)
         except ScrapeError:
             return ()
-        return tuple(frame for frame in frames if frame.time < end)
+        down = self._down(tagged, now)
+        keys = self._wanted(tagged, down)
+        self._full = set(keys)
+        frames = self._history_frames(keys, now)
+        # reading a large cluster's window takes a while (minutes at 1,024 nodes read in
+        # full): the stretch since is read too, or the next reading would follow a gap the
+        # rules cannot judge across
+        for _ in range(MAX_CATCH_UP):
+            later = self._clock()
+            if not frames or later - frames[-1].time < 2 * self._step_s():
+                break
+            frames += self._history_frames(keys, later, since=frames[-1].time)
+        if not self._following:
+            return frames
+        # the nodes not read in full reported then as now: their aggregates go with each
+        # frame, so no judgement of the history takes them for silent
+        statuses = self._statuses(tagged, down, now)
+        return tuple(replace(frame, nodes=statuses) for frame in frames)
+
+    def _step_s(self) -> float:
+        return max(MIN_STEP_S, float(round(self._step or self._interval)))
+
+    def _history_frames(
+        self, keys: Sequence[NodeKey], now: float, since: float | None = None
+    ) -> tuple[Frame, ...]:
+        """The window before ``now`` (or, with ``since``, the steps after that time)."""
+        step = self._step_s()
+        window = self._window_s(step)
+        end = math.floor((now - self._lag) / step) * step
+        start = end - math.floor(window / step) * step
+        if since is not None:
+            start = max(start, since + step)
+            if start > end:
+                return ()
+        points = round((end - start) / step) + 1
+        history = History(start, end, step, points)
+        per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
+        failed = self._paged(
+            keys,
+            lambda page: self._range(page, start, end, step),
+            lambda result, page: history.take(result, page, self._nodes),
+            max(1, PAGE_POINTS // per_gpu),
+        )
+        at = end + step  # the stretch a lagging server's range queries hold back
+        while self._lag and at <= now and at <= end + self._lag + step:
+            tail = Read(REF, at)
+            self._paged(
+                keys,
+                lambda page, t=at: self._instant(  # type: ignore[misc]
+                    self._queries.of_nodes(self._queries.all_fields, page), t
+                ),
+                tail.take,
+                PAGE_GPUS,
+            )
+            history.add_read(at, tail, self._nodes)
+            at += step
+        if failed or history.dropped:
+            self._notes_once += history.notes(self._nodes, failed)
+        return history.frames()
 
     def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
-        """The frames from ``start`` to ``end``, ``step`` apart: one range query for the
-        whole cluster (the caller keeps it within one answer's bounds). Raises ScrapeError
-        naming the server."""
-        result = self._get(
-            "/api/v1/query_range",
-            {
-                "query": self._selector,
-                "start": f"{start:.3f}",
-                "end": f"{end:.3f}",
-                "step": f"{step:g}",
-            },
-            "matrix",
+        """Every node's frames from ``start`` to ``end`` (to the millisecond, as the server
+        takes them), ``step`` apart, in pages; ScrapeError for what could not be read."""
+        keys = sorted(self._nodes, key=lambda k: self._nodes[k].name)
+        start, end = round(start, 3), round(end, 3)
+        points = round((end - start) / step) + 1
+        history = History(start, end, step, points)
+        failed = self._paged(
+            keys,
+            lambda page: self._range(page, start, end, step),
+            lambda result, page: history.take(result, page, self._nodes),
+            max(1, PAGE_POINTS // (points * 24)),
         )
-        by_time: dict[float, dict[str, NodeSeries]] = {}
-        points = 0
-        for series in result:
-            labels = _labels(series)
-            name = node_of(labels) if labels else None
-            values = series.get("values")
-            if labels is None or name is None or not isinstance(values, list):
-                continue
-            for pair in values:
-                point = _point(pair)
-                if point is None:
-                    continue
-                points += 1
-                if points > MAX_SERIES * 4:
-                    raise ScrapeError(f"more than {MAX_SERIES * 4:,} values in one answer")
-                nodes = by_time.setdefault(point[0], {})
-                node = nodes.setdefault(name[:256], NodeSeries())
-                try:
-                    node.add(labels.get("__name__", ""), labels, point[1])
-                except ScrapeError:  # a node past the caps: its history is left out
-                    continue
-        return tuple(self._frame(when, by_time[when], [], xid=False) for when in sorted(by_time))
+        if failed:
+            raise ScrapeError(f"{len(failed)} page(s) of nodes not read ({failed[0][1]})")
+        return history.frames()
+
+    def _range(
+        self, page: list[NodeKey], start: float, end: float, step: float
+    ) -> list[dict[str, Any]]:
+        params = {
+            "query": self._queries.of_nodes(self._queries.all_fields, page),
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step:g}",
+        }
+        return self._get("/api/v1/query_range", params, "matrix")
 
     def close(self) -> None:
         pass

@@ -8,22 +8,15 @@ given; ``DeviceInfo.node`` says where each lives.
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import math
 import re
-import socket
-import threading
 import time
 import urllib.parse
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.core.dcgm import (
     BY_NAME,
@@ -38,24 +31,27 @@ from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.xid import describe_xid
 from gputui.sources.base import SourceUnavailable
+from gputui.sources.exposition import ExpositionError, LabelCache, samples
+from gputui.sources.fetching import MAX_BYTES as MAX_BYTES
+from gputui.sources.fetching import ScrapeError as ScrapeError
+from gputui.sources.fetching import fetch as fetch
 
 # What one answer may cost, whatever the other side sends (docs/security.md):
-MAX_BYTES = 10 * 1024 * 1024  # the body, once decompressed (and on the wire)
 MAX_SERIES = 200_000  # samples in one exposition
 MAX_GPUS_PER_NODE = 256  # an NVL72 rack is 72; more is a broken or hostile page
 MAX_LABEL_CHARS = 1024  # a label value longer than this is cut
 MAX_MIG_PER_GPU = 64  # an A100/H100 has at most 7 GPU instances
+#: a read that takes this share of the time between two reads: the ticks fall behind
+FALLING_BEHIND = 0.9
 _GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
-#: Kubernetes labels, as dcgm-exporter's pod mapping names them (and its older names)
+#: Kubernetes labels, as dcgm-exporter's pod mapping names them (and its older names).
+#: Scraped by a Prometheus in Kubernetes, the workload's labels clash with the target's own
+#: (the exporter's pod) and are renamed exported_*: those name the job, so they come first.
 K8S_LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pod", ("pod", "pod_name")),
-    ("namespace", ("namespace", "pod_namespace")),
-    ("container", ("container", "container_name")),
+    ("pod", ("exported_pod", "pod", "pod_name")),
+    ("namespace", ("exported_namespace", "namespace", "pod_namespace")),
+    ("container", ("exported_container", "container", "container_name")),
 )
-
-
-class ScrapeError(Exception):
-    pass
 
 
 def _valid(value: float, dcgm: DcgmField) -> bool:
@@ -90,21 +86,21 @@ class NodeGpu:
     present: set[str] = field(default_factory=set)
 
 
-def parse_exposition(text: str) -> tuple[str | None, dict[int, NodeGpu]]:
+def parse_exposition(
+    text: str, cache: LabelCache | None = None
+) -> tuple[str | None, dict[int, NodeGpu]]:
     """The node's host name (if labelled) and its GPUs, from a Prometheus text exposition.
 
     Bounded whatever the page says: at most MAX_SERIES samples, MAX_GPUS_PER_NODE GPUs,
-    label values cut to MAX_LABEL_CHARS; anything beyond is refused, not stored.
+    label values cut to MAX_LABEL_CHARS; anything beyond is refused, not stored. ``cache``
+    (the node's, kept across ticks) holds its label blocks already parsed.
     """
     node = NodeSeries()
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                node.add(sample.name, sample.labels, float(sample.value))
-    except ScrapeError:
-        raise
-    except Exception as exc:  # the parser raises ValueError and friends on garbage
-        raise ScrapeError(f"not a Prometheus exposition ({type(exc).__name__})") from exc
+        for name, labels, value in samples(text, cache):
+            node.add(name, labels, value)
+    except ExpositionError as exc:
+        raise ScrapeError(f"not a Prometheus exposition ({exc})") from exc
     return node.finish()
 
 
@@ -112,16 +108,17 @@ class NodeSeries:
     """One node's GPUs built series by series, within the bounds, whatever the input:
     a scraped page, or a Prometheus server's answer for that node."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_series: int | None = None) -> None:
         self.hostname: str | None = None
         self.gpus: dict[int, NodeGpu] = {}
         self.seen = 0
         self.legacy = False
+        self.max_series = MAX_SERIES if max_series is None else max_series
 
     def add(self, name: str, labels: dict[str, str], value: float) -> None:
         self.seen += 1
-        if self.seen > MAX_SERIES:
-            raise ScrapeError(f"more than {MAX_SERIES:,} series: refused")
+        if self.seen > self.max_series:
+            raise ScrapeError(f"more than {self.max_series:,} series: refused")
         dcgm = BY_NAME.get(name)
         if dcgm is None:
             if name.startswith(LEGACY_PREFIX):
@@ -191,138 +188,6 @@ def _kept(labels: dict[str, str]) -> dict[str, str]:
     return {k[:64]: v[:MAX_LABEL_CHARS] for k, v in labels.items()}
 
 
-def _cut(holder: list[socket.socket]) -> None:
-    """The deadline passed: unblock whatever the fetching thread waits for. The socket is
-    held from the moment it connected: an HTTP/1.0 answer takes it off the connection."""
-    for sock in holder:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
-    """The page at ``url``, or ScrapeError. ``timeout`` bounds the whole request (connect,
-    headers, body: a server that drips a byte a second is cut there), the body is at most
-    MAX_BYTES once decompressed (gzip is asked for: a cluster's answer shrinks twentyfold),
-    and a redirect is followed only within the same scheme, host and port."""
-    deadline = time.monotonic() + timeout
-    for _hop in range(3):
-        parts = urllib.parse.urlsplit(url)
-        try:
-            port = parts.port
-        except ValueError as exc:
-            raise ScrapeError(f"not a port number in {url}") from exc
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ScrapeError(f"not an http(s) URL: {url}")
-        if deadline - time.monotonic() <= 0:
-            break
-        got = _get(url, parts, port, deadline, timeout, headers or {})
-        if isinstance(got, str):
-            return got
-        url = got.target
-    raise ScrapeError(f"no complete answer within {timeout:g} s")
-
-
-@dataclass(frozen=True, slots=True)
-class _Redirect:
-    target: str
-
-
-def _get(
-    url: str,
-    parts: urllib.parse.SplitResult,
-    port: int | None,
-    deadline: float,
-    timeout: float,
-    headers: dict[str, str],
-) -> str | _Redirect:
-    """One GET within the deadline: the text, or where a same-host redirect points."""
-    left = deadline - time.monotonic()
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname or "", port, timeout=left)
-    held: list[socket.socket] = []
-    watchdog = threading.Timer(left, _cut, (held,))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        connection.connect()
-        if connection.sock is not None:
-            held.append(connection.sock)
-        if time.monotonic() >= deadline:  # the watchdog may have fired before it was held
-            raise OSError("deadline passed while connecting")
-        path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
-        connection.request(
-            "GET", path, headers={"Accept": "text/plain", "Accept-Encoding": "gzip", **headers}
-        )
-        response = connection.getresponse()
-        if response.status in (301, 302, 303, 307, 308):
-            target = urllib.parse.urljoin(url, response.getheader("Location") or "")
-            there = urllib.parse.urlsplit(target)
-            if (there.scheme, there.hostname, there.port) != (
-                parts.scheme,
-                parts.hostname,
-                parts.port,
-            ):
-                raise ScrapeError(f"redirected to another host or port ({target}): not followed")
-            return _Redirect(target)
-        if response.status != 200:
-            raise ScrapeError(f"HTTP {response.status}")
-        body = _body(response)
-        if time.monotonic() >= deadline:  # cut by the watchdog: what came is not all
-            raise OSError("deadline passed while reading")
-    except ScrapeError:
-        raise
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        if time.monotonic() >= deadline - 0.01:
-            raise ScrapeError(f"no complete answer within {timeout:g} s") from exc
-        # Never the text of a ValueError: http.client quotes the offending header in it,
-        # and a header can hold a credential.
-        reason = type(exc).__name__ if isinstance(exc, ValueError) else exc
-        reason = getattr(exc, "reason", None) or reason
-        raise ScrapeError(f"unreachable ({reason})") from exc
-    finally:
-        watchdog.cancel()
-        connection.close()
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScrapeError("answer is not text") from exc
-
-
-def _body(response: http.client.HTTPResponse) -> bytes:
-    """The answer's bytes, decompressed as it arrives and cut at MAX_BYTES: what is capped
-    is what the parser would hold, not what crossed the wire (a small gzip bomb is refused
-    as soon as it grows past the cap)."""
-    encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
-    if encoding not in ("identity", "gzip"):
-        raise ScrapeError(f"a {encoding}-compressed answer, not asked for: refused")
-    declared = response.getheader("Content-Length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BYTES:
-        raise ScrapeError("answer larger than 10 MB")
-    gunzip = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
-    body = bytearray()
-    wire = 0
-    while chunk := response.read(65536):
-        wire += len(chunk)
-        if wire > MAX_BYTES:
-            raise ScrapeError("answer larger than 10 MB")
-        if gunzip is not None:
-            chunk = gunzip.decompress(chunk, MAX_BYTES + 1 - len(body))
-            if gunzip.unconsumed_tail:
-                raise ScrapeError("answer larger than 10 MB once decompressed")
-        body += chunk
-        if len(body) > MAX_BYTES:
-            raise ScrapeError(
-                "answer larger than 10 MB once decompressed"
-                if gunzip
-                else "answer larger than 10 MB"
-            )
-    if gunzip is not None:
-        body += gunzip.flush(MAX_BYTES + 1 - len(body))
-        if len(body) > MAX_BYTES:
-            raise ScrapeError("answer larger than 10 MB once decompressed")
-    return bytes(body)
-
-
 @dataclass
 class _Node:
     url: str
@@ -330,10 +195,13 @@ class _Node:
     first_index: int = 0
     gpus: tuple[int, ...] = ()  # the node's own GPU numbers, in our index order
     pending: Future[str] | None = None
-    #: the rules its page leaves blind, said once a tick (computed when it opened)
-    blind_note: Note | None = None
+    #: the rules its page leaves blind (computed when it opened), said once a tick with
+    #: every node that lacks the same
+    blind: Blind | None = None
     #: the last Xid code seen per GPU number: a new code is a new event
     xid: dict[int, int] = field(default_factory=dict)
+    #: its page's label blocks, parsed once (the page repeats them tick after tick)
+    labels: LabelCache = field(default_factory=dict)
 
 
 class RemoteSource:
@@ -358,6 +226,10 @@ class RemoteSource:
             max_workers=max(1, len(urls)), thread_name_prefix="gputui-remote"
         )
         self._devices: list[DeviceInfo] = []
+        self._last_start: float | None = None
+        #: the last read's cost: wall seconds, CPU seconds spent parsing (the benchmark)
+        self.read_s = 0.0
+        self.parse_cpu_s = 0.0
 
     def open(self) -> tuple[DeviceInfo, ...]:
         results = self._scrape()
@@ -379,7 +251,7 @@ class RemoteSource:
             node.gpus = tuple(sorted(gpus))
             for number in node.gpus:
                 devices.append(_device(len(devices), node.name, gpus[number]))
-            node.blind_note = blind_note(node.name, gpus.values())
+            node.blind = blind_of(gpus.values())
         if not devices:
             reasons = "; ".join(f"{n.url}: {results.get(n.url)}" for n in self._nodes)
             raise SourceUnavailable(f"no GPUs could be read from the sources ({reasons}).")
@@ -409,17 +281,22 @@ class RemoteSource:
                 out[node.url] = ScrapeError(f"{type(exc).__name__}: {exc}")
                 continue
             node.pending = None
+            parsing = time.process_time()
             try:
-                out[node.url] = parse_exposition(text)
+                out[node.url] = parse_exposition(text, node.labels)
             except ScrapeError as exc:
                 out[node.url] = exc
+            self.parse_cpu_s += time.process_time() - parsing
         return out
 
     def read(self) -> Frame:
         now = self._clock()
+        started = time.monotonic()
+        self.parse_cpu_s = 0.0
         results = self._scrape()
         samples: list[GpuSample] = []
         notes: list[Note] = []
+        blind: list[tuple[str, Blind]] = []
         for node in self._nodes:
             result = results.get(node.url)
             if isinstance(result, ScrapeError) or result is None:
@@ -442,13 +319,17 @@ class RemoteSource:
                         "(the first of each kept)",
                     )
                 )
-            if node.blind_note is not None:
-                notes.append(node.blind_note)
+            if node.blind is not None:
+                blind.append((node.name, node.blind))
             for offset, number in enumerate(node.gpus):
                 entry = gpus.get(number)
                 if entry is not None:
                     sample = _sample(node.first_index + offset, entry)
                     samples.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+        notes += blind_notes(blind)
+        behind = self._behind(started)
+        if behind is not None:
+            notes.append(behind)
         notes.append(
             Note(
                 NoteKind.RULES_BLIND,
@@ -457,6 +338,20 @@ class RemoteSource:
             )
         )
         return Frame(time=now, gpus=tuple(samples), notes=tuple(notes))
+
+    def _behind(self, started: float) -> Note | None:
+        """Reads that take as long as the time between them: the sampler starts the next
+        one at once, and the ticks come as slowly as the pages can be read and parsed."""
+        previous, self._last_start = self._last_start, started
+        self.read_s = time.monotonic() - started
+        if previous is None or self.read_s < FALLING_BEHIND * (started - previous):
+            return None
+        return Note(
+            NoteKind.GENERAL,
+            f"reading {len(self._nodes)} node(s) takes {self.read_s:.1f} s a tick "
+            f"({1000 * self.parse_cpu_s:.0f} ms of it parsing): the readings fall behind the "
+            "interval; put a Prometheus server in front and use --prometheus (docs/cluster.md)",
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -468,7 +363,11 @@ def _metrics_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def blind_note(node: str, gpus: Iterable[NodeGpu]) -> Note | None:
+#: the rules a node's page leaves blind (with what they need) and the CSV lines for them
+Blind = tuple[str, tuple[str, ...]]
+
+
+def blind_of(gpus: Iterable[NodeGpu]) -> Blind | None:
     """The rules a node's page leaves blind, and the counters-CSV lines that enable them."""
     present: set[str] = set()
     for entry in gpus:
@@ -476,12 +375,32 @@ def blind_note(node: str, gpus: Iterable[NodeGpu]) -> Note | None:
     blind, lines = missing_counters(present)
     if not blind:
         return None
-    rules = ", ".join(f"{rule} (needs {', '.join(needs)})" for rule, needs in blind.items())
-    return Note(
-        NoteKind.RULES_BLIND,
-        f"node {node}: the exporter's counters leave these rules blind: {rules}. "
-        "Add to its counters CSV (dcgm-exporter -f FILE): " + " | ".join(lines),
-    )
+    return ", ".join(f"{rule} (needs {', '.join(needs)})" for rule, needs in blind.items()), lines
+
+
+def blind_notes(nodes: Sequence[tuple[str, Blind]]) -> list[Note]:
+    """One note for every node that lacks the same counters, never one a node: at 64 nodes
+    a note each would crowd the findings out of the advisor pane."""
+    by_blind: dict[Blind, list[str]] = {}
+    for name, blind in nodes:
+        by_blind.setdefault(blind, []).append(name)
+    notes = []
+    for (rules, lines), names in by_blind.items():
+        who = f"node {names[0]}" if len(names) == 1 else f"{len(names)} nodes ({few(names)})"
+        notes.append(
+            Note(
+                NoteKind.RULES_BLIND,
+                f"{who}: the exporter's counters leave these rules blind: {rules}. "
+                "Add to its counters CSV (dcgm-exporter -f FILE): " + " | ".join(lines),
+            )
+        )
+    return notes
+
+
+def few(names: Sequence[str], shown: int = 3) -> str:
+    """'a, b, c and 61 more'."""
+    head = ", ".join(names[:shown])
+    return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
 
 
 def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
@@ -492,7 +411,12 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         if dcgm.on == "device":
             facts[dcgm.attr] = dcgm.to_model(value)
     for attr, keys in K8S_LABELS:
-        found = next((labels[k] for k in keys if labels.get(k)), None)
+        found = _workload(labels, keys)
+        # a MIG GPU runs one job per instance: each instance's series names its own pod
+        instances = [_workload(entry.mig[i].labels, keys) for i in sorted(entry.mig)]
+        named = list(dict.fromkeys(v for v in instances if v))
+        if named:
+            found = ", ".join(named[:8]) + (f" (+{len(named) - 8})" if len(named) > 8 else "")
         if found:
             facts[attr] = found
     info = DeviceInfo(
@@ -506,6 +430,10 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         mig_mode=True if entry.mig else None,
     )
     return replace(info, **facts)
+
+
+def _workload(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
+    return next((labels[k] for k in keys if labels.get(k, "").strip()), None)
 
 
 _NOT_SAMPLE_FIELDS = frozenset(("xid", "gr_active"))

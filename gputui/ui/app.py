@@ -45,6 +45,7 @@ from gputui.ui.replay_keys import ReplayKeys
 from gputui.ui.screens import PageScreen
 from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
+from gputui.view.cluster import shown_nodes
 from gputui.view.header import Replaying, header_row, header_state
 from gputui.view.screen import ScreenView
 
@@ -233,6 +234,7 @@ class GpuTuiApp(App[int]):
     def redraw(self) -> None:
         if not self._drawable:
             return
+        self.monitor.shown_nodes = shown_nodes(self.monitor.devices, self.selected)
         size = self._size or self.size
         self._draw_header(size.width)
         over = self.screen_stack[1:]

@@ -139,9 +139,12 @@ class TopologyScreen(PageScreen[None]):
 class ClusterScreen(PageScreen[int | None]):
     """Every node as one row, worst first; Enter opens that node's first GPU."""
 
+    # priority: the scrolling panel would take the arrows for itself
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down,j", "move(1)", "next node"),
-        Binding("up,k", "move(-1)", "previous node"),
+        Binding("down,j", "move(1)", "next node", priority=True),
+        Binding("up,k", "move(-1)", "previous node", priority=True),
+        Binding("pagedown", "move(10)", "10 nodes down", show=False, priority=True),
+        Binding("pageup", "move(-10)", "10 nodes up", show=False, priority=True),
         Binding("enter", "open", "open its GPUs"),
         Binding("escape,q,c", "close", "close"),
     ]
@@ -150,18 +153,30 @@ class ClusterScreen(PageScreen[int | None]):
         super().__init__(palette)
         self._monitor = monitor
         self._selected = 0
+        self._node: str | None = None  # the selected node: it stays selected as ranks move
         self._rows: list[NodeRow] = []
 
     def build(self, width: int) -> Panel:
-        """Ranked anew from the monitor's latest state (on every frame while shown)."""
+        """Ranked anew from the monitor's latest state (on every frame while shown); as
+        many nodes as the dialog holds, the selected one among them."""
         monitor = self._monitor
         self._rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
+        names = [r.node for r in self._rows]
+        if self._node in names:
+            self._selected = names.index(self._node)
         self._selected = min(self._selected, max(0, len(self._rows) - 1))
-        return cluster_page(self._rows, len(monitor.devices), self._selected, width)
+        self._node = names[self._selected] if names else None
+        # the dialog is at most 90 % of the screen, less its border and padding
+        height = self.size.height * 9 // 10 - 4 if self.size.height else None
+        return cluster_page(self._rows, len(monitor.devices), self._selected, width, height)
 
     def action_move(self, step: int) -> None:
         if self._rows:
-            self._selected = (self._selected + step) % len(self._rows)
+            if abs(step) == 1:
+                self._selected = (self._selected + step) % len(self._rows)
+            else:
+                self._selected = max(0, min(len(self._rows) - 1, self._selected + step))
+            self._node = self._rows[self._selected].node
             self.refresh_rows()
 
     def action_open(self) -> None:

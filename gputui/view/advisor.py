@@ -44,6 +44,11 @@ def advisor(
     note_rows = [
         Row((Cell(cut(f"! {n}", width), Role.WARN if "down" in n else Role.DIM),)) for n in notes
     ]
+    if findings and height > 0 and len(note_rows) > max(1, height // 3):
+        # a finding is never crowded out by the source's notes (a cluster has many)
+        keep = max(1, height // 3) - 1
+        rest = len(note_rows) - keep
+        note_rows = [*note_rows[:keep], Row((Cell(f"! and {rest} more notes", Role.DIM),))]
     room = max(1, height - len(note_rows)) if height > 0 else 1_000
     if not findings:
         if waiting:

@@ -1,7 +1,7 @@
-"""Fuzzing the parsers of outside input (issue 27): random exporter pages and recording
-lines, built from the real formats and then broken. Whatever arrives, no exception but the
-parser's own clear error escapes, memory stays bounded, every reading that comes out is
-inside its physical range and every text is clean.
+"""Fuzzing the parsers of outside input (issue 27): random exporter pages, Prometheus
+answers and recording lines, built from the real formats and then broken. Whatever
+arrives, no exception but the parser's own clear error escapes, memory stays bounded,
+every reading that comes out is inside its physical range and every text is clean.
 
 Bounded in time: a fixed number of examples, derandomised so CI runs the same cases."""
 
@@ -28,6 +28,9 @@ from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
 from gputui.formats.recording import Header, RecordingError, header_line, read_recording
 from gputui.formats.values import frame_dict
+from gputui.sources.base import SourceUnavailable
+from gputui.sources.promapi import PrometheusSource
+from gputui.sources.promql import REF, TAG
 from gputui.sources.remote import (
     MAX_GPUS_PER_NODE,
     MAX_LABEL_CHARS,
@@ -261,3 +264,89 @@ def test_a_random_recording_gives_an_error_naming_its_line_or_frames_in_range(
 ) -> None:
     with bounded_memory():
         _read(lines, _check_frame)
+
+
+# -- Prometheus answers --------------------------------------------------------------------
+
+NOW = 1_700_000_000.0
+PROM_LABEL_VALUES = st.one_of(
+    st.sampled_from(["n1", "n2", "10.0.0.5:9400", "0", "1", "7"]),
+    st.text(max_size=20),
+    st.none(),
+    st.integers(),
+    st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+)
+
+
+@st.composite
+def prom_series(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly what a server answers gputui's queries with (a DCGM series of a node's GPU,
+    or one of the figures its aggregates tag), then broken here and there."""
+    labels: dict[str, Any] = {
+        "__name__": draw(st.sampled_from([REF, REF, *sorted(BY_NAME)[:12], "up"])),
+        "gpu": draw(st.sampled_from(["0", "1", "2", "3"])),
+        "Hostname": draw(st.sampled_from(["n1", "n2", "10.0.0.5:9400"])),
+        "instance": "10.0.0.5:9400",
+    }
+    if draw(st.booleans()):
+        labels[TAG] = draw(st.sampled_from(["seen", "live", "samples", "nodes", "gpus", "x"]))
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        name = draw(st.sampled_from(["gpu", "Hostname", "instance", TAG, "modelName", "UUID"]))
+        labels[name] = draw(PROM_LABEL_VALUES)
+    when = draw(
+        st.sampled_from([NOW, NOW, NOW - 15.0, NOW - 600.0])
+        | st.floats(allow_nan=True, allow_infinity=True)
+    )
+    value = draw(st.sampled_from(["1", "8", "55", "700", "1700000000"]) | NUMBERS)
+    return {"metric": labels, "value": [when, value], "values": [[when, value]]}
+
+
+@st.composite
+def prom_answers(draw: st.DrawFn) -> str:
+    kind = draw(st.integers(0, 19))
+    if kind == 0:
+        return draw(st.text(max_size=60))
+    if kind == 1:
+        return json.dumps(
+            {
+                "status": "error",
+                "errorType": draw(st.text(max_size=10)),
+                "error": draw(st.text(max_size=30)),
+            }
+        )
+    series = draw(st.lists(prom_series(), max_size=12))
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}})
+
+
+def _as_matrix(answer: str) -> str:
+    try:
+        document = json.loads(answer)
+        document["data"]["resultType"] = "matrix"
+        for series in document["data"]["result"]:
+            series.pop("value", None)
+        return json.dumps(document)
+    except (ValueError, KeyError, TypeError):
+        return answer
+
+
+@FUZZ
+@given(st.lists(prom_answers(), min_size=1, max_size=6))
+def test_a_random_prometheus_answer_gives_an_error_or_readings_in_range(answers: list[str]) -> None:
+    calls: list[str] = []
+
+    def fetcher(url: str, timeout: float, headers: dict[str, str]) -> str:
+        answer = answers[len(calls) % len(answers)]
+        calls.append(url)
+        return _as_matrix(answer) if "query_range" in url else answer
+
+    with bounded_memory():
+        source = PrometheusSource("http://prom:9090", clock=lambda: NOW, fetcher=fetcher, env={})
+        try:
+            devices = source.open()
+        except SourceUnavailable as exc:
+            assert str(exc) and "\x1b" not in str(exc)
+            return
+        for device in devices:
+            assert_clean_text(device)
+        for frame in (*source.backfill(), source.read()):
+            _check_frame(frame)

@@ -151,6 +151,11 @@ def test_dcgm_3_and_4_clock_event_names_both_read() -> None:
         ("DCGM_FI_DEV_FAN_SPEED", INT32_BLANK + 2, False),  # NOT_SUPPORTED
         ("DCGM_FI_DEV_GPU_TEMP", 0x7FFFFFFF, False),
         ("DCGM_FI_DEV_GPU_TEMP", 0x7FFFFFEF, True),
+        # an int32-sized quantity DCGM keeps in an int64 field: its int64 blank too
+        # (DCGM_FI_DEV_SLOWDOWN_TEMP answers 9223372036854775808 on boards without it)
+        ("DCGM_FI_DEV_SLOWDOWN_TEMP", 9223372036854775808, False),
+        ("DCGM_FI_DEV_SLOWDOWN_TEMP", INT64_BLANK, False),
+        ("DCGM_FI_DEV_SLOWDOWN_TEMP", 87, True),
         # int64 fields: values above 2**31 are values, the int64 blanks are blanks
         ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0x80000000, True),
         ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0xFFFFFFFF, True),
@@ -237,6 +242,40 @@ def test_node_names_and_kubernetes_labels() -> None:
     old = {"gpu": "0", "pod_name": "p", "pod_namespace": "ns", "container_name": "c"}
     devices, _frame = read(family("DCGM_FI_DEV_GPU_TEMP", "gauge", "t", [(old, 50)]))
     assert (devices[0].node, devices[0].pod, devices[0].namespace) == ("n0:9400", "p", "ns")
+
+
+def test_kubernetes_renamed_workload_labels_name_the_job_not_the_exporter() -> None:
+    # scraped by a Prometheus in Kubernetes, pod/namespace/container are the exporter's own
+    # target labels; the workload's are renamed exported_*
+    k8s = labels(
+        "node-k",
+        0,
+        pod="dcgm-exporter-x7k2p",
+        namespace="gpu-operator",
+        exported_pod="trainer-0",
+        exported_namespace="ml",
+        exported_container="pytorch",
+    )
+    devices, _frame = read(family("DCGM_FI_DEV_GPU_TEMP", "gauge", "t", [(k8s, 50)]))
+    d = devices[0]
+    assert (d.pod, d.namespace, d.container) == ("trainer-0", "ml", "pytorch")
+
+
+def test_a_mig_gpu_shows_the_pods_of_its_instances() -> None:
+    rows = [
+        (labels("node-m", 0, GPU_I_ID=str(i), GPU_I_PROFILE="1g.10gb", pod=f"job-{i}"), 40)
+        for i in (1, 2)
+    ]
+    devices, _frame = read(family("DCGM_FI_DEV_FB_USED", "gauge", "f", rows))
+    assert devices[0].pod == "job-1, job-2"
+
+
+def test_nodes_lacking_the_same_counters_share_one_note() -> None:
+    source = source_of(*(default_page(f"node-{i}", gpus=1) for i in range(5)))
+    source.open()
+    blind = [n.text for n in source.read().notes if n.kind == NoteKind.RULES_BLIND]
+    counters = [t for t in blind if "counters leave these rules blind" in t]
+    assert len(counters) == 1 and counters[0].startswith("5 nodes (")
 
 
 def test_rule_needs_names_real_rules() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import NvmlSource
-from gputui.sources.promapi import PrometheusSource, _decode, _point, auth_headers
+from gputui.sources.promapi import PrometheusSource
+from gputui.sources.promwire import auth_headers, decode, point
 from gputui.sources.remote import RemoteSource, ScrapeError, fetch
 from tests.nvml_double import GPU_IS_LOST, INVALID_ARGUMENT, FakeGpu, FakeNvmlLib, install
+from tests.prom_fake import FakeProm, gpu_series
 
 
 def test_a_gpu_lost_while_it_is_opened_keeps_one_entry_and_the_others(
@@ -68,28 +71,37 @@ def test_a_value_too_large_for_its_unit_is_no_reading() -> None:
 
 def test_malformed_api_answers_are_scrape_errors_not_tracebacks() -> None:
     with pytest.raises(ScrapeError):
-        _decode("[" * 100_000 + "]" * 100_000, "vector")
-    assert _point([int("9" * 400), "1"]) is None
-    assert _point(["1e400", "1"]) is None
+        decode("[" * 100_000 + "]" * 100_000, "vector")
+    assert point([int("9" * 400), "1"], 0, 2e9) is None
+    assert point(["1e400", "1"], 0, 2e9) is None
 
 
 def test_one_node_past_the_caps_is_dropped_alone() -> None:
-    def series(host: str, gpus: int) -> list[str]:
-        return [
-            f'{{"metric":{{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"{g}","Hostname":"{host}"}},'
-            f'"value":[1000,"50"]}}'
-            for g in range(gpus)
-        ]
-
-    body = ",".join(series("huge", 300) + series("fine", 2))
-    answer = f'{{"status":"success","data":{{"resultType":"vector","result":[{body}]}}}}'
-
-    def fetcher(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
-        return answer
-
-    source = PrometheusSource("http://prom", fetcher=fetcher)
+    server = FakeProm([*gpu_series("huge", 300), *gpu_series("fine", 2)])
+    source = PrometheusSource("http://prom", fetcher=server)
     devices = source.open()
     assert {d.node for d in devices} == {"fine"} and len(devices) == 2
+    said = " ".join(n.text for n in source.read().notes)
+    assert "node huge refused: more than 256 GPUs on one node" in said
+
+
+def test_an_answer_too_large_is_asked_again_in_smaller_pages() -> None:
+    nodes = [f"n{i:02d}" for i in range(20)]
+    server = FakeProm([s for n in nodes for s in gpu_series(n, 8)], max_answer=40)
+    source = PrometheusSource("http://prom", fetcher=server)
+    assert len(source.open()) == 160
+    frame = source.read()
+    assert len(frame.gpus) == 160 and not any("not read" in n.text for n in frame.notes)
+    history = source.backfill()
+    assert history and all(len(f.gpus) == 160 for f in history)
+
+
+def test_a_node_no_page_can_hold_is_named_never_dropped_silently() -> None:
+    server = FakeProm([*gpu_series("big", 8), *gpu_series("small", 2)], max_answer=4)
+    source = PrometheusSource("http://prom", fetcher=server)
+    assert {d.node for d in source.open()} == {"small"}
+    said = " ".join(n.text for n in source.read().notes)
+    assert "their GPUs could not be listed (answer larger than 10 MB): big" in said
 
 
 def test_a_server_that_never_answers_even_its_name_costs_the_deadline_only() -> None:
@@ -104,7 +116,7 @@ def test_a_server_that_never_answers_even_its_name_costs_the_deadline_only() -> 
 
     source = PrometheusSource("http://prom", timeout_s=0.5, fetcher=stuck)
     started = time.monotonic()
-    frame = source.read()
+    with pytest.raises(SourceUnavailable, match=r"no answer within 0\.5 s"):
+        source.open()
     assert time.monotonic() - started < 2.0
-    assert "no answer within 0.5 s" in frame.notes[0].text
     hang.set()

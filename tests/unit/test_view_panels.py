@@ -192,3 +192,15 @@ def test_overview_cards_that_do_not_fit_are_counted_and_clicks_find_their_gpu() 
     assert isinstance(key, CardsKey) and key.gpus == (0, 1)
     assert key.gpu_at(0) == 0 and key.gpu_at(key.card_width + 1) == 1
     assert key.gpu_at(2 * key.card_width + 1) is None
+
+
+def test_a_critical_is_never_crowded_out_by_a_clusters_notes() -> None:
+    from gputui.core.model import Finding
+    from gputui.core.names import RuleId, Severity
+
+    critical = Finding(RuleId.THERMAL_THROTTLE, Severity.CRITICAL, 3, "Thermal", (), (), 0, 1)
+    notes = [f"node node-{i:02d} stopped reporting" for i in range(30)]
+    panel = advisor([critical], 0, 1.0, False, 78, 8, notes=notes)
+    text = [" ".join(c.text for c in row.cells) for row in panel.rows]
+    assert len(text) <= 8 and any("Thermal" in line for line in text)
+    assert any("and 29 more notes" in line for line in text)

@@ -1,0 +1,74 @@
+"""Checks every model object gets where it is built: its outside text cleaned (by the
+resolved types of its fields) and its plain readings kept to what they can be."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+import typing
+
+from gputui.core.sanitize import clean
+
+
+def clean_text_fields(obj: object) -> None:
+    """Every string of a model object (and every string in its tuples) made safe once,
+    where it is built: from NVML, psutil, a remote page or a replay file alike
+    (gputui.core.sanitize). Fields added later are covered without being named here."""
+    for name in _text_fields(type(obj)):
+        value = getattr(obj, name)
+        if isinstance(value, str):
+            cleaned: object = clean(value)
+        elif isinstance(value, tuple) and any(isinstance(v, str) for v in value):
+            cleaned = tuple(clean(v) if isinstance(v, str) else v for v in value)
+        else:
+            continue
+        if cleaned != value:
+            object.__setattr__(obj, name, cleaned)
+
+
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _reading(value: object, ceiling: float = math.inf) -> float | None:
+    """A number that can only be finite, >= 0 and at most ``ceiling`` (a time, a share):
+    as a float, or None for anything else (NaN, infinity, negative, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and 0.0 <= number <= ceiling else None
+
+
+def clean_readings(obj: object, **ceilings: float) -> None:
+    """Each named number field of ``obj`` checked by ``_reading``, set to None if it fails."""
+    for name, ceiling in ceilings.items():
+        value = getattr(obj, name)
+        if value is not None:
+            checked = _reading(value, ceiling)
+            if checked != value or type(checked) is not type(value):
+                object.__setattr__(obj, name, checked)
+
+
+def _text_fields(cls: type) -> tuple[str, ...]:
+    """The fields whose resolved type can hold outside text: ``str``, an optional one, or a
+    tuple of them (an enum's members are gputui's own). Resolved once per class from the
+    real types, not their spelling."""
+    names = _TEXT_FIELDS.get(cls)
+    if names is None:
+        hints = typing.get_type_hints(cls)
+        names = _TEXT_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if _holds_text(hints[f.name])
+        )
+    return names
+
+
+def _holds_text(tp: object) -> bool:
+    if isinstance(tp, type):
+        return issubclass(tp, str) and not issubclass(tp, enum.Enum)
+    origin = typing.get_origin(tp)
+    if origin is typing.Final:
+        return _holds_text(typing.get_args(tp)[0])
+    if origin is tuple or origin is typing.Union or origin is types.UnionType:
+        return any(_holds_text(arg) for arg in typing.get_args(tp) if arg is not Ellipsis)
+    return False

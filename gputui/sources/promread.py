@@ -1,0 +1,221 @@
+"""A Prometheus server's answers to paged reads, as what the source hands on: each
+node's series within its caps (instant answers), and frames on the step grid (range
+answers). Every point is checked where it enters: inside the window asked for, on the
+grid, at most as many a series as the grid holds; what is refused is counted and said.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gputui.core.model import Frame, GpuSample, Note
+from gputui.core.names import NoteKind
+from gputui.sources.fetching import ScrapeError
+from gputui.sources.promnodes import MAX_SERIES_PER_NODE, MAX_SKEW_S, NARROW, ClusterNode
+from gputui.sources.promql import NodeKey, node_key
+from gputui.sources.promwire import labels_of, point
+from gputui.sources.remote import NodeSeries, _sample, few
+
+
+def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
+    return few([nodes[k].name for k in keys if k in nodes])
+
+
+class Read:
+    """The instant answers of a paged read, by node: each node's series within its caps,
+    the nodes refused past them, and series that name no node."""
+
+    def __init__(self, unnamed: str = "", now: float | None = None) -> None:
+        self.unnamed = unnamed  # the metric of series the server gives without a name
+        #: the moment the answers are of (the source's clock, or a report's end): a point
+        #: further than MAX_SKEW_S from it is no reading of it
+        self.now = time.time() if now is None else now
+        self.readings: dict[NodeKey, NodeSeries] = {}
+        self.refused: dict[NodeKey, str] = {}
+        self.unlabelled = 0
+
+    def take(self, result: list[dict[str, Any]], page: set[NodeKey]) -> None:
+        now = self.now
+        for series in result:
+            labels = labels_of(series)
+            key = node_key(labels) if labels is not None else None
+            got = point(series.get("value"), now - MAX_SKEW_S, now + MAX_SKEW_S)
+            if labels is None or key is None or got is None or "gpu" not in labels:
+                self.unlabelled += 1
+                continue
+            if key not in page or key in self.refused:
+                continue  # a node not asked for is not taken from this answer
+            entry = self.readings.get(key)
+            if entry is None:
+                entry = self.readings[key] = NodeSeries(MAX_SERIES_PER_NODE)
+            try:
+                entry.add(labels.get("__name__", self.unnamed), labels, got[1])
+            except ScrapeError as exc:
+                self.refused[key] = str(exc)
+                del self.readings[key]
+
+    def notes(
+        self,
+        nodes: dict[NodeKey, ClusterNode],
+        failed: Sequence[tuple[list[NodeKey], str]],
+        what: str,
+    ) -> list[Note]:
+        notes = [
+            Note(NoteKind.GENERAL, f"node {nodes[k].name} refused: {why}; {NARROW}")
+            for k, why in self.refused.items()
+            if k in nodes
+        ]
+        for page, why in failed:
+            notes.append(
+                Note(
+                    NoteKind.NODE_DOWN, f"{len(page)} node(s) {what} ({why}): {_named(nodes, page)}"
+                )
+            )
+        if self.unlabelled:
+            notes.append(
+                Note(
+                    NoteKind.GENERAL,
+                    f"{self.unlabelled} series without gpu and Hostname/instance labels ignored",
+                )
+            )
+        return notes
+
+
+class History:
+    """Range answers as frames on the step grid: a point outside [start, end] or off the
+    grid is dropped (and counted), a series with more points than the grid holds is
+    refused; each page's readings become samples at once (memory: one page)."""
+
+    def __init__(self, start: float, end: float, step: float, points: int) -> None:
+        self.start, self.end, self.step, self.points = start, end, step, points
+        self.samples: dict[float, list[GpuSample]] = {}
+        self.dropped = 0
+
+    def take(
+        self, result: list[dict[str, Any]], page: set[NodeKey], nodes: dict[NodeKey, ClusterNode]
+    ) -> None:
+        by_time: dict[float, dict[NodeKey, NodeSeries]] = {}
+        refused: set[NodeKey] = set()
+        for series in result:
+            labels = labels_of(series)
+            key = node_key(labels) if labels is not None else None
+            values = series.get("values")
+            if labels is None or key not in page or not isinstance(values, list):
+                self.dropped += 1
+                continue
+            if len(values) > self.points or key is None or key in refused:
+                self.dropped += 1
+                continue
+            for pair in values:
+                when = self._on_grid(pair)
+                if when is None:
+                    self.dropped += 1
+                    continue
+                entry = by_time.setdefault(when[0], {}).setdefault(
+                    key, NodeSeries(MAX_SERIES_PER_NODE)
+                )
+                try:
+                    entry.add(labels.get("__name__", ""), labels, when[1])
+                except ScrapeError:
+                    refused.add(key)
+        for at_time, at in by_time.items():
+            read = Read()
+            read.readings = {k: v for k, v in at.items() if k not in refused}
+            self.add_read(at_time, read, nodes)
+
+    def _on_grid(self, pair: Any) -> tuple[float, float] | None:
+        got = point(pair, self.start, self.end)
+        if got is None:
+            return None
+        steps = (got[0] - self.start) / self.step
+        if abs(steps - round(steps)) > 1e-6:
+            return None
+        return self.start + round(steps) * self.step, got[1]
+
+    def add_read(self, when: float, read: Read, nodes: dict[NodeKey, ClusterNode]) -> None:
+        out = self.samples.setdefault(when, [])
+        for key, series in read.readings.items():
+            node = nodes.get(key)
+            if node is None:
+                continue
+            for offset, number in enumerate(node.gpus):
+                entry = series.gpus.get(number)
+                if entry is not None:
+                    out.append(_sample(node.first_index + offset, entry))
+
+    def frames(self) -> tuple[Frame, ...]:
+        return tuple(
+            Frame(time=when, gpus=tuple(sorted(self.samples[when], key=lambda s: s.index)))
+            for when in sorted(self.samples)
+            if self.samples[when]
+        )
+
+    def notes(
+        self, nodes: dict[NodeKey, ClusterNode], failed: Sequence[tuple[list[NodeKey], str]]
+    ) -> list[Note]:
+        notes = [
+            Note(
+                NoteKind.GENERAL,
+                f"the history of {len(page)} node(s) could not be read ({why}): "
+                f"{_named(nodes, page)}",
+            )
+            for page, why in failed
+        ]
+        if self.dropped:
+            notes.append(
+                Note(
+                    NoteKind.GENERAL,
+                    f"{self.dropped} history point(s) or series dropped: outside the window "
+                    "asked for, off its step grid, or more points than it holds",
+                )
+            )
+        return notes
+
+
+REFUSED = (
+    "labels that are not strings, no Hostname/instance label, or a time outside the window "
+    "asked for"
+)
+
+
+def refused_note(count: int) -> Note:
+    return Note(
+        NoteKind.GENERAL,
+        f"{count} answer series refused: {REFUSED}",
+    )
+
+
+def ask_all(
+    ask: Callable[[list[NodeKey]], list[dict[str, Any]]], batch: list[list[NodeKey]]
+) -> list[list[dict[str, Any]] | ScrapeError]:
+    """Each page of ``batch`` asked, at the same time when there are several (the server
+    answers them in parallel): its answer, or why there is none, in the batch's order."""
+
+    def one(page: list[NodeKey]) -> list[dict[str, Any]] | ScrapeError:
+        try:
+            return ask(page)
+        except ScrapeError as exc:
+            return exc
+
+    if len(batch) == 1:
+        return [one(batch[0])]
+    with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
+        return list(pool.map(one, batch))
+
+
+#: the stand-in node of answers about the whole cluster (the counts)
+WHOLE = NodeKey("instance", "(the cluster)")
+
+
+def as_whole(result: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An answer without node labels (a count over the cluster), under one stand-in."""
+    out = []
+    for series in result:
+        metric = series.get("metric")
+        if isinstance(metric, dict):
+            series = {**series, "metric": {**metric, "instance": WHOLE.value}}
+        out.append(series)
+    return out

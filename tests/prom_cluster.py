@@ -1,0 +1,372 @@
+"""A synthetic GPU cluster behind a real Prometheus (or VictoriaMetrics) server.
+
+One HTTP server plays every node's dcgm-exporter: ``/metrics?node=NAME`` is that node's
+page, its values moving with each scrape as a real exporter's do (power with decimals,
+energy counting up), and with the problems a plan plants (thermal throttling, a lowered
+power limit, PCIe replays, an Xid). The server under test scrapes it at a chosen interval,
+one target a node (the target's ``instance`` set to ``NAME:9400``, as a DaemonSet's pod
+address would be); the history before the start is written at once: for Prometheus with
+``promtool tsdb create-blocks-from openmetrics``, for VictoriaMetrics through its import
+API, with the same labels a scrape gives, so a series runs on without a seam.
+
+Facts relied on: Prometheus adds ``job`` and ``instance`` to each scraped series and
+turns a target label ``__param_X`` into the scrape URL's query ``X``; promtool reads
+OpenMetrics (``# TYPE``, samples with a time in seconds, ``# EOF``); VictoriaMetrics
+reads the Prometheus text format with millisecond times at ``/api/v1/import/prometheus``
+and scrapes with ``-promscrape.config`` (the same configuration format).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+THERMAL, POWER_CAP, REPLAYS, XID = "thermal", "power-cap", "replays", "xid"
+#: how long writing the history's blocks and starting the server take, at most (seconds)
+LEAD_S = 8.0
+MODEL = "NVIDIA H100 80GB HBM3"
+
+
+@dataclass
+class Plan:
+    """The cluster: its nodes, GPUs a node, and the problems planted (node, gpu) -> kind."""
+
+    nodes: list[str]
+    gpus: int = 8
+    planted: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: nodes whose exporter is down (the page answers 503)
+    dead: set[str] = field(default_factory=set)
+    #: nodes whose pages carry Kubernetes' renamed workload labels
+    pods: dict[str, str] = field(default_factory=dict)
+    #: the optional fields an operator adds to dcgm-exporter's counters CSV
+    extended: bool = True
+
+    def labels(self, node: str, gpu: int) -> dict[str, str]:
+        out = {
+            "gpu": str(gpu),
+            "UUID": f"GPU-{_digest(node, gpu, 'uuid')[:8]}-0000-0000-0000-{gpu:012d}",
+            "pci_bus_id": f"00000000:{0x18 + gpu:02X}:00.0",
+            "device": f"nvidia{gpu}",
+            "modelName": MODEL,
+            "Hostname": node,
+            "DCGM_FI_DRIVER_VERSION": "550.54.15",
+        }
+        if node in self.pods:  # the exporter's own labels, renamed by the scrape
+            out.update(exported_pod=self.pods[node], exported_namespace="ml")
+            out.update(exported_container="trainer")
+        return out
+
+    def values(self, node: str, gpu: int, tick: int) -> dict[str, float]:
+        """One collection's readings; ``tick`` counts the scrapes since the epoch."""
+        kind = self.planted.get((node, gpu))
+        noise = _digest(node, gpu, tick)
+        jitter = int(noise[:4], 16) / 65535.0  # 0..1, a new one each collection
+        hot = kind == THERMAL
+        capped = kind == POWER_CAP
+        limit = 400.0 if capped else 700.0
+        power = limit - 2.0 - jitter if capped else 560.0 + 40.0 * jitter
+        out = {
+            "DCGM_FI_DEV_SM_CLOCK": 1410.0 if hot else (1300.0 if capped else 1980.0),
+            "DCGM_FI_DEV_MEM_CLOCK": 2619.0,
+            "DCGM_FI_DEV_MEMORY_TEMP": 50.0 + round(4 * jitter),
+            "DCGM_FI_DEV_GPU_TEMP": (88.0 if hot else 61.0) + round(2 * jitter),
+            "DCGM_FI_DEV_POWER_USAGE": round(power, 3),
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 4.0e9 + tick * 15 * power * 1000,
+            # a link that retransmits 7 times a scrape (counted from a recent boot)
+            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": float(
+                (tick % 100_000) * 7 if kind == REPLAYS else 3
+            ),
+            "DCGM_FI_DEV_GPU_UTIL": 93.0 + round(5 * jitter),
+            "DCGM_FI_DEV_MEM_COPY_UTIL": 38.0 + round(4 * jitter),
+            "DCGM_FI_DEV_XID_ERRORS": 79.0 if kind == XID else 0.0,
+            "DCGM_FI_DEV_FB_FREE": 11000.0,
+            "DCGM_FI_DEV_FB_USED": 69000.0 + round(100 * jitter),
+            "DCGM_FI_DEV_FB_RESERVED": 559.0,
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.9,
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.41,
+            "DCGM_FI_PROF_PCIE_TX_BYTES": 3.0e8,
+            "DCGM_FI_PROF_PCIE_RX_BYTES": 2.0e9,
+        }
+        if self.extended:
+            out.update(
+                {
+                    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 0x60 if hot else (0x4 if capped else 0),
+                    "DCGM_FI_DEV_POWER_MGMT_LIMIT": limit,
+                    "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": 700.0,
+                    "DCGM_FI_DEV_SLOWDOWN_TEMP": 87.0,
+                    "DCGM_FI_DEV_SHUTDOWN_TEMP": 92.0,
+                    "DCGM_FI_DEV_MAX_SM_CLOCK": 1980.0,
+                }
+            )
+        return out
+
+    def page(self, node: str, tick: int) -> str:
+        """The node's exposition (text format 0.0.4, as dcgm-exporter writes it)."""
+        lines: list[str] = []
+        rows = [(self.labels(node, g), self.values(node, g, tick)) for g in range(self.gpus)]
+        for name in rows[0][1]:
+            lines.append(f"# HELP {name} {name}.")
+            lines.append(f"# TYPE {name} gauge")
+            lines += [f"{name}{_labels(labels)} {values[name]!r}" for labels, values in rows]
+        return "\n".join(lines) + "\n"
+
+    def history(
+        self, start: float, end: float, step: float, job: str, millis: bool = False
+    ) -> Iterator[str]:
+        """Every node's readings from ``start`` to ``end``, one collection a ``step``, as
+        OpenMetrics lines (or, ``millis``, the text format with millisecond times)."""
+        times = [start + i * step for i in range(int((end - start) // step) + 1)]
+        nodes = [n for n in self.nodes if n not in self.dead]
+        first = self.values(nodes[0], 0, 0) if nodes else {}
+        for name in first:
+            if not millis:
+                yield f"# TYPE {name} gauge"
+            for node in nodes:
+                for gpu in range(self.gpus):
+                    labels = {**self.labels(node, gpu), "job": job, "instance": f"{node}:9400"}
+                    text = f"{name}{_labels(labels)}"
+                    for when in times:
+                        value = self.values(node, gpu, int(when // step))[name]
+                        stamp = f"{int(when * 1000)}" if millis else f"{when:.3f}"
+                        yield f"{text} {value!r} {stamp}"
+        if not millis:
+            yield "# EOF"
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
+
+
+class Exporters:
+    """Every node's page from one HTTP server on 127.0.0.1 (``?node=NAME``)."""
+
+    def __init__(self, plan: Plan, interval_s: float) -> None:
+        self.plan = plan
+        self.interval_s = interval_s
+        self.scrapes = 0
+        exporters = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                node = (query.get("node") or [""])[0]
+                exporters.scrapes += 1
+                if node not in exporters.plan.nodes or node in exporters.plan.dead:
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                tick = int(time.time() // exporters.interval_s)
+                body = exporters.plan.page(node, tick).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.address = f"127.0.0.1:{self.server.server_port}"
+
+    def scrape_config(self, job: str, nodes: list[str] | None = None) -> str:
+        """The scrape configuration (YAML, written as JSON) with one target a node."""
+        targets = [
+            {
+                "targets": [self.address],
+                "labels": {"__param_node": node, "instance": f"{node}:9400"},
+            }
+            for node in (nodes if nodes is not None else self.plan.nodes)
+        ]
+        interval = f"{self.interval_s:g}s"
+        config = {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "scrape_configs": [
+                {
+                    "job_name": job,
+                    "scrape_interval": interval,
+                    "scrape_timeout": f"{min(10.0, self.interval_s):g}s",
+                    "metrics_path": "/metrics",
+                    "static_configs": targets,
+                }
+            ],
+        }
+        return json.dumps(config, indent=1)
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    exporters: Exporters
+    kind: str
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+        self.exporters.shutdown()
+
+
+def start_prometheus(
+    plan: Plan, interval_s: float, work: Path, history_s: float = 900.0, job: str = "dcgm"
+) -> Server:
+    """Prometheus over the plan's exporters, its history before now written at once."""
+    binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    if binary is None or promtool is None:
+        raise FileNotFoundError("prometheus")
+    exporters = Exporters(plan, interval_s)
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    # The history runs a little into the future, past the moment the server scrapes: the
+    # server drops scrapes older than its blocks, and the first it keeps continues the
+    # written series within one interval, as an always-running server's would.
+    end = ((time.time() + LEAD_S) // interval_s + 1) * interval_s
+    if history_s > 0:
+        history = work / "history.om"
+        with history.open("w") as out:
+            for line in plan.history(end - history_s, end, interval_s, job):
+                out.write(line + "\n")
+        subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(history), str(data)],
+            check=True,
+            capture_output=True,
+        )
+        history.unlink()
+    config = work / "prometheus.yml"
+    config.write_text(exporters.scrape_config(job))
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=1y",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = Server(f"http://127.0.0.1:{port}", process, exporters, "prometheus")
+    _wait_scraped(server, plan, interval_s, after=end if history_s > 0 else None)
+    return server
+
+
+def start_victoria(
+    plan: Plan, interval_s: float, work: Path, history_s: float = 900.0, job: str = "dcgm"
+) -> Server:
+    """VictoriaMetrics (single node) scraping the plan's exporters; history imported."""
+    binary = shutil.which("victoria-metrics")
+    if binary is None:
+        raise FileNotFoundError("victoria-metrics")
+    exporters = Exporters(plan, interval_s)
+    config = work / "scrape.yml"
+    config.write_text(exporters.scrape_config(job))
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            f"-storageDataPath={work / 'vm'}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-promscrape.config={config}",
+            "-promscrape.config.strictParse=false",  # evaluation_interval is Prometheus's
+            "-retentionPeriod=100y",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    server = Server(url, process, exporters, "victoria-metrics")
+    _wait_answer(f"{url}/health", process)
+    if history_s > 0:
+        end = (time.time() // interval_s) * interval_s
+        lines = list(plan.history(end - history_s, end, interval_s, job, millis=True))
+        for i in range(0, len(lines), 20_000):
+            body = ("\n".join(lines[i : i + 20_000]) + "\n").encode()
+            request = urllib.request.Request(f"{url}/api/v1/import/prometheus", data=body)
+            with urllib.request.urlopen(request, timeout=30):
+                pass
+        with urllib.request.urlopen(f"{url}/internal/force_flush", timeout=30):
+            pass
+    _wait_scraped(server, plan, interval_s)
+    return server
+
+
+def _wait_answer(url: str, process: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"no answer from {url} within {seconds:g} s")
+
+
+def _wait_scraped(
+    server: Server, plan: Plan, interval_s: float, after: float | None = None
+) -> None:
+    """Until every live node has been scraped since the server started (or since
+    ``after``; its first scrape of each target comes at an offset within the interval):
+    before that, the newest reading of some nodes is the written history's last."""
+    live = len([n for n in plan.nodes if n not in plan.dead]) * plan.gpus
+    since = max(time.time() - 1.0, after or 0.0)
+    query = urllib.parse.urlencode(
+        {"query": f"count(timestamp(DCGM_FI_DEV_GPU_TEMP) > {since:.3f})", "nocache": "1"}
+    )
+    deadline = time.monotonic() + max(0.0, since - time.time()) + interval_s * 3 + 60
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"{server.kind} exited with {server.process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/api/v1/query?{query}", timeout=2) as r:
+                result = json.load(r)["data"]["result"]
+            if result and float(result[0]["value"][1]) >= live:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{server.kind} did not scrape every node in time")
+
+
+def missing_binary(name: str) -> str | None:
+    """Why a test that needs ``name`` cannot run here, or None."""
+    if shutil.which(name) is not None:
+        return None
+    return f"no {name} binary (apt-get install {name})"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"

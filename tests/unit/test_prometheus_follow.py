@@ -1,0 +1,96 @@
+"""A cluster through its aggregates: every node ranked each tick from a few queries, only
+the nodes the screen shows read in full (issue 26: the cost grows with what is shown)."""
+
+from __future__ import annotations
+
+import time
+
+from gputui.advisor import make_monitor
+from gputui.advisor.nodes import node_rows
+from gputui.core.config import Config
+from gputui.core.model import SourceInfo
+from gputui.core.names import RuleId, SourceKind
+from gputui.sources.promapi import PrometheusSource
+from gputui.view.cluster import shown_nodes
+from tests.prom_fake import FakeProm, gpu_series
+
+NODES = [f"n{i:02d}" for i in range(20)]
+
+
+def _source() -> tuple[PrometheusSource, FakeProm]:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    return PrometheusSource("http://prom", fetcher=server), server
+
+
+def test_only_the_shown_nodes_are_read_in_full_and_every_node_is_ranked() -> None:
+    source, server = _source()
+    source.follow(lambda: ("n05", "n06"))
+    devices = source.open()
+    assert len(devices) == 160
+    asked = len(server.asked)
+    frame = source.read()
+    assert {devices[s.index].node for s in frame.gpus} == {"n05", "n06"}
+    # two aggregating queries, one page, and (the first time) their history
+    assert len(server.asked) - asked == 4
+    asked = len(server.asked)
+    frame = source.read()
+    assert len(server.asked) - asked == 3  # then the same three each tick, at any size
+    assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
+    monitor = make_monitor(devices, Config(), SourceInfo("P", SourceKind.REMOTE))
+    monitor.ingest(frame)
+    # the nodes not read in full report (their aggregates say so): none is "not reporting"
+    assert not [f for f in monitor.findings if f.rule == RuleId.NOT_REPORTING]
+    rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
+    assert len(rows) == 20 and all(all(r.reporting) for r in rows)
+
+
+def test_a_node_shown_for_the_first_time_brings_its_history() -> None:
+    source, _server = _source()
+    shown = ["n01"]
+    source.follow(lambda: tuple(shown))
+    source.open()
+    source.read()
+    shown[:] = ["n09"]
+    frame = source.read()
+    assert frame.late and all(g.index in range(72, 80) for f in frame.late for g in f.gpus)
+
+
+def test_the_screen_names_the_selected_gpus_node_first() -> None:
+    source, _server = _source()
+    devices = source.open()
+    names = shown_nodes(devices, selected=devices[83].index)
+    assert names[0] == "n10" and set(names[1:3]) == {"n09", "n11"}
+    assert len(names) <= 32
+
+
+def test_a_node_that_comes_up_later_joins_the_view() -> None:
+    server = FakeProm([s for n in NODES[:3] for s in gpu_series(n, 8)])
+    source = PrometheusSource("http://prom", fetcher=server)
+    devices = source.open()
+    monitor = make_monitor(devices, Config(), SourceInfo("P", SourceKind.REMOTE))
+    monitor.ingest(source.read())
+    server.series = [*server.series, *gpu_series("late-node", 4)]  # autoscaled in
+    frame = source.read()
+    assert [d.node for d in frame.joined] == ["late-node"] * 4
+    monitor.ingest(frame)
+    assert len(monitor.devices) == 28 and monitor.devices[-1].node == "late-node"
+    assert {monitor.devices[s.index].node for s in frame.gpus} >= {"late-node"}
+
+
+def test_a_history_that_takes_long_to_read_is_read_up_to_now() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    slow = [True]
+
+    def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
+        if "query_range" in url and slow[0]:  # the window's read takes five minutes
+            slow[0] = False
+            clock[0] += 300.0
+        return server(url, timeout, headers)
+
+    source = PrometheusSource("http://prom", fetcher=fetch, clock=lambda: clock[0])
+    source.open()
+    frames = source.backfill()
+    assert frames[-1].time >= clock[0] - 30.0  # no gap before the next reading
+    times = [f.time for f in frames]
+    assert times == sorted(set(times)) and len(times) > 20
