@@ -11,11 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gputui.core.clock_events import decode_reasons
-from gputui.core.model_checks import clean_readings as _clean_readings
-from gputui.core.model_checks import clean_text_fields
+from gputui.core.model_checks import clean_readings, clean_text_fields
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
-
-_clean_text = clean_text_fields  # the model's own classes call it by this name
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +24,7 @@ class SourceInfo:
     detail: str | None = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +103,7 @@ class DeviceInfo:
     p2p_write: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +135,7 @@ class MigInstance:
     tensor_activity: float | None = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +291,8 @@ class ProcessSample:
     sm_util: Final[float | None] = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
-        _clean_readings(self, started=math.inf, sm_util=100.0)
+        clean_text_fields(self)
+        clean_readings(self, started=math.inf, sm_util=100.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +319,8 @@ class HostSample:
     uptime_s: float | None = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
-        _clean_readings(self, uptime_s=math.inf)
+        clean_text_fields(self)
+        clean_readings(self, uptime_s=math.inf)
 
 
 def _unread(unreadable: tuple[str, ...], area: str) -> str | None:
@@ -378,7 +375,7 @@ class JobSettings:
     unreadable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
     def unread(self, area: str) -> str | None:
         return _unread(self.unreadable, area)
@@ -394,7 +391,7 @@ class DeviceWaiter:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +416,7 @@ class HostSettings:
     unreadable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
     def unread(self, area: str) -> str | None:
         return _unread(self.unreadable, area)
@@ -433,7 +430,7 @@ class Note:
     text: str
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
     def __str__(self) -> str:
         return self.text
@@ -466,8 +463,8 @@ class NodeStatus:
     pods: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _clean_text(self)
-        _clean_readings(
+        clean_text_fields(self)
+        clean_readings(
             self,
             age_s=math.inf,
             interval_s=math.inf,
@@ -531,7 +528,7 @@ class Finding:
     updated: float  # the last frame time the condition held
 
     def __post_init__(self) -> None:
-        _clean_text(self)
+        clean_text_fields(self)
 
     @property
     def key(self) -> tuple[RuleId, int | None]:

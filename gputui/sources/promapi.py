@@ -542,15 +542,7 @@ class PrometheusSource:
             start = max(start, since + step)
             if start > end:
                 return ()
-        points = round((end - start) / step) + 1
-        history = History(start, end, step, points)
-        per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
-        failed = self._paged(
-            keys,
-            lambda page: self._range(page, start, end, step),
-            lambda result, page: history.take(result, page, self._nodes),
-            max(1, PAGE_POINTS // per_gpu),
-        )
+        history, failed = self._read_range(keys, start, end, step)
         at = end + step  # the stretch a lagging server's range queries hold back
         while self._lag and at <= now and at <= end + self._lag + step:
             tail = Read(REF, at)
@@ -572,18 +564,26 @@ class PrometheusSource:
         """Every node's frames from ``start`` to ``end`` (to the millisecond, as the server
         takes them), ``step`` apart, in pages; ScrapeError for what could not be read."""
         keys = sorted(self._nodes, key=lambda k: self._nodes[k].name)
-        start, end = round(start, 3), round(end, 3)
+        history, failed = self._read_range(keys, round(start, 3), round(end, 3), step)
+        if failed:
+            raise ScrapeError(f"{len(failed)} page(s) of nodes not read ({failed[0][1]})")
+        return history.frames()
+
+    def _read_range(
+        self, keys: Sequence[NodeKey], start: float, end: float, step: float
+    ) -> tuple[History, list[tuple[list[NodeKey], str]]]:
+        """The nodes' range from ``start`` to ``end`` on the step grid, in pages sized so
+        no answer nears the cap; the pages that failed, and why."""
         points = round((end - start) / step) + 1
         history = History(start, end, step, points)
+        per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
         failed = self._paged(
             keys,
             lambda page: self._range(page, start, end, step),
             lambda result, page: history.take(result, page, self._nodes),
-            max(1, PAGE_POINTS // (points * 24)),
+            max(1, PAGE_POINTS // per_gpu),
         )
-        if failed:
-            raise ScrapeError(f"{len(failed)} page(s) of nodes not read ({failed[0][1]})")
-        return history.frames()
+        return history, failed
 
     def _range(
         self, page: list[NodeKey], start: float, end: float, step: float
