@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -32,6 +31,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.servers import free_port
 
 THERMAL, POWER_CAP, REPLAYS, XID = "thermal", "power-cap", "replays", "xid"
 #: how long writing the history's blocks and starting the server take, at most (seconds)
@@ -213,12 +214,6 @@ class Exporters:
 
     def shutdown(self) -> None:
         self.server.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

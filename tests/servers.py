@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import socket
+import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 FIXTURE = (Path(__file__).parent / "fixtures" / "dcgm_exporter.txt").read_text()
 
@@ -40,3 +47,43 @@ def answer(body: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
         request.wfile.write(body)
 
     return handle
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def prometheus_binary() -> str:
+    """Debian's prometheus, or the test skips (CI, where .ci/run installs it, fails)."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must have the prometheus binary (.ci/run installs Debian's)")
+        pytest.skip("no prometheus binary (apt-get install prometheus); CI runs this test")
+    return binary
+
+
+def start_prometheus(
+    binary: str, work: Path, job: str, targets: Sequence[str]
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """A Prometheus scraping ``targets`` every second under ``job``: its URL and process."""
+    config = work / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"scrape_configs:\n  - job_name: {job}\n    static_configs:\n"
+        f"      - targets: {json.dumps(list(targets))}\n"
+    )
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={work / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return f"http://127.0.0.1:{port}", process

@@ -12,10 +12,6 @@ a "matrix" with "values"; errors are {"status":"error","errorType":..,"error":..
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,43 +23,16 @@ from gputui.cli import main
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.promapi import PrometheusSource
 from tests.dcgm_pages import default_page
-from tests.servers import answer, serve
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.servers import answer, free_port, prometheus_binary, serve, start_prometheus
 
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI must have the prometheus binary (.ci/run installs Debian's)")
-        pytest.skip("no prometheus binary (apt-get install prometheus); CI runs this test")
+    binary = prometheus_binary()
     pages = [serve(answer(default_page(host, gpus=2).encode())) for host in ("gpu-a", "gpu-b")]
     targets = [url.split("//")[1].split("/")[0] for url, _ in pages]
     work = tmp_path_factory.mktemp("prometheus")
-    config = work / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: dcgm\n    static_configs:\n"
-        f"      - targets: {json.dumps(targets)}\n"
-    )
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={work / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    url, process = start_prometheus(binary, work, "dcgm", targets)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -131,7 +100,7 @@ def test_doctor_and_snapshot_over_prometheus(
 
 
 def test_bad_servers_give_a_clear_message_in_bounded_time(tmp_path: Path) -> None:
-    down = f"http://127.0.0.1:{_free_port()}"
+    down = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(SourceUnavailable, match=r"cannot be read.*unreachable"):
         PrometheusSource(down, timeout_s=0.5).open()
     error = serve(answer(b'{"status":"error","errorType":"bad_data","error":"parse error"}'))

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import shlex
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +29,7 @@ from gputui.formats.recording import read_recording
 from gputui.sources.simulated import SCENARIOS
 from tests.browser import chromium, open_page
 from tests.functional.test_record_replay import record_demo
+from tests.servers import free_port, prometheus_binary, start_prometheus
 
 
 def _table(markdown: str) -> dict[str, list[float]]:
@@ -115,12 +114,6 @@ def test_report_refuses_what_it_cannot_read(
 # -- a real Prometheus server scraping `gputui export --demo` -------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _query(url: str, promql: str) -> list[dict[str, object]]:
     query = urllib.parse.urlencode({"query": promql})
     with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=2) as answer:
@@ -133,34 +126,15 @@ EXPORT += ["--gpus", "2", "--interval", "1"]
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI must have the prometheus binary (.ci/run installs Debian's)")
-        pytest.skip("no prometheus binary (apt-get install prometheus); CI runs this test")
-    export_port, port = _free_port(), _free_port()
+    binary = prometheus_binary()
+    export_port = free_port()
     exporter = subprocess.Popen(
         [*EXPORT, "--listen", f"127.0.0.1:{export_port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     work = tmp_path_factory.mktemp("prometheus")
-    (work / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 1s\n"
-        "scrape_configs:\n  - job_name: gputui\n    static_configs:\n"
-        f'      - targets: ["127.0.0.1:{export_port}"]\n'
-    )
-    server = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={work / 'prometheus.yml'}",
-            f"--storage.tsdb.path={work / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    url, server = start_prometheus(binary, work, "gputui", [f"127.0.0.1:{export_port}"])
     try:
         deadline = time.monotonic() + 30
         while True:  # twelve seconds of two GPUs scraped
