@@ -333,27 +333,35 @@ def _wait_answer(url: str, process: subprocess.Popen[bytes], seconds: float = 30
 def _wait_scraped(
     server: Server, plan: Plan, interval_s: float, after: float | None = None
 ) -> None:
-    """Until every live node has been scraped since the server started (or since
-    ``after``; its first scrape of each target comes at an offset within the interval):
-    before that, the newest reading of some nodes is the written history's last."""
+    """Until every node has been scraped since the server started (or since ``after``;
+    its first scrape of each target comes at an offset within the interval): before that,
+    the newest reading of some nodes is the written history's last, and a dead node that
+    has no history has no ``up`` yet either, so nothing could know of it."""
     live = len([n for n in plan.nodes if n not in plan.dead]) * plan.gpus
     since = max(time.time() - 1.0, after or 0.0)
-    query = urllib.parse.urlencode(
-        {"query": f"count(timestamp(DCGM_FI_DEV_GPU_TEMP) > {since:.3f})", "nocache": "1"}
-    )
+    wanted = {
+        f"count(timestamp(DCGM_FI_DEV_GPU_TEMP) > {since:.3f})": live,
+        f"count(timestamp(up) > {since:.3f})": len(plan.nodes),
+    }
     deadline = time.monotonic() + max(0.0, since - time.time()) + interval_s * 3 + 60
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"{server.kind} exited with {server.process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/api/v1/query?{query}", timeout=2) as r:
-                result = json.load(r)["data"]["result"]
-            if result and float(result[0]["value"][1]) >= live:
-                return
-        except (OSError, ValueError, KeyError):
-            pass
+        if all(_count(server, query) >= goal for query, goal in wanted.items()):
+            return
         time.sleep(0.5)
     raise TimeoutError(f"{server.kind} did not scrape every node in time")
+
+
+def _count(server: Server, query: str) -> float:
+    """The instant query's one number, or 0 where there is none yet."""
+    params = urllib.parse.urlencode({"query": query, "nocache": "1"})
+    try:
+        with urllib.request.urlopen(f"{server.url}/api/v1/query?{params}", timeout=2) as r:
+            result = json.load(r)["data"]["result"]
+        return float(result[0]["value"][1]) if result else 0.0
+    except (OSError, ValueError, KeyError, IndexError):
+        return 0.0
 
 
 def missing_binary(name: str) -> str | None:
