@@ -35,8 +35,6 @@ from pathlib import Path
 from tests.servers import free_port
 
 THERMAL, POWER_CAP, REPLAYS, XID = "thermal", "power-cap", "replays", "xid"
-#: how long writing the history's blocks and starting the server take, at most (seconds)
-LEAD_S = 8.0
 MODEL = "NVIDIA H100 80GB HBM3"
 
 
@@ -142,6 +140,15 @@ class Plan:
                         value = self.values(node, gpu, int(when // step))[name]
                         stamp = f"{int(when * 1000)}" if millis else f"{when:.3f}"
                         yield f"{text} {value!r} {stamp}"
+        # the scrape's own series: 1 for a target that answered, 0 for a dead one
+        if not millis:
+            yield "# TYPE up gauge"
+        for node in self.nodes:
+            text = f"up{_labels({'job': job, 'instance': f'{node}:9400'})}"
+            value = 0.0 if node in self.dead else 1.0
+            for when in times:
+                stamp = f"{int(when * 1000)}" if millis else f"{when:.3f}"
+                yield f"{text} {value!r} {stamp}"
         if not millis:
             yield "# EOF"
 
@@ -243,10 +250,11 @@ def start_prometheus(
     exporters = Exporters(plan, interval_s)
     data = work / "data"
     data.mkdir(parents=True, exist_ok=True)
-    # The history runs a little into the future, past the moment the server scrapes: the
-    # server drops scrapes older than its blocks, and the first it keeps continues the
-    # written series within one interval, as an always-running server's would.
-    end = ((time.time() + LEAD_S) // interval_s + 1) * interval_s
+    # The history, the scrape's `up` included, ends just before the server starts: its
+    # first scrapes continue the written series (it drops samples older than its blocks),
+    # and until they come every node's newest reading is a few seconds old, as on a server
+    # that has run all along.
+    end = time.time() - 1.0
     if history_s > 0:
         history = work / "history.om"
         with history.open("w") as out:
@@ -273,7 +281,7 @@ def start_prometheus(
         stderr=subprocess.DEVNULL,
     )
     server = Server(f"http://127.0.0.1:{port}", process, exporters, "prometheus")
-    _wait_scraped(server, plan, interval_s, after=end if history_s > 0 else None)
+    _wait_known(server, plan, interval_s)
     return server
 
 
@@ -304,7 +312,7 @@ def start_victoria(
     server = Server(url, process, exporters, "victoria-metrics")
     _wait_answer(f"{url}/health", process)
     if history_s > 0:
-        end = (time.time() // interval_s) * interval_s
+        end = time.time() - 1.0
         lines = list(plan.history(end - history_s, end, interval_s, job, millis=True))
         for i in range(0, len(lines), 20_000):
             body = ("\n".join(lines[i : i + 20_000]) + "\n").encode()
@@ -313,7 +321,7 @@ def start_victoria(
                 pass
         with urllib.request.urlopen(f"{url}/internal/force_flush", timeout=30):
             pass
-    _wait_scraped(server, plan, interval_s)
+    _wait_known(server, plan, interval_s)
     return server
 
 
@@ -330,27 +338,20 @@ def _wait_answer(url: str, process: subprocess.Popen[bytes], seconds: float = 30
     raise TimeoutError(f"no answer from {url} within {seconds:g} s")
 
 
-def _wait_scraped(
-    server: Server, plan: Plan, interval_s: float, after: float | None = None
-) -> None:
-    """Until every node has been scraped since the server started (or since ``after``;
-    its first scrape of each target comes at an offset within the interval): before that,
-    the newest reading of some nodes is the written history's last, and a dead node that
-    has no history has no ``up`` yet either, so nothing could know of it."""
+def _wait_known(server: Server, plan: Plan, interval_s: float) -> None:
+    """Until the server answers for every node (its ``up``) and every live GPU: at once
+    where the history was written, after the first scrape of each target where it was not
+    (the server scrapes its targets at offsets spread over the interval)."""
     live = len([n for n in plan.nodes if n not in plan.dead]) * plan.gpus
-    since = max(time.time() - 1.0, after or 0.0)
-    wanted = {
-        f"count(timestamp(DCGM_FI_DEV_GPU_TEMP) > {since:.3f})": live,
-        f"count(timestamp(up) > {since:.3f})": len(plan.nodes),
-    }
-    deadline = time.monotonic() + max(0.0, since - time.time()) + interval_s * 3 + 60
+    wanted = {"count(DCGM_FI_DEV_GPU_TEMP)": live, "count(up)": len(plan.nodes)}
+    deadline = time.monotonic() + interval_s * 3 + 60
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"{server.kind} exited with {server.process.returncode}")
         if all(_count(server, query) >= goal for query, goal in wanted.items()):
             return
-        time.sleep(0.5)
-    raise TimeoutError(f"{server.kind} did not scrape every node in time")
+        time.sleep(0.25)
+    raise TimeoutError(f"{server.kind} does not answer for every node in time")
 
 
 def _count(server: Server, query: str) -> float:
