@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from typing import Final, TypeVar
 
 from gputui.core.model import GpuSample, MigInstance, NvLinkSample
@@ -93,31 +94,53 @@ def in_range(
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
+        and low <= value <= high  # before isfinite, which cannot take an int past a float
         and math.isfinite(value)
-        and low <= value <= high
     )
 
 
-def _outside(obj: object, ranges: dict[str, tuple[float, float]]) -> dict[str, None]:
-    return {f: None for f in ranges if not in_range(f, getattr(obj, f), ranges)}
+class _Table:
+    """One class's ranges, read in one call: every sample of every tick passes here."""
+
+    def __init__(self, ranges: dict[str, tuple[float, float]]) -> None:
+        self.ranges = ranges
+        self.fields = tuple(ranges)
+        self.read = operator.attrgetter(*self.fields)
+        self.bounds = tuple(ranges.values())
+
+    def outside(self, obj: object) -> dict[str, None]:
+        wrong: dict[str, None] = {}
+        values = self.read(obj)
+        for field, value, (low, high) in zip(self.fields, values, self.bounds, strict=True):
+            # the common case at once: a plain int or float within its bounds (finite
+            # bounds, so NaN and infinities fail the comparison); the rest the long way
+            if value is None or (type(value) in _PLAIN and low <= value <= high):
+                continue
+            if not in_range(field, value, self.ranges):
+                wrong[field] = None
+        return wrong
 
 
-def _part(obj: T, ranges: dict[str, tuple[float, float]]) -> T:
-    wrong = _outside(obj, ranges)
+_PLAIN: Final = (int, float)
+_SAMPLE, _MIG, _NVLINK = _Table(RANGES), _Table(MIG_RANGES), _Table(NVLINK_RANGES)
+
+
+def _part(obj: T, table: _Table) -> T:
+    wrong = table.outside(obj)
     return dataclasses.replace(obj, **wrong) if wrong else obj  # type: ignore[arg-type]
 
 
 def within_ranges(sample: GpuSample) -> GpuSample:
     """``sample`` with every reading outside its range made unknown (the same object
     when all are in range, the common case), its MIG instances' and links' too."""
-    wrong: dict[str, object] = dict(_outside(sample, RANGES))
+    wrong: dict[str, object] = dict(_SAMPLE.outside(sample))
     samples = tuple(s for s in sample.util_samples if in_range("util_gpu", s))
     if len(samples) != len(sample.util_samples):
         wrong["util_samples"] = samples
-    mig = tuple(_part(m, MIG_RANGES) for m in sample.mig_instances)
+    mig = tuple(_part(m, _MIG) for m in sample.mig_instances)
     if any(a is not b for a, b in zip(mig, sample.mig_instances, strict=True)):
         wrong["mig_instances"] = mig
-    links = tuple(_part(n, NVLINK_RANGES) for n in sample.nvlinks)
+    links = tuple(_part(n, _NVLINK) for n in sample.nvlinks)
     if any(a is not b for a, b in zip(links, sample.nvlinks, strict=True)):
         wrong["nvlinks"] = links
     return dataclasses.replace(sample, **wrong) if wrong else sample  # type: ignore[arg-type]

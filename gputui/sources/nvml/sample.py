@@ -68,8 +68,10 @@ def sample(
         for n in (link_sample.crc_errors, link_sample.replay_errors, link_sample.recovery_errors)
         if n is not None
     ]
-    reading = dataclasses.replace(
-        _readings(q, gpu, a),
+    reading = _readings(
+        q,
+        gpu,
+        a,
         util_samples=_util_samples(q, gpu),
         pcie_rx_bps=rx,
         pcie_tx_bps=tx,
@@ -114,8 +116,8 @@ def _ask(q: Query, gpu: Gpu) -> _Answers:
     )
 
 
-def _readings(q: Query, gpu: Gpu, a: _Answers) -> GpuSample:
-    """The answers in gputui's units, each checked against what a card can report."""
+def _readings(q: Query, gpu: Gpu, a: _Answers, **rest: Any) -> GpuSample:
+    """The answers in gputui's units, checked against what a card can report, and ``rest``."""
     memory, fields, slow = a.memory, a.fields, a.slow
     used = int(memory.used) if memory is not None else None
     total = int(memory.total) if memory is not None else None
@@ -133,7 +135,6 @@ def _readings(q: Query, gpu: Gpu, a: _Answers) -> GpuSample:
     replay = fields.get(b.FI_REPLAY)
     if replay is None and b.FI_REPLAY not in gpu.fields:
         replay = slow.get("replay")
-    pstate = slow.get("pstate")
     return GpuSample(
         index=gpu.index,
         util_gpu=b.percent(a.util.gpu) if a.util is not None else None,
@@ -150,7 +151,7 @@ def _readings(q: Query, gpu: Gpu, a: _Answers) -> GpuSample:
         fan_pct=b.fan(slow.get("fan")),
         power_w=a.power_mw / 1000.0 if a.power_mw is not None else None,
         power_limit_w=limit_mw / 1000.0 if limit_mw else None,
-        pstate=pstate if pstate is not None and pstate <= 15 else None,
+        pstate=_pstate(slow.get("pstate")),
         clock_reasons=int(a.reasons) if a.reasons is not None else None,
         mem_used=used,
         mem_free=int(memory.free) if memory is not None else None,
@@ -173,7 +174,12 @@ def _readings(q: Query, gpu: Gpu, a: _Answers) -> GpuSample:
         violation_thermal_s=a.violations.get("violation_thermal_s"),
         violation_board_s=a.violations.get("violation_board_s"),
         violation_reliability_s=a.violations.get("violation_reliability_s"),
+        **rest,
     )
+
+
+def _pstate(value: int | None) -> int | None:
+    return value if value is not None and value <= 15 else None
 
 
 def _flag(value: int | None) -> bool | None:
