@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, TypeAlias
 from gputui import __version__
 from gputui.core.config import (
     DEFAULT_INTERVAL_S,
+    DEMO_MAX_GPUS,
+    DEMO_MIX,
+    DEMO_SCENARIOS,
     MAX_INTERVAL_S,
     MAX_SPEED,
     MIN_INTERVAL_S,
     MIN_SPEED,
 )
 from gputui.core.prose import DOCTOR_EXITS
-from gputui.sources.simulated import MAX_GPUS, MIX, SCENARIOS
 
 if TYPE_CHECKING:
     pass
@@ -66,8 +68,8 @@ _interval = _bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
 
 def _gpus(text: str) -> int:
     value = int(text)
-    if not 1 <= value <= MAX_GPUS:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_GPUS}")
+    if not 1 <= value <= DEMO_MAX_GPUS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {DEMO_MAX_GPUS}")
     return value
 
 
@@ -84,10 +86,10 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
     group.add_argument(
         "--demo",
         nargs="?",
-        const=MIX,
+        const=DEMO_MIX,
         metavar="SCENARIO",
-        choices=(*SCENARIOS, MIX),
-        help=f"simulated GPUs instead of NVML; scenario: {', '.join(SCENARIOS)} or {MIX} "
+        choices=(*DEMO_SCENARIOS, DEMO_MIX),
+        help=f"simulated GPUs instead of NVML; scenario: {', '.join(DEMO_SCENARIOS)} or {DEMO_MIX} "
         "(default: mix, several causes at once)",
     )
     group.add_argument(
@@ -393,5 +395,5 @@ def _normalise(argv: Sequence[str]) -> list[str]:
     out = list(argv)
     for i, token in enumerate(out[:-1]):
         if token == "--demo" and out[i + 1] in COMMANDS:
-            out[i] = f"--demo={MIX}"
+            out[i] = f"--demo={DEMO_MIX}"
     return out

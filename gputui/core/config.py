@@ -17,6 +17,15 @@ MIN_SPEED, MAX_SPEED = 0.125, 64.0
 # A child process using at least this much of a core does work (a data-loader worker that
 # makes batches); idle helpers below it (compile workers, a logger) are not counted.
 WORKER_ACTIVE_PCT = 10.0
+# The demo's scenarios by name, for the command line: naming them here spares a live start
+# the simulation's import (tests/unit/test_simulated.py holds them to its table).
+DEMO_SCENARIOS = (
+    "healthy", "thermal", "powercap", "vram", "pcie", "starved", "loader-bound", "idle",
+    "pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat",
+    "at-power-limit", "numa", "nvlink-down",
+)  # fmt: skip
+DEMO_MIX = "mix"  # the default: several scenarios at once
+DEMO_MAX_GPUS = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.core import clock_events as ce
+from gputui.core.config import DEMO_SCENARIOS
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame
 from gputui.core.pcie import link_bandwidth
@@ -120,6 +121,11 @@ def test_mix_shows_several_scenarios_and_scales_to_16() -> None:
 def test_deterministic_for_a_seed_and_clock() -> None:
     assert run("mix", 10, gpus=8, seed=3) == run("mix", 10, gpus=8, seed=3)
     assert run("mix", 10, gpus=8, seed=3) != run("mix", 10, gpus=8, seed=4)
+
+
+def test_the_command_lines_scenario_names_are_the_simulations() -> None:
+    # the parser names them without importing the simulation (a live start skips it)
+    assert DEMO_SCENARIOS == SCENARIOS
 
 
 def test_unknown_scenario_is_refused() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIX = "mix"  # the default: several scenarios at once
-MAX_GPUS = 64
+from gputui.core.config import DEMO_MAX_GPUS, DEMO_MIX
+
+MIX = DEMO_MIX
+MAX_GPUS = DEMO_MAX_GPUS
 GIB = 1024**3
 MIB = 1024**2
 
