@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from gputui.advisor.rule import Rule
 from gputui.core.judgement import Undecided
 from gputui.core.model import GpuSample, ProcessSample
 from gputui.core.names import HostMetric, Metric, RuleId, Severity
+from gputui.core.numbers import median
 from gputui.core.units import fmt_duration
 
 
@@ -276,8 +276,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
         peers = [i for i in measures if i != index and jobs[i] & jobs[index]]
         if not peers:
             continue
-        peer_clock = statistics.median(measures[i][0] for i in peers)
-        peer_util = statistics.median(measures[i][1] for i in peers)
+        peer_clock = median(measures[i][0] for i in peers)
+        peer_util = median(measures[i][1] for i in peers)
         slow_clock = peer_clock - clock_share >= t.straggler_clock_gap
         slow_util = peer_util - util >= t.straggler_util_gap_pct
         if not (slow_clock or slow_util):

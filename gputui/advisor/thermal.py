@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterator
 
 from gputui.advisor import evidence
@@ -12,6 +11,7 @@ from gputui.advisor.rule import Rule
 from gputui.core import clock_events as ce
 from gputui.core.model import DeviceInfo
 from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.numbers import median
 from gputui.core.units import fmt_duration
 
 COOLING = (
@@ -69,11 +69,11 @@ def _cooling(ctx: Context, index: int, memory: bool) -> tuple[str, ...]:
     ]
     remedies: list[str] = []
     if mine is not None and peers:
-        median = statistics.median(peers)
-        if mine.mean - median >= t.lone_hot_gap_c:
+        peer_median = median(peers)
+        if mine.mean - peer_median >= t.lone_hot_gap_c:
             remedies.append(
                 f"Only this GPU is hot ({mine.mean:.0f} °C, its {len(peers)} peer(s) "
-                f"{median:.0f} °C): check its own fan, slot and airflow path first (a blocked "
+                f"{peer_median:.0f} °C): check its own fan, slot and airflow path first (a blocked "
                 "intake, a failed fan, a missing blanking panel beside it), the room last"
             )
     if memory:

@@ -10,7 +10,6 @@ for is no reading.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -18,6 +17,7 @@ from typing import Any
 
 from gputui.core.model import NodeStatus
 from gputui.core.names import Severity
+from gputui.core.numbers import median
 from gputui.sources.fetching import ScrapeError
 from gputui.sources.promql import TAG, NodeKey, display_names, node_key
 from gputui.sources.promwire import labels_of, point
@@ -162,15 +162,13 @@ def intervals_of(
             continue
         times = sorted(got[0] for pair in values if (got := point(pair, start, end)) is not None)
         gaps.setdefault(key, []).extend(b - a for a, b in pairwise(times) if b > a)
-    return {
-        key: round(statistics.median(found), 1) for key, found in gaps.items() if len(found) >= 2
-    }
+    return {key: round(median(found), 1) for key, found in gaps.items() if len(found) >= 2}
 
 
 def cluster_interval(nodes: Iterable[ClusterNode]) -> float | None:
     """The cluster's scrape interval: the median of its nodes'."""
     intervals = [n.interval_s for n in nodes if n.interval_s is not None]
-    return statistics.median(intervals) if intervals else None
+    return median(intervals) if intervals else None
 
 
 def down_reason(
