@@ -99,7 +99,17 @@ def in_range(
 
 
 def _outside(obj: object, ranges: dict[str, tuple[float, float]]) -> dict[str, None]:
-    return {f: None for f in ranges if not in_range(f, getattr(obj, f), ranges)}
+    wrong: dict[str, None] = {}
+    for field, (low, high) in ranges.items():
+        value = getattr(obj, field)
+        if value is None:
+            continue
+        kind = type(value)
+        if (kind is float or kind is int) and low <= value <= high and math.isfinite(value):
+            continue  # the common case, without a call; anything else as ``in_range`` says
+        if not in_range(field, value, ranges):
+            wrong[field] = None
+    return wrong
 
 
 def _part(obj: T, ranges: dict[str, tuple[float, float]]) -> T:
