@@ -98,7 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _from_recording(path: Path) -> Run | int:
-    from gputui.exporters.report import Collector
+    from gputui.exporters.report import Collector, recording_thresholds
     from gputui.formats.recording import Header, RecordingError, stream_recording
 
     notices: list[str] = []
@@ -107,7 +107,11 @@ def _from_recording(path: Path) -> Run | int:
         header = next(stream)
         assert isinstance(header, Header)
         collector = Collector(
-            header.devices, header.source, header.interval_s, origin=f"recording {path.name}"
+            header.devices,
+            header.source,
+            header.interval_s,
+            origin=f"recording {path.name}",
+            thresholds=recording_thresholds(header.interval_s),
         )
         for tick in stream:
             if not isinstance(tick, Header):
