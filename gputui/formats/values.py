@@ -155,7 +155,6 @@ def _kind(f: dataclasses.Field[Any]) -> str:
 
 
 _PLANS: dict[type, tuple[tuple[str, Check], ...]] = {}
-_ABSENT: Any = object()
 
 
 def _plan(cls: type) -> tuple[tuple[str, Check], ...]:
@@ -172,12 +171,7 @@ def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     unknown keys (a newer writer) are ignored, missing ones take the default."""
     if not isinstance(data, Mapping):
         raise FormatError(f"{cls.__name__}: not an object")
-    kwargs: dict[str, Any] = {}
-    for name, check in _plan(cls):
-        value = data.get(name, _ABSENT)
-        if value is not _ABSENT:
-            kwargs[name] = check(value)
-    return cls(**kwargs)
+    return cls(**{name: check(data[name]) for name, check in _plan(cls) if name in data})
 
 
 def source_dict(source: SourceInfo, keep_secrets: bool = False) -> dict[str, Any]:
