@@ -34,7 +34,7 @@ from gputui.core.manual_clock import ManualClock
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
-from gputui.exporters.report import Collector, recording_thresholds, report_text
+from gputui.exporters.report import recording_collector, report_text
 from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -95,13 +95,7 @@ def report(path: Path) -> tuple[int, int, int, dict[str, float]]:
     stream = timed(stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS), took)
     header = next(stream)
     assert isinstance(header, Header)
-    collector = Collector(
-        header.devices,
-        header.source,
-        header.interval_s,
-        origin=f"recording {path.name}",
-        thresholds=recording_thresholds(header.interval_s),
-    )
+    collector = recording_collector(header, path.name)
     for tick in stream:
         assert isinstance(tick, Tick)
         t0 = time.perf_counter()

@@ -14,6 +14,7 @@ from gputui.exporters.report.page import render
 from gputui.exporters.report.run import (
     Collector,
     Run,
+    recording_collector,
     recording_thresholds,
     report_thresholds,
     run_of_monitor,
@@ -38,6 +39,7 @@ __all__ = [
     "Collector",
     "Run",
     "account",
+    "recording_collector",
     "recording_thresholds",
     "report_text",
     "report_thresholds",

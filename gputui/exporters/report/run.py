@@ -21,6 +21,7 @@ from gputui.advisor import make_monitor
 from gputui.core.config import Config, Thresholds
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import Metric
+from gputui.formats.recording import Header
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.runlog import Episode, Span
@@ -203,6 +204,18 @@ class Collector:
             origin=self._origin,
             notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
         )
+
+
+def recording_collector(header: Header, name: str) -> Collector:
+    """The collector of a recording's report (``name``: the file's): judged at the
+    report's cadence."""
+    return Collector(
+        header.devices,
+        header.source,
+        header.interval_s,
+        origin=f"recording {name}",
+        thresholds=recording_thresholds(header.interval_s),
+    )
 
 
 def run_of_monitor(monitor: Monitor, origin: str) -> Run:
