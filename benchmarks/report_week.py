@@ -1,40 +1,46 @@
-"""``gputui report`` over a long run: what each stage costs a tick, and what a week of
-8 GPUs at 1 s costs in time and in page size.
+"""``gputui report`` over a real long recording: a week of 8 GPUs at 1 s, read from the file
+as ``gputui report`` reads it, each stage timed, and the page's size.
 
-Usage: python benchmarks/report_week.py [--gpus 8] [--minutes 20] [--days 7]
+Usage: python benchmarks/report_week.py [--gpus 8] [--days 7] [--chunk-minutes 360]
+                                        [--plain] [--file RUN.jsonl[.gz]] [--keep PATH]
 
-1. Records ``--minutes`` of the simulated default mix (1 s ticks, a manual clock) to a
-   gzip recording, then times the report's stages on it: reading the file (decode and
-   checks), the run in columns with the advisor over every frame (``Collector``), the
-   accounting, and the HTML page; per tick, and extrapolated to ``--days``.
-2. Builds a run of ``--days`` from those columns repeated (no advisor: its findings and
-   process spans shifted along) and times the accounting and the page on it, and prints
-   the page's size: the size a week's report really has.
+1. Unless ``--file`` names a recording, writes one: ``--chunk-minutes`` of the simulated
+   default mix (1 s ticks, a manual clock) recorded by the real recorder, then repeated
+   line by line, each frame's time moved on, until the file holds ``--days`` of ticks
+   (gzip unless ``--plain``). The simulator's counters start again at each repeat.
+2. Makes the report with the calls ``gputui report`` makes (``stream_recording`` with the
+   report's tick bound, a ``Collector`` at the report's judging cadence, ``report_text``),
+   timing reading the file (decode and checks), the columns and the advisor, and the
+   accounting and the page; prints each stage, the total, the CPU time (the machine may be
+   shared), and the page's size.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import gzip
+import re
 import sys
 import tempfile
 import time
-from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gputui.cli.report import REPORT_MAX_TICKS
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import SourceInfo
-from gputui.core.names import Metric, SourceKind
+from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
-from gputui.exporters.report import Collector, Run, account, report_text
-from gputui.exporters.report.run import Track
+from gputui.exporters.report import recording_collector, report_text
 from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 START = 1_800_000_000.0
+#: every tick line starts with its frame's time (``tick_line``)
+_TIME = re.compile(rb'^\{"frame":\{"time":[-0-9.eE+]+,')
 
 
 def record(path: Path, gpus: int, ticks: int) -> None:
@@ -48,82 +54,92 @@ def record(path: Path, gpus: int, ticks: int) -> None:
     writer.close()
 
 
-def stages(path: Path) -> tuple[Run, dict[str, float]]:
-    """The report's stages on a recording, in seconds each."""
-    took: dict[str, float] = {}
-    t0 = time.perf_counter()
-    items = list(stream_recording(path, []))
-    took["read the file"] = time.perf_counter() - t0
-    header = items[0]
+def write_long(path: Path, gpus: int, chunk: int, total: int, plain: bool) -> None:
+    """A recording of ``total`` ticks: ``chunk`` simulated ones, repeated, times moved on."""
+    with tempfile.TemporaryDirectory() as work:
+        part = Path(work) / "chunk.jsonl"
+        record(part, gpus, chunk)
+        lines = part.read_bytes().splitlines(keepends=True)
+    with open(path, "wb") as raw:
+        if plain:
+            _repeat(raw, lines, total)
+        else:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as packed:
+                _repeat(packed, lines, total)
+
+
+def _repeat(out: BinaryIO | gzip.GzipFile, lines: list[bytes], total: int) -> None:
+    header, ticks = lines[0], lines[1:]
+    out.write(header)
+    for k in range(total):
+        stamp = b'{"frame":{"time":%.1f,' % (START + k)
+        out.write(_TIME.sub(stamp, ticks[k % len(ticks)], count=1))
+
+
+def timed(items: Iterator[Header | Tick], took: dict[str, float]) -> Iterator[Header | Tick]:
+    """The stream, the time spent getting each item added to ``took["read the file"]``."""
+    while True:
+        t0 = time.perf_counter()
+        item = next(items, None)
+        took["read the file"] += time.perf_counter() - t0
+        if item is None:
+            return
+        yield item
+
+
+def report(path: Path) -> tuple[int, int, int, dict[str, float]]:
+    """The report of a recording as ``gputui report`` makes it: ticks, GPUs, page bytes and
+    the stages' seconds."""
+    took = {"read the file": 0.0, "columns and the advisor": 0.0}
+    notices: list[str] = []
+    stream = timed(stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS), took)
+    header = next(stream)
     assert isinstance(header, Header)
+    collector = recording_collector(header, path.name)
+    for tick in stream:
+        assert isinstance(tick, Tick)
+        t0 = time.perf_counter()
+        collector.add(tick.frame)
+        took["columns and the advisor"] += time.perf_counter() - t0
     t0 = time.perf_counter()
-    collector = Collector(header.devices, header.source, header.interval_s, origin="bench")
-    for item in items[1:]:
-        if isinstance(item, Tick):
-            collector.add(item.frame)
-    run = collector.finish()
-    took["columns and the advisor"] = time.perf_counter() - t0
+    run = collector.finish(notices)
+    took["columns and the advisor"] += time.perf_counter() - t0
     t0 = time.perf_counter()
-    account(run)
-    took["accounting"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    report_text(run, "html")
-    took["the page (accounting again)"] = time.perf_counter() - t0
-    return run, took
-
-
-def repeated(run: Run, times: int) -> Run:
-    """The run's columns ``times`` over, one after the other, its stories shifted along."""
-    span = run.end - run.start + run.interval_s
-    clock = array("d")
-    for k in range(times):
-        clock.extend(t + k * span for t in run.times)
-    tracks = {}
-    for index, track in run.tracks.items():
-        values: dict[Metric, Sequence[float]] = {
-            m: array("f", list(v) * times) for m, v in track.values.items()
-        }
-        tracks[index] = Track(track.device, values, array("q", list(track.reasons) * times))
-    shift = [k * span for k in range(times)]
-    episodes = [
-        dataclasses.replace(e, since=e.since + s, until=e.until + s)
-        for s in shift
-        for e in run.episodes
-    ]
-    spans = [
-        dataclasses.replace(p, start=p.start + s, end=p.end + s) for s in shift for p in run.spans
-    ]
-    return dataclasses.replace(run, times=clock, tracks=tracks, episodes=episodes, spans=spans)
+    page = report_text(run, "html")
+    took["accounting and the page"] = time.perf_counter() - t0
+    return len(run.times), len(run.devices), len(page.encode()), took
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=8)
-    parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--days", type=float, default=7.0)
+    parser.add_argument("--chunk-minutes", type=float, default=360.0)
+    parser.add_argument("--plain", action="store_true", help="write .jsonl, not .jsonl.gz")
+    parser.add_argument("--file", type=Path, help="report this recording instead")
+    parser.add_argument("--keep", type=Path, help="write the recording here and keep it")
     args = parser.parse_args()
-    ticks = int(args.minutes * 60)
-    week_ticks = int(args.days * 86400)
     with tempfile.TemporaryDirectory() as work:
-        path = Path(work) / "run.jsonl.gz"
-        record(path, args.gpus, ticks)
+        path = args.file
+        if path is None:
+            name = "run.jsonl" if args.plain else "run.jsonl.gz"
+            path = args.keep or Path(work) / name
+            t0 = time.perf_counter()
+            ticks = int(args.days * 86400)
+            write_long(path, args.gpus, int(args.chunk_minutes * 60), ticks, args.plain)
+            print(f"wrote {path.name}: {ticks:,} ticks in {time.perf_counter() - t0:.0f} s")
         size = path.stat().st_size
-        run, took = stages(path)
-    print(f"{ticks:,} ticks of {args.gpus} GPUs, the recording {size / 1e6:.1f} MB gzip")
-    print(f"{'stage':<26}{'ms a tick':>10}{f'{args.days:g} days, s':>16}")
+        cpu = time.process_time()
+        ticks, gpus, page, took = report(path)
+        cpu = time.process_time() - cpu
+    print(f"{path.name}: {ticks:,} ticks of {gpus} GPUs, {size / 1e6:,.0f} MB")
+    print(f"{'stage':<26}{'s':>10}{'ms a tick':>12}")
     for stage, seconds in took.items():
-        per = seconds / ticks
-        print(f"{stage:<26}{per * 1e3:>10.3f}{per * week_ticks:>16,.0f}")
-    total = sum(took.values()) / ticks
-    print(f"{'all':<26}{total * 1e3:>10.3f}{total * week_ticks:>16,.0f}")
-    long_run = repeated(run, max(1, round(week_ticks / ticks)))
-    t0 = time.perf_counter()
-    page = report_text(long_run, "html")
-    took_page = time.perf_counter() - t0
-    print(
-        f"{len(long_run.times):,} ticks repeated ({args.days:g} days): accounting and page "
-        f"{took_page:.1f} s, the page {len(page.encode()) / 1e6:.2f} MB"
-    )
+        print(f"{stage:<26}{seconds:>10.1f}{seconds / ticks * 1e3:>12.3f}")
+    total = sum(took.values())
+    print(f"{'all':<26}{total:>10.1f}{total / ticks * 1e3:>12.3f}")
+    print(f"CPU time of the report: {cpu:.1f} s (the machine may be shared: wall time is more)")
+    print(f"the page: {page / 1e6:.2f} MB")
     return 0
 
 

@@ -98,7 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _from_recording(path: Path) -> Run | int:
-    from gputui.exporters.report import Collector
+    from gputui.exporters.report import recording_collector
     from gputui.formats.recording import Header, RecordingError, stream_recording
 
     notices: list[str] = []
@@ -106,9 +106,7 @@ def _from_recording(path: Path) -> Run | int:
         stream = stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS)
         header = next(stream)
         assert isinstance(header, Header)
-        collector = Collector(
-            header.devices, header.source, header.interval_s, origin=f"recording {path.name}"
-        )
+        collector = recording_collector(header, path.name)
         for tick in stream:
             if not isinstance(tick, Header):
                 collector.add(tick.frame)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from gputui.core.model import (
@@ -68,18 +68,56 @@ def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
 
     Numbers must be finite; an int field takes a whole float (1980.0); lists become tuples.
     """
-    if value is None:
-        if "None" in kind or kind.startswith("tuple"):
-            return None if "None" in kind else ()
-        raise FormatError(f"{cls.__name__}.{name}: null")
+    return _checker(cls, name, kind)(value)
+
+
+Check = Callable[[Any], Any]
+
+
+def _checker(cls: type, name: str, kind: str) -> Check:
+    """The check of one field, made once per class (``_plan``): a recording repeats the
+    same fields on every line, so the annotation is read once, not once per value."""
+    nullable = "None" in kind
     if kind.startswith("tuple["):
-        if not isinstance(value, list | tuple):
-            raise FormatError(f"{cls.__name__}.{name}: not a list")
         inner = kind[len("tuple[") :].split(",", 1)[0].strip()
-        if inner in ("str", "float", "int"):
-            return tuple(_checked(cls, name, inner, v) for v in value)
-        return tuple(value)  # nested records: parsed by their owner
+        each = _checker(cls, name, inner) if inner in ("str", "float", "int") else None
+
+        def check_tuple(value: Any) -> Any:
+            if value is None:
+                return None if nullable else ()
+            if not isinstance(value, list | tuple):
+                raise FormatError(f"{cls.__name__}.{name}: not a list")
+            # nested records are parsed by their owner
+            return tuple(value) if each is None else tuple(each(v) for v in value)
+
+        return check_tuple
     base = kind.replace(" | None", "").strip()
+    exact = {"float": float, "int": int, "str": str, "bool": bool}.get(base)
+
+    def check(value: Any) -> Any:
+        kind_of = type(value)
+        if kind_of is exact:  # the common case first: a finite float, a small int, a text
+            if kind_of is float:
+                if math.isfinite(value) and -MAX_FLOAT < value < MAX_FLOAT:
+                    return value
+            elif kind_of is int:
+                if -MAX_INT < value < MAX_INT:
+                    return value
+            elif kind_of is str:
+                return clean(value)  # GpuSample cleans nothing itself: a file's text is here
+            else:
+                return value
+        if value is None:
+            if nullable:
+                return None
+            raise FormatError(f"{cls.__name__}.{name}: null")
+        return _checked_value(cls, name, base, value)
+
+    return check
+
+
+def _checked_value(cls: type, name: str, base: str, value: Any) -> Any:
+    """``_checker``'s full check of a value that is not plainly of its field's type."""
     if base == "bool":
         if isinstance(value, bool):
             return value
@@ -99,7 +137,7 @@ def _checked(cls: type, name: str, kind: str, value: Any) -> Any:
             raise FormatError(f"{cls.__name__}.{name}: not a finite number in range")
     elif base == "str":
         if isinstance(value, str):
-            return clean(value)  # GpuSample cleans nothing itself: a file's text is cleaned here
+            return clean(value)
     else:
         return value  # an enum or a record: its own parser checks it
     raise FormatError(f"{cls.__name__}.{name}: {type(value).__name__} where {base} belongs")
@@ -116,16 +154,24 @@ def _kind(f: dataclasses.Field[Any]) -> str:
     return kind[len("Final[") : -1] if kind.startswith("Final[") else kind
 
 
+_PLANS: dict[type, tuple[tuple[str, Check], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, Check], ...]:
+    """Each field of a model class with its check, in field order."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = dataclasses.fields(cls)
+        plan = _PLANS[cls] = tuple((f.name, _checker(cls, f.name, _kind(f))) for f in fields)
+    return plan
+
+
 def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     """A model dataclass from its dict, every value checked against the field's type;
     unknown keys (a newer writer) are ignored, missing ones take the default."""
     if not isinstance(data, Mapping):
         raise FormatError(f"{cls.__name__}: not an object")
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _checked(cls, f.name, _kind(f), data[f.name])
-    return cls(**kwargs)
+    return cls(**{name: check(data[name]) for name, check in _plan(cls) if name in data})
 
 
 def source_dict(source: SourceInfo, keep_secrets: bool = False) -> dict[str, Any]:

@@ -20,8 +20,17 @@ from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, SourceInfo
 from gputui.core.names import Metric, RuleId, SourceKind
-from gputui.exporters.report import Cause, Collector, Run, account, downsample, report_text
+from gputui.exporters.report import (
+    Cause,
+    Collector,
+    Run,
+    account,
+    downsample,
+    recording_thresholds,
+    report_text,
+)
 from gputui.exporters.report.accounting import CAUSES
+from gputui.exporters.report.run import REPORT_JUDGE_EVERY_S, judged_less_often_s
 from gputui.sampling.history import NO_REASONS
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.hostile import CORPUS, SECRET_VALUES, HostileSource
@@ -34,16 +43,19 @@ def run_of(
     seconds: int = 300,
     gpus: int = 2,
     make: Callable[[ManualClock], SimulatedSource] | None = None,
+    judge_every_s: float | None = None,
 ) -> Run:
+    """A scenario's run through the advisor: judged as live (every 2 s), or as a
+    recording's report judges it (``judge_every_s``)."""
     clock = ManualClock(START)
     if make is None:
         sim = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
     else:
         sim = make(clock)
     devices = sim.open()
-    collector = Collector(
-        devices, SourceInfo("SIMULATED", SourceKind.SIMULATED, scenario), 1.0, origin="test"
-    )
+    thresholds = None if judge_every_s is None else recording_thresholds(1.0, judge_every_s)
+    source = SourceInfo("SIMULATED", SourceKind.SIMULATED, scenario)
+    collector = Collector(devices, source, 1.0, origin="test", thresholds=thresholds)
     for _ in range(seconds):
         collector.add(sim.read())
         clock.advance(1.0)
@@ -56,12 +68,19 @@ def _seconds(run: Run, gpu: int, tick_is: Callable[[int, int], bool]) -> float:
     return sum(times[i + 1] - times[i] for i in range(len(times) - 1) if tick_is(gpu, i))
 
 
+#: judged as live, and as a recording's report judges
+CADENCES = [None, REPORT_JUDGE_EVERY_S]
+
+
+@pytest.mark.parametrize("judge_every_s", CADENCES)
 @pytest.mark.parametrize(
     ("scenario", "gpus"),
     [("mix", 4), ("thermal", 2), ("powercap", 2), ("starved", 2), ("vram", 2), ("idle", 1)],
 )
-def test_every_gpus_shares_add_up_to_its_wall_time(scenario: str, gpus: int) -> None:
-    run = run_of(scenario, 240, gpus)
+def test_every_gpus_shares_add_up_to_its_wall_time(
+    scenario: str, gpus: int, judge_every_s: float | None
+) -> None:
+    run = run_of(scenario, 240, gpus, judge_every_s=judge_every_s)
     accounting = account(run)
     wall = run.end - run.start
     assert wall == pytest.approx(239.0)
@@ -75,8 +94,11 @@ def test_every_gpus_shares_add_up_to_its_wall_time(scenario: str, gpus: int) -> 
     assert sum(accounting.total.seconds.values()) == pytest.approx(wall * gpus)
 
 
-def test_a_thermal_runs_throttled_share_is_what_its_history_says() -> None:
-    run = run_of("thermal", 600, 2)
+@pytest.mark.parametrize("judge_every_s", CADENCES)
+def test_a_thermal_runs_throttled_share_is_what_its_history_says(
+    judge_every_s: float | None,
+) -> None:
+    run = run_of("thermal", 600, 2, judge_every_s=judge_every_s)
     accounting = account(run)
     assert any(e.finding.rule is RuleId.THERMAL_THROTTLE for e in run.episodes)
     for index, track in run.tracks.items():
@@ -105,10 +127,13 @@ def test_a_thermal_runs_throttled_share_is_what_its_history_says() -> None:
         assert re.fullmatch(r"-\d+ % SM clock", worst.figure)
 
 
-def test_a_stretch_no_finding_covers_counts_as_busy() -> None:
+@pytest.mark.parametrize("judge_every_s", CADENCES)
+def test_a_stretch_no_finding_covers_counts_as_busy(judge_every_s: float | None) -> None:
     """The reasons show a throttle all along, but only the findings give a tick a cause:
-    cut the throttle's episode at half time, and the second half is busy and unthrottled."""
-    run = run_of("thermal", 600, 1)
+    cut the throttle's episode at half time, and the second half is busy and unthrottled
+    (judged less often than live: up to the judgement that no longer saw it)."""
+    run = run_of("thermal", 600, 1, judge_every_s=judge_every_s)
+    later = judged_less_often_s(run.thresholds)
     middle = run.start + 300.0
     cut = [
         dataclasses.replace(e, until=min(e.until, middle)) for e in run.episodes if e.since < middle
@@ -119,17 +144,57 @@ def test_a_stretch_no_finding_covers_counts_as_busy() -> None:
     assert none.seconds[Cause.THERMAL] == 0.0
     assert none.seconds[Cause.BUSY] == pytest.approx(run.end - run.start)
     assert half.seconds[Cause.THERMAL] == pytest.approx(
-        whole.seconds[Cause.THERMAL] - (run.end - middle), abs=1.0
+        whole.seconds[Cause.THERMAL] - (run.end - middle - later), abs=1.0
     )
     assert half.seconds[Cause.BUSY] + half.seconds[Cause.THERMAL] == pytest.approx(
         run.end - run.start
     )
     # a finding that started late: the throttled ticks before it count only as far back as
-    # its rule needed to see them (window and start delay), the earlier ones are busy
+    # its rule needed to see them (window and start delay, and two judgements' lag when
+    # judged less often than live), the earlier ones are busy
     late = [dataclasses.replace(e, since=max(e.since, middle)) for e in run.episodes]
     started = account(dataclasses.replace(run, episodes=late)).gpus[0]
-    reach = run.thresholds.window_s + run.thresholds.start_after_s
+    reach = run.thresholds.window_s + run.thresholds.start_after_s + 2 * later
     assert started.seconds[Cause.THERMAL] == pytest.approx(run.end - middle + reach, abs=1.0)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "gpus"), [("mix", 4), ("thermal", 2), ("powercap", 2), ("starved", 2), ("vram", 4)]
+)
+def test_a_recording_judged_less_often_finds_what_the_live_screen_found(
+    scenario: str, gpus: int
+) -> None:
+    """A recording's report judges every 5 s of frame time, not every 2 s, with the rules'
+    windows, holds and ends unchanged. Every finding the live screen showed for longer than
+    three such judgements is found over the same stretch (each end within two judgements),
+    nothing that long is found that the live screen did not show, and no GPU's share of
+    any cause moves by more than 2 % of its wall time (what a flicker of a few seconds,
+    seen at one cadence's instants and not the other's, can add)."""
+    live = run_of(scenario, 900, gpus)
+    report = run_of(scenario, 900, gpus, judge_every_s=REPORT_JUDGE_EVERY_S)
+    assert report.thresholds.window_s == live.thresholds.window_s
+    assert report.thresholds.judge_every_s == REPORT_JUDGE_EVERY_S
+    slack = 2 * REPORT_JUDGE_EVERY_S
+    assert live.episodes
+    for ours, theirs in ((live, report), (report, live)):
+        for episode in ours.episodes:
+            if episode.until - episode.since <= 3 * REPORT_JUDGE_EVERY_S:
+                continue
+            same = [
+                e
+                for e in theirs.episodes
+                if e.finding.key == episode.finding.key
+                and e.since <= episode.until
+                and e.until >= episode.since
+            ]
+            assert same, episode.finding.key
+            assert abs(min(e.since for e in same) - episode.since) <= slack
+            assert abs(max(e.until for e in same) - episode.until) <= slack
+    seen, judged = account(live), account(report)
+    for index, acc in seen.gpus.items():
+        assert sum(judged.gpus[index].seconds.values()) == pytest.approx(acc.wall_s)
+        for cause in CAUSES:
+            assert judged.gpus[index].share(cause) == pytest.approx(acc.share(cause), abs=0.02)
 
 
 def test_a_gap_in_the_readings_counts_as_not_running() -> None:

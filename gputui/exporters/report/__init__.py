@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from gputui.exporters.report.accounting import Accounting, Cause, account
 from gputui.exporters.report.page import render
-from gputui.exporters.report.run import Collector, Run, report_thresholds, run_of_monitor
+from gputui.exporters.report.run import (
+    Collector,
+    Run,
+    recording_collector,
+    recording_thresholds,
+    report_thresholds,
+    run_of_monitor,
+)
 from gputui.exporters.report.summary_md import render_markdown
 
 FORMATS = ("html", "md")
@@ -32,6 +39,8 @@ __all__ = [
     "Collector",
     "Run",
     "account",
+    "recording_collector",
+    "recording_thresholds",
     "report_text",
     "report_thresholds",
     "run_of_monitor",

@@ -33,7 +33,7 @@ from typing import Final
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
 from gputui.core.names import Metric, RuleId
-from gputui.exporters.report.run import Run, Track
+from gputui.exporters.report.run import Run, Track, judged_less_often_s
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.runlog import Episode, Span
 
@@ -132,7 +132,10 @@ class Accounting:
 def account(run: Run) -> Accounting:
     times = run.times
     wall = (times[-1] - times[0]) if len(times) > 1 else 0.0
-    gap = max(3.0 * run.interval_s, 2.0 * run.thresholds.judge_every_s)
+    # a tick lasts until the next, at most three intervals or two of the live judgements
+    # (a report's own, slower judging is no gap in the readings)
+    live_judge_s = run.thresholds.judge_every_s - judged_less_often_s(run.thresholds)
+    gap = max(3.0 * run.interval_s, 2.0 * live_judge_s)
     gpus: dict[int, Account] = {}
     causes: dict[int, bytearray] = {}
     total = Account()
@@ -145,12 +148,13 @@ def account(run: Run) -> Accounting:
     return Accounting(wall, gpus, total, causes)
 
 
-def _covering(times: Sequence[float], episodes: Sequence[Episode]) -> bytearray:
-    """1 for each tick inside one of the episodes."""
+def _covering(times: Sequence[float], episodes: Sequence[Episode], after_s: float) -> bytearray:
+    """1 for each tick inside one of the episodes, each reaching ``after_s`` past where it
+    was last seen (judged less often than live: the ticks live would still have seen it)."""
     out = bytearray(len(times))
     for episode in episodes:
         lo = bisect.bisect_left(times, episode.since)
-        hi = bisect.bisect_right(times, episode.until)
+        hi = bisect.bisect_right(times, episode.until + after_s)
         if hi > lo:
             out[lo:hi] = b"\x01" * (hi - lo)
     return out
@@ -218,12 +222,13 @@ def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
     gpu = track.device.index
     mine = [e for e in run.episodes if e.finding.gpu == gpu]
     cover: dict[Cause, bytearray] = {}
-    reach = run.thresholds.window_s + run.thresholds.start_after_s
+    later = judged_less_often_s(run.thresholds)
+    reach = run.thresholds.window_s + run.thresholds.start_after_s + 2.0 * later
     for cause in PRECEDENCE:
         episodes = [e for e in mine if e.finding.rule in RULES[cause]]
         if cause is Cause.STRAGGLER:
             episodes = list(waited_on)
-        covered = _covering(times, episodes)
+        covered = _covering(times, episodes, later)
         bits = BITS.get(cause)
         cover[cause] = (
             covered if bits is None else _gated(covered, track.reasons, bits, times, reach)

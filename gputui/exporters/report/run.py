@@ -21,6 +21,7 @@ from gputui.advisor import make_monitor
 from gputui.core.config import Config, Thresholds
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import Metric
+from gputui.formats.recording import Header
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.runlog import Episode, Span
@@ -76,6 +77,30 @@ class Run:
     @property
     def end(self) -> float:
         return self.times[-1] if self.times else 0.0
+
+
+#: how often a report judges a recording, in frame time: the live screen judges every 2 s,
+#: which for a week of 8 GPUs is most of a report's time; the rules' windows, holds and
+#: ends stay the live ones, so a finding starts or ends at most a judgement or two later
+REPORT_JUDGE_EVERY_S: Final = 5.0
+
+
+def recording_thresholds(
+    interval_s: float, judge_every_s: float = REPORT_JUDGE_EVERY_S
+) -> Thresholds:
+    """The advisor's thresholds for a recording's report: ``report_thresholds`` judged no
+    more often than every ``judge_every_s`` of frame time."""
+    t = report_thresholds(interval_s)
+    if t.judge_every_s >= judge_every_s:
+        return t
+    return dataclasses.replace(t, judge_every_s=judge_every_s)
+
+
+def judged_less_often_s(t: Thresholds) -> float:
+    """How much further apart than on the live screen (2 s) judgements come with ``t``:
+    a finding may start up to two of these later (a judgement to see it, one to hold it),
+    and was last seen up to one before the judgement that no longer saw it."""
+    return max(0.0, t.judge_every_s - Thresholds().judge_every_s)
 
 
 def report_thresholds(step_s: float, base: Thresholds | None = None) -> Thresholds:
@@ -151,6 +176,10 @@ class Collector:
 
     def finish(self, notices: Sequence[str] = ()) -> Run:
         log = self.monitor.runlog
+        latest = self.monitor.latest
+        if latest is not None:
+            # the last tick judged too, however the cadence fell: the run ends here
+            log.add(latest, self.monitor.advisor.update(self.monitor.history, force=True))
         log.finish()
         tracks = {
             d.index: Track(
@@ -175,6 +204,18 @@ class Collector:
             origin=self._origin,
             notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
         )
+
+
+def recording_collector(header: Header, name: str) -> Collector:
+    """The collector of a recording's report (``name``: the file's): judged at the
+    report's cadence."""
+    return Collector(
+        header.devices,
+        header.source,
+        header.interval_s,
+        origin=f"recording {name}",
+        thresholds=recording_thresholds(header.interval_s),
+    )
 
 
 def run_of_monitor(monitor: Monitor, origin: str) -> Run:
