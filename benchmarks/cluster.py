@@ -93,7 +93,8 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     for rule, error in getattr(advisor, "rule_errors", {}).items():
         print(f"rule error: {rule}: {error[:200]}", file=sys.stderr)
     judgement = getattr(advisor, "judgement", None)
-    unjudged = {f"{item.rule}: {item.missing}" for item in getattr(judgement, "not_judged", ())}
+    undecided = getattr(judgement, "undecided", ())  # too few readings as well as no field
+    unjudged = {f"{item.rule}: {item.missing} ({item.kind})" for item in undecided}
     planted = ("thermal-throttle", "power-cap", "pcie-errors")  # the windowed rules planted
     for line in sorted(unjudged, key=lambda t: (not t.startswith(planted), t))[:12]:
         print(f"not judged: {line[:200]}", file=sys.stderr)
