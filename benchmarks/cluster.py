@@ -15,7 +15,8 @@ written at once with promtool. Then, each in a fresh process so its memory is it
   resident memory, requests and bytes a tick;
 - doctor's way (every node read in full, its history too): the same first-frame figures.
 
-Only gputui's own process is measured; the server and the exporters run beside it.
+Only gputui's own process is measured; the server and the exporters run beside it, and
+the last two columns say what they cost meanwhile (% of one core over the child's run).
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     for rule, error in getattr(advisor, "rule_errors", {}).items():
         print(f"rule error: {rule}: {error[:200]}", file=sys.stderr)
     judgement = getattr(advisor, "judgement", None)
-    unjudged = {f"{item.rule}: {item.missing}" for item in getattr(judgement, "not_judged", ())}
-    for line in sorted(unjudged)[:12]:
+    undecided = getattr(judgement, "undecided", ())  # too few readings as well as no field
+    unjudged = {f"{item.rule}: {item.missing} ({item.kind})" for item in undecided}
+    planted = ("thermal-throttle", "power-cap", "pcie-errors")  # the windowed rules planted
+    for line in sorted(unjudged, key=lambda t: (not t.startswith(planted), t))[:12]:
         print(f"not judged: {line[:200]}", file=sys.stderr)
     print(f"cadence: {getattr(advisor, 'cadence_s', None)}", file=sys.stderr)
     return {
@@ -129,6 +132,34 @@ def _child(url: str, follow: bool, ticks: int, interval: float) -> dict[str, flo
     return result
 
 
+class _Beside:
+    """The CPU the harness (this process: the synthetic exporters) and the server used
+    while gputui's child ran, as shares of one core, so that a table says when they, not
+    gputui, were what the machine was busy with."""
+
+    def __init__(self, server_pid: int) -> None:
+        import psutil
+
+        self.server = psutil.Process(server_pid)
+        self.wall, self.own, self.theirs = time.perf_counter(), self._own(), self._theirs()
+
+    @staticmethod
+    def _own() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def _theirs(self) -> float:
+        times = self.server.cpu_times()
+        return float(times.user + times.system)
+
+    def shares(self) -> dict[str, float]:
+        wall = max(1e-9, time.perf_counter() - self.wall)
+        return {
+            "harness_pct": 100 * (self._own() - self.own) / wall,
+            "server_pct": 100 * (self._theirs() - self.theirs) / wall,
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, nargs="+", default=[64, 256, 1024])
@@ -148,7 +179,8 @@ def main() -> int:
     print(
         f"{'nodes':>6} {'GPUs':>6} {'mode':<7} {'first s':>8} {'CPU s':>6} {'tick ms':>8} "
         f"{'% core':>7} "
-        f"{'RSS MB':>7} {'peak MB':>8} {'req/tick':>8} {'KB/tick':>8} {'findings':>8}"
+        f"{'RSS MB':>7} {'peak MB':>8} {'req/tick':>8} {'KB/tick':>8} {'findings':>8} "
+        f"{'harness %':>9} {'server %':>8}"
     )
     for nodes in args.nodes:
         with tempfile.TemporaryDirectory(prefix="gputui-cluster-") as work:
@@ -159,13 +191,16 @@ def main() -> int:
             ready = time.perf_counter() - started
             try:
                 for follow in [mode == "screen" for mode in args.modes]:
+                    beside = _Beside(server.process.pid)
                     r = _child(server.url, follow, args.ticks, args.interval)
+                    r.update(beside.shares())
                     print(
                         f"{nodes:>6} {r['gpus']:>6.0f} {'screen' if follow else 'doctor':<7} "
                         f"{r['first_s']:>8.2f} {r['first_cpu_s']:>6.2f} {r['tick_cpu_ms']:>8.1f} "
                         f"{r['core_pct']:>7.2f} "
                         f"{r['rss_mb']:>7.0f} {r['peak_rss_mb']:>8.0f} "
-                        f"{r['requests_tick']:>8.1f} {r['kb_tick']:>8.0f} {r['findings']:>8.0f}",
+                        f"{r['requests_tick']:>8.1f} {r['kb_tick']:>8.0f} {r['findings']:>8.0f} "
+                        f"{r['harness_pct']:>9.1f} {r['server_pct']:>8.1f}",
                         flush=True,
                     )
             finally:

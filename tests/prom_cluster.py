@@ -51,6 +51,10 @@ class Plan:
     pods: dict[str, str] = field(default_factory=dict)
     #: the optional fields an operator adds to dcgm-exporter's counters CSV
     extended: bool = True
+    #: each node's series heads (name and labels), written by ``page`` once a node
+    _heads: dict[str, list[tuple[str, list[str]]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def labels(self, node: str, gpu: int) -> dict[str, str]:
         out = {
@@ -112,13 +116,20 @@ class Plan:
         return out
 
     def page(self, node: str, tick: int) -> str:
-        """The node's exposition (text format 0.0.4, as dcgm-exporter writes it)."""
+        """The node's exposition (text format 0.0.4, as dcgm-exporter writes it). Each
+        series' name and labels are written once a node and kept; only the values are
+        new each collection, so a scrape costs the harness little."""
+        heads = self._heads.get(node)
+        if heads is None:
+            labels = [_labels(self.labels(node, g)) for g in range(self.gpus)]
+            names = list(self.values(node, 0, 0))
+            heads = self._heads[node] = [(n, [n + text for text in labels]) for n in names]
+        rows = [self.values(node, g, tick) for g in range(self.gpus)]
         lines: list[str] = []
-        rows = [(self.labels(node, g), self.values(node, g, tick)) for g in range(self.gpus)]
-        for name in rows[0][1]:
+        for name, series in heads:
             lines.append(f"# HELP {name} {name}.")
             lines.append(f"# TYPE {name} gauge")
-            lines += [f"{name}{_labels(labels)} {values[name]!r}" for labels, values in rows]
+            lines += [f"{head} {values[name]!r}" for head, values in zip(series, rows, strict=True)]
         return "\n".join(lines) + "\n"
 
     def history(
@@ -162,30 +173,33 @@ def _digest(*parts: object) -> str:
 
 
 class Exporters:
-    """Every node's page from one HTTP server on 127.0.0.1 (``?node=NAME``)."""
+    """Every node's page from one HTTP server on 127.0.0.1 (``?node=NAME``).
+
+    Cheap by design, so that a benchmark measures gputui and the server, not the harness:
+    a node's page is rendered once a scrape interval (its values move each interval, as a
+    real exporter's do between scrapes) and kept as bytes, so a second scrape in the same
+    interval costs a lookup; connections stay open (HTTP/1.1), as Prometheus keeps them."""
 
     def __init__(self, plan: Plan, interval_s: float) -> None:
         self.plan = plan
         self.interval_s = interval_s
         self.scrapes = 0
+        self.rendered = 0
+        self._pages: dict[str, tuple[int, bytes]] = {}
+        self._lock = threading.Lock()
         exporters = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def do_GET(self) -> None:
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-                node = (query.get("node") or [""])[0]
-                exporters.scrapes += 1
-                if node not in exporters.plan.nodes or node in exporters.plan.dead:
-                    self.send_response(503)
-                    self.end_headers()
-                    return
-                tick = int(time.time() // exporters.interval_s)
-                body = exporters.plan.page(node, tick).encode()
-                self.send_response(200)
+                body = exporters.body((query.get("node") or [""])[0])
+                self.send_response(200 if body is not None else 503)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(body or b"")))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(body or b"")
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -194,6 +208,20 @@ class Exporters:
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
         self.address = f"127.0.0.1:{self.server.server_port}"
+
+    def body(self, node: str) -> bytes | None:
+        """The node's page for this interval (rendered at its first scrape), or None for
+        a node that is not in the plan or whose exporter is down."""
+        self.scrapes += 1
+        if node not in self.plan.nodes or node in self.plan.dead:
+            return None
+        tick = int(time.time() // self.interval_s)
+        with self._lock:
+            kept = self._pages.get(node)
+            if kept is None or kept[0] != tick:
+                self.rendered += 1
+                kept = self._pages[node] = (tick, self.plan.page(node, tick).encode())
+        return kept[1]
 
     def scrape_config(self, job: str, nodes: list[str] | None = None) -> str:
         """The scrape configuration (YAML, written as JSON) with one target a node."""
@@ -221,6 +249,7 @@ class Exporters:
 
     def shutdown(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from gputui.core.model import Frame, GpuSample, Note
 from gputui.core.names import NoteKind
@@ -188,13 +188,16 @@ def refused_note(count: int) -> Note:
     )
 
 
-def ask_all(
-    ask: Callable[[list[NodeKey]], list[dict[str, Any]]], batch: list[list[NodeKey]]
-) -> list[list[dict[str, Any]] | ScrapeError]:
-    """Each page of ``batch`` asked, at the same time when there are several (the server
-    answers them in parallel): its answer, or why there is none, in the batch's order."""
+_Asked = TypeVar("_Asked")
 
-    def one(page: list[NodeKey]) -> list[dict[str, Any]] | ScrapeError:
+
+def ask_all(
+    ask: Callable[[_Asked], list[dict[str, Any]]], batch: list[_Asked]
+) -> list[list[dict[str, Any]] | ScrapeError]:
+    """Each page (or query) of ``batch`` asked, at the same time when there are several
+    (the server answers them in parallel): its answer, or why there is none, in order."""
+
+    def one(page: _Asked) -> list[dict[str, Any]] | ScrapeError:
         try:
             return ask(page)
         except ScrapeError as exc:
@@ -204,6 +207,18 @@ def ask_all(
         return [one(batch[0])]
     with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
         return list(pool.map(one, batch))
+
+
+def answers(
+    ask: Callable[[str], list[dict[str, Any]]], queries: list[str]
+) -> list[list[dict[str, Any]]]:
+    """Every query's answer, the queries asked at the same time; ScrapeError (the first
+    in order) where any has none."""
+    got = ask_all(ask, queries)
+    for one in got:
+        if isinstance(one, ScrapeError):
+            raise one
+    return [one for one in got if not isinstance(one, ScrapeError)]
 
 
 #: the stand-in node of answers about the whole cluster (the counts)
