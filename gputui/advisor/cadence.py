@@ -4,8 +4,9 @@ A local GPU is read every second: 30 s of history is 30 readings. A cluster's ex
 scraped every 15, 30 or 60 s: the same 30 s hold one or two readings, and a rule that asks
 for ``min_points`` of them would never judge (and the pane would say "nothing slows these
 GPUs down"). So every window a rule reads is stretched to hold ``min_points`` readings at
-the source's cadence (with half a reading's slack for the scrapes' jitter): 68 s at 15 s,
-2 min 15 s at 30 s, 4 min 30 s at 60 s. A finding ends only after two readings without it.
+the source's cadence with one to spare (a scrape the server missed, a read that came late)
+and half a reading's slack for the scrapes' jitter: 83 s at 15 s, 2 min 45 s at 30 s,
+5 min 30 s at 60 s. A finding ends only after two readings without it.
 The rules themselves are unchanged: they read ``ctx.t``, which is the stretched copy.
 """
 
@@ -40,8 +41,11 @@ MAX_CADENCE_S = 120.0
 
 def window_for(t: Thresholds, cadence_s: float) -> float:
     """The time ``t.min_points`` readings take at ``cadence_s``, with half a reading of
-    slack: readings at 0, 15, 30, 45 and 60 s all lie within 67.5 s."""
-    return (t.min_points - 0.5) * cadence_s
+    slack, and for a source slower than a reading a second (scrapes, which a server can
+    miss) one reading to spare: readings at 0, 15, ..., 75 s all lie within 82.5 s, and one
+    missed scrape still leaves a rule the readings it needs."""
+    spare = 1 if cadence_s > 1.0 else 0
+    return (t.min_points + spare - 0.5) * cadence_s
 
 
 @lru_cache(maxsize=64)

@@ -70,6 +70,11 @@ class Context:
     #: Prometheus server's scrapes), when slower than the ticks; 0: every tick is one.
     #: ``t`` already holds the windows stretched to it (``advisor.cadence``).
     cadence_s: float = 0.0
+    #: the rule being asked now (the engine sets it before each rule's check)
+    asking: list[RuleId | None] = field(default_factory=lambda: [None])
+    #: (rule, gpu) of every window a rule asked for that held readings, but too few to
+    #: judge: a rule that stays silent for that reason has not said "all clear"
+    short: set[tuple[RuleId | None, int]] = field(default_factory=set)
 
     def cannot_judge(
         self, rule: RuleId, gpu: int | None, why: str, kind: Undecided = Undecided.UNREADABLE
@@ -144,11 +149,12 @@ class Context:
         """Window statistics, or None when there are too few readings to judge."""
         key = (gpu, metric, self.t.window_s if seconds is None else seconds)
         if key in self._memo:
-            return self._memo[key]
-        stats = self.history.stats(*key)
+            stats = self._memo[key]
+        else:
+            stats = self._memo[key] = self.history.stats(*key)
         if stats is not None and stats.count < self.t.min_points:
-            stats = None
-        self._memo[key] = stats
+            self.short.add((self.asking[0], gpu))
+            return None
         return stats
 
     def fraction(self, gpu: int, bits: int, seconds: float | None = None) -> float | None:
@@ -161,6 +167,8 @@ class Context:
             found = self._reasons[key] = (len(known), tuple(Counter(known).items()))
         total, masks = found
         if total < self.t.min_points:
+            if total:
+                self.short.add((self.asking[0], gpu))
             return None
         return sum(n for mask, n in masks if mask & bits) / total
 

@@ -146,8 +146,8 @@ def too_few_readings(
     history is long enough (a node that answers in gaps, or slower than the others): every
     rule over the history that did not fire there could not judge it, and says so."""
     t = ctx.t
-    if ctx.sampled_s(None) + ctx.cadence_s < t.window_s:
-        return []  # still gathering: the judgement says so for every GPU
+    if ctx.sampled_s(math.inf) + ctx.cadence_s < t.window_s:
+        return []  # still gathering (the whole history, not this window's): said for all
     needed = max(2, math.ceil(t.min_points / 2))
     history_rules = [r for r in rules if r.needs_history]
     text = (
@@ -160,14 +160,26 @@ def too_few_readings(
         )
     )
     out: list[NotJudged] = []
-    for sample, device in ctx.samples():
-        if device.node is None or ctx.readings(sample.index)[0] >= needed:
+    remote = {sample.index for sample, device in ctx.samples() if device.node is not None}
+    for gpu in sorted(remote):
+        if ctx.readings(gpu)[0] >= needed:
             continue
         out += [
-            NotJudged(rule.id, sample.index, text, Undecided.UNREADABLE)
+            NotJudged(rule.id, gpu, text, Undecided.UNREADABLE)
             for rule in history_rules
-            if (rule.id, sample.index) not in fired
+            if (rule.id, gpu) not in fired
         ]
+    # More readings than that, but a window a rule asked for still held fewer than it
+    # needs (a gap in the server's data, a slow read): that rule has not judged either.
+    named = {(item.rule, item.gpu) for item in out}
+    pace = f" (the source has a new one every {fmt_duration(ctx.cadence_s)})"
+    short = f"too few readings to judge: fewer than {t.min_points} in a window it needs"
+    short += pace if ctx.cadence_s else ""
+    for rule_id, gpu in sorted(ctx.short, key=lambda k: (k[1], str(k[0]))):
+        if rule_id is None or gpu not in remote or (rule_id, gpu) in fired:
+            continue
+        if (rule_id, gpu) not in named:
+            out.append(NotJudged(rule_id, gpu, short, Undecided.UNREADABLE))
     return out
 
 

@@ -136,6 +136,7 @@ class Advisor:
         """What every rule says now, one candidate per (rule, GPU)."""
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
         for rule in self._rules:
+            ctx.asking[0] = rule.id
             try:
                 for candidate in rule.check(ctx):
                     seen.setdefault(candidate.key, candidate)

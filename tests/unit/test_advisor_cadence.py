@@ -59,6 +59,34 @@ def test_a_gpu_whose_readings_stop_is_not_judged_never_all_clear() -> None:
 def test_windows_stretch_to_hold_the_readings_a_rule_needs() -> None:
     t = Thresholds()
     at_15 = at_cadence(t, 15.0)
-    assert at_15.window_s == window_for(t, 15.0) == (t.min_points - 0.5) * 15.0
+    assert at_15.window_s == window_for(t, 15.0) == (t.min_points + 0.5) * 15.0
     assert at_15.end_after_s >= 30.0
     assert at_cadence(t, 1.0) == t  # a local GPU read every second: as configured
+
+
+def _gap_then_one(gap_s: float) -> Sim:
+    """Five minutes of a throttled GPU scraped every 15 s, then no reading for ``gap_s``
+    (the server missed scrapes, or reading a large cluster took that long), then one."""
+    sim = Sim(devices=(REMOTE,))
+    _run(sim, scrape_s=15.0, tick_s=15.0, seconds=300.0)
+    last = sim.history.times()[-1]
+    sim.now = last + gap_s - 1.0  # tick() adds one second
+    sim.tick([replace(THROTTLED, power_w=571.0)], processes=(), host=None)
+    return sim
+
+
+def test_one_missed_scrape_changes_no_verdict() -> None:
+    sim = _gap_then_one(30.0)
+    assert RuleId.THERMAL_THROTTLE in sim.rules()
+    assert not any("too few readings" in item.missing for item in sim.advisor.judgement.not_judged)
+
+
+@pytest.mark.parametrize("gap_s", [45.0, 53.0, 68.0, 90.0, 200.0])
+def test_a_rule_left_with_too_few_readings_says_so_never_all_clear(gap_s: float) -> None:
+    # the false all-clear of doctor at 1,024 nodes: the first full read came 53 s after the
+    # history it had read, and the throttled GPUs were neither found nor named unjudged
+    sim = _gap_then_one(gap_s)
+    said = {item.rule for item in sim.advisor.judgement.not_judged if "too few" in item.missing}
+    found = sim.rules()
+    assert RuleId.THERMAL_THROTTLE in found | said
+    assert not sim.advisor.judgement.complete or RuleId.THERMAL_THROTTLE in found
