@@ -192,26 +192,7 @@ def listing(
     processes: Sequence[ProcessSample], choices: ProcessChoices, gpu: int | None = None
 ) -> list[Line]:
     """What the table lists, in order: the chosen processes, those one launcher started
-    (two or more sharing a parent) as a group with its ranks under it. The screen asks
-    twice a tick (its layout, then the table) for the same frame's tuple: kept once."""
-    if not isinstance(processes, tuple):
-        return _listing(processes, choices, gpu)
-    last = _LAST_LISTING[0]
-    if last is not None and last[0] is processes and last[1] == (choices, gpu):
-        return list(last[2])
-    out = _listing(processes, choices, gpu)
-    _LAST_LISTING[0] = (processes, (choices, gpu), tuple(out))
-    return out
-
-
-_LAST_LISTING: list[
-    tuple[tuple[ProcessSample, ...], tuple[ProcessChoices, int | None], tuple[Line, ...]] | None
-] = [None]
-
-
-def _listing(
-    processes: Sequence[ProcessSample], choices: ProcessChoices, gpu: int | None
-) -> list[Line]:
+    (two or more sharing a parent) as a group with its ranks under it."""
     shown = [e for e in entries(processes, gpu) if _matches(e.process, choices)]
     by_parent: dict[int, list[Entry]] = {}
     for e in shown:

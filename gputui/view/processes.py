@@ -11,6 +11,7 @@ from gputui.core.model import ProcessSample
 from gputui.view.cells import Cell, Panel, Role, Row
 from gputui.view.process_table import (
     SORTS,
+    Line,
     ProcessChoices,
     fit_columns,
     full_command,
@@ -45,9 +46,12 @@ def processes(
     height: int,
     t: Thresholds,
     mask: bool = False,
+    lines: Sequence[Line] | None = None,
 ) -> Panel:
-    """The table; ``mask`` hides credentials in command lines."""
-    lines = listing(procs, choices, None if choices.all_gpus else gpu)
+    """The table; ``mask`` hides credentials in command lines; ``lines``: the listing,
+    where the caller has worked it out already (the screen sizes the panel by it)."""
+    if lines is None:
+        lines = listing(procs, choices, None if choices.all_gpus else gpu)
     total = len({p.pid for p in procs if choices.all_gpus or p.gpu_index == gpu})
     shown = len(pids_in_order(lines))
     cols = fit_columns(t, now, choices, mask, width, with_gpu=choices.all_gpus)

@@ -3,6 +3,7 @@ chose (GPU, finding, window, sort) in, one Panel per panel out, for the layout's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputui.core.judgement import grouped
@@ -18,7 +19,7 @@ from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.overview import overview
-from gputui.view.process_table import listing
+from gputui.view.process_table import Line, listing
 from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
 
@@ -40,10 +41,18 @@ def gpu_lines(monitor: Monitor) -> int:
     return len(monitor.devices) + len(nodes)
 
 
-def screen_layout(monitor: Monitor, choices: Choices, width: int, height: int) -> Layout:
+def listed(monitor: Monitor, choices: Choices) -> list[Line]:
+    """The process table's lines for the latest frame: they size its panel and fill it."""
     frame = monitor.latest
     gpu = None if choices.procs.all_gpus else choices.selected
-    processes = len(listing(frame.processes, choices.procs, gpu)) if frame is not None else 0
+    return listing(frame.processes, choices.procs, gpu) if frame is not None else []
+
+
+def screen_layout(
+    monitor: Monitor, choices: Choices, width: int, height: int, processes: int
+) -> Layout:
+    """The panels' sizes; ``processes``: the lines the process table lists."""
+    frame = monitor.latest
     host = frame is not None and frame.host is not None
     findings = monitor.findings
     critical = critical_count(findings)
@@ -62,7 +71,8 @@ class ScreenView:
     ) -> Contents:
         t = monitor.thresholds
         frame = monitor.latest
-        box = screen_layout(monitor, choices, width, height)
+        lines = listed(monitor, choices)
+        box = screen_layout(monitor, choices, width, height, len(lines))
         host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
         if choices.overview:
             w, h = box.overview.inner
@@ -89,7 +99,7 @@ class ScreenView:
             ),
             detail=self._detail(monitor, choices, interval_s, *box.detail.inner),
             advisor=self._advisor(monitor, choices, *box.advisor.inner),
-            procs=self._procs(monitor, frame, choices, *box.procs.inner),
+            procs=self._procs(monitor, frame, choices, lines, *box.procs.inner),
         )
 
     def _detail(
@@ -138,7 +148,13 @@ class ScreenView:
         return panel
 
     def _procs(
-        self, monitor: Monitor, frame: Frame | None, choices: Choices, width: int, height: int
+        self,
+        monitor: Monitor,
+        frame: Frame | None,
+        choices: Choices,
+        lines: Sequence[Line],
+        width: int,
+        height: int,
     ) -> Panel:
         notes = [n.text for n in (frame.notes if frame else ()) if n.kind is NoteKind.PID_NAMESPACE]
         return processes(
@@ -151,4 +167,5 @@ class ScreenView:
             height,
             monitor.thresholds,
             mask=choices.mask,
+            lines=lines,
         )
