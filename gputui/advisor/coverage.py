@@ -150,15 +150,10 @@ def too_few_readings(
         return []  # still gathering (the whole history, not this window's): said for all
     needed = max(2, math.ceil(t.min_points / 2))
     history_rules = [r for r in rules if r.needs_history]
-    text = (
-        f"too few readings to judge: fewer than {needed} in the last "
-        f"{fmt_duration(t.window_s)}"
-        + (
-            f" (the source has a new one every {fmt_duration(ctx.cadence_s)})"
-            if ctx.cadence_s
-            else ""
-        )
-    )
+    pace = f" (the source has a new one every {fmt_duration(ctx.cadence_s)})"
+    pace = pace if ctx.cadence_s else ""
+    text = f"too few readings to judge: fewer than {needed} in the last "
+    text += f"{fmt_duration(t.window_s)}{pace}"
     out: list[NotJudged] = []
     remote = {sample.index for sample, device in ctx.samples() if device.node is not None}
     for gpu in sorted(remote):
@@ -172,9 +167,7 @@ def too_few_readings(
     # More readings than that, but a window a rule asked for still held fewer than it
     # needs (a gap in the server's data, a slow read): that rule has not judged either.
     named = {(item.rule, item.gpu) for item in out}
-    pace = f" (the source has a new one every {fmt_duration(ctx.cadence_s)})"
-    short = f"too few readings to judge: fewer than {t.min_points} in a window it needs"
-    short += pace if ctx.cadence_s else ""
+    short = f"too few readings to judge: fewer than {t.min_points} in a window it needs{pace}"
     for rule_id, gpu in sorted(ctx.short, key=lambda k: (k[1], str(k[0]))):
         if rule_id is None or gpu not in remote or (rule_id, gpu) in fired:
             continue

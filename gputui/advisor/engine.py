@@ -142,6 +142,7 @@ class Advisor:
                     seen.setdefault(candidate.key, candidate)
             except Exception as exc:  # a bug in one rule must not silence the others
                 self.rule_errors[rule.id] = f"{type(exc).__name__}: {exc}"
+        ctx.asking[0] = None  # what is asked after the rules is no rule's window
         _name_straggler_causes(seen)
         return seen
 
