@@ -103,7 +103,7 @@ def _from_recording(path: Path) -> Run | int:
 
     notices: list[str] = []
     try:
-        stream = stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS)
+        stream = stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False)
         header = next(stream)
         assert isinstance(header, Header)
         collector = recording_collector(header, path.name)

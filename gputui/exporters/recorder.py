@@ -1,13 +1,16 @@
-"""Writing recordings: one tick a line, flushed, rotated past a size (docs/record.md).
+"""Writing recordings: a block of ticks a line (version 3; one tick a line with
+``version=2``), flushed, rotated past a size (docs/record.md).
 
 A ``.gz`` name is gzip-compressed with a sync flush after every line, so a recorder killed
-at any moment leaves a file that reads back up to its last complete line.
+at any moment leaves a file that reads back up to its last complete line: it loses at most
+the block it was filling (``BLOCK_TICKS`` ticks, ``BLOCK_SECONDS`` of frame time).
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
 import stat
 from collections.abc import Sequence
@@ -15,7 +18,8 @@ from pathlib import Path
 
 from gputui.core.model import Finding, Frame
 from gputui.exporters.files import open_new
-from gputui.formats.recording import Header, header_line, tick_line
+from gputui.formats.blocks import BLOCK_SECONDS, BLOCK_TICKS, block_line
+from gputui.formats.recording import MAX_LINE_BYTES, VERSION, Header, header_line, tick_line
 
 
 def rotated_name(path: Path, n: int) -> Path:
@@ -40,8 +44,14 @@ class RecordWriter:
         keep: int = 5,
         keep_secrets: bool = False,
         replace: bool = False,
+        version: int = VERSION,
     ) -> None:
         self.path = path
+        self.version = version
+        #: the ticks of the block being filled (version 3)
+        self._block: list[tuple[Frame, Sequence[Finding]]] = []
+        #: bytes a tick of the last block took in the file (unknown before the first)
+        self._tick_bytes = math.inf
         self._header = header
         self._keep_secrets = keep_secrets
         self._max_bytes = max_bytes
@@ -57,7 +67,7 @@ class RecordWriter:
         raw = open_new(self.path, replace)
         self._raw = raw
         self._out = gzip.GzipFile(fileobj=raw, mode="wb") if self.path.suffix == ".gz" else raw
-        self._line(header_line(self._header, self._keep_secrets))
+        self._line(header_line(self._header, self._keep_secrets, self.version))
 
     def _line(self, line: bytes) -> None:
         assert self._out is not None and self._raw is not None
@@ -68,7 +78,13 @@ class RecordWriter:
         self.lines += 1
 
     def write(self, frame: Frame, findings: Sequence[Finding] = ()) -> None:
-        self._line(tick_line(frame, findings, self._keep_secrets))
+        if self.version < 3:
+            self._line(tick_line(frame, findings, self._keep_secrets))
+        else:
+            self._block.append((frame, tuple(findings)))
+            if not self._block_full():
+                return
+            self._flush_block()
         if self._max_bytes and self._raw is not None and self._raw.tell() >= self._max_bytes:
             self._rotate()
 
@@ -103,7 +119,40 @@ class RecordWriter:
             self.path.rename(rotated_name(self.path, 1))
         self._open(replace=True)
 
+    def _block_full(self) -> bool:
+        """Whether the block holds enough: ``BLOCK_TICKS``, ``BLOCK_SECONDS``, or with
+        rotation, as many bytes as the file has room for by the last block's size a tick
+        (a file rotates near its size, not a block past it)."""
+        ticks = len(self._block)
+        if (
+            ticks >= BLOCK_TICKS
+            or self._block[-1][0].time - self._block[0][0].time >= BLOCK_SECONDS
+        ):
+            return True
+        if not self._max_bytes or self._raw is None:
+            return False
+        return ticks * self._tick_bytes >= self._max_bytes - self._raw.tell()
+
+    def _flush_block(self) -> None:
+        """The ticks held so far as block lines (halved until each fits a line)."""
+        before = self._raw.tell() if self._raw is not None else 0
+        count = len(self._block)
+        pending = [self._block]
+        self._block = []
+        while pending:
+            ticks = pending.pop(0)
+            line = block_line(ticks, self._keep_secrets)
+            if len(line) > MAX_LINE_BYTES and len(ticks) > 1:
+                half = len(ticks) // 2
+                pending[:0] = [ticks[:half], ticks[half:]]
+                continue
+            self._line(line)
+        if self._raw is not None:
+            self._tick_bytes = (self._raw.tell() - before) / count
+
     def close(self) -> None:
+        if self._block and self._out is not None:
+            self._flush_block()
         if self._out is not None and self._out is not self._raw:
             self._out.close()
         if self._raw is not None:

@@ -1,9 +1,11 @@
 """The recording's line codec: frames and findings as JSON lines, and the reader.
 
 Format (docs/record.md): the first line is a header (schema, version, source, devices,
-interval); every further line is one tick: ``{"frame": ..., "findings": [...]}`` with the
-frame as in the snapshot's ``latest``. The reader takes plain or gzip files and reads up to
-the last complete line, so a recorder killed at any moment leaves a readable file.
+interval). In version 3 every further line is a block of ticks in typed columns
+(``formats/blocks``); in versions 1 and 2 one tick, ``{"frame": ..., "findings": [...]}``
+with the frame as in the snapshot's ``latest``. The reader takes plain or gzip files and
+reads up to the last complete line, so a recorder killed at any moment leaves a readable
+file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.formats.blocks import parse_block
 from gputui.formats.values import (
     MAX_GPUS,
     FormatError,
@@ -40,9 +43,11 @@ MAX_TICKS = 500_000  # nearly six days at 1 s; the rest of a longer file is left
 MAX_INTERVAL_S = 3600.0
 
 SCHEMA = "gputui.record"
-#: 2: notes became objects with a kind (version 1 files still read)
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+#: 2: notes became objects with a kind (version 1 files still read); 3: blocks of ticks in
+#: typed columns (``formats/blocks``), what `gputui record` writes
+VERSION = 3
+LINE_VERSION = 2  # the last version of one tick a line, still written on request
+READABLE_VERSIONS = (1, 2, 3)
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -64,11 +69,11 @@ class Tick:
     findings: tuple[Finding, ...]
 
 
-def header_line(header: Header, keep_secrets: bool = False) -> bytes:
+def header_line(header: Header, keep_secrets: bool = False, version: int = VERSION) -> bytes:
     return _encode(
         {
             "schema": SCHEMA,
-            "version": VERSION,
+            "version": version,
             "gputui_version": __version__,
             "source": source_dict(header.source, keep_secrets),
             "devices": [record(d) for d in header.devices],
@@ -137,16 +142,46 @@ def read_recording(path: Path) -> Recording:
 
 
 def stream_recording(
-    path: Path, notices: list[str], max_ticks: int | None = None
+    path: Path, notices: list[str], max_ticks: int | None = None, findings: bool = True
 ) -> Iterator[Header | Tick]:
     """The header, then each tick as it is read, checked as ``read_recording`` checks it:
-    a reader of a long file (the report) holds one tick at a time. What the reader had to
-    say (a cut last line, findings not understood) is appended to ``notices`` by the end."""
+    a reader of a long file (the report) holds one block at a time. What the reader had to
+    say (a cut last line, findings not understood) is appended to ``notices`` by the end.
+    ``findings=False``: a version-3 file's recorded findings are left unread (ticks
+    without findings), for a reader that judges the frames itself."""
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
     last: float | None = None
     count = 0
     skipped_findings = 0
+    for number, data in _documents(path, notices):
+        if header is None:
+            header = _header(path, data)
+            yield header
+            continue
+        ticks, skipped = _ticks(path, number, data, header.version, findings)
+        skipped_findings += skipped
+        for tick in ticks:
+            if count >= max_ticks:
+                break
+            if last is not None and tick.frame.time < last:
+                raise RecordingError(f"{path}:{number}: time goes backwards")
+            last = tick.frame.time
+            count += 1
+            yield tick
+        else:
+            continue
+        notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
+        break
+    if header is None:
+        raise RecordingError(f"{path}: empty, not a gputui recording")
+    if skipped_findings:
+        notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
+
+
+def _documents(path: Path, notices: list[str]) -> Iterator[tuple[int, Any]]:
+    """Each line's number and JSON document; a damaged or cut last line is skipped with a
+    notice, a damaged one before it is an error naming it."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
     for number, raw, complete in _lines(path):
         if pending is not None:
@@ -160,30 +195,29 @@ def stream_recording(
             pending = (number, f"damaged line ({reason})")
             if not complete:
                 notices.append(f"{path}:{number}: the last line is incomplete and was skipped")
-                pending = None
-                break
+                return
             continue
-        if header is None:
-            header = _header(path, data)
-            yield header
-            continue
-        if count >= max_ticks:
-            notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
-            break
-        tick, skipped = _tick(path, number, data)
-        skipped_findings += skipped
-        if last is not None and tick.frame.time < last:
-            raise RecordingError(f"{path}:{number}: time goes backwards")
-        last = tick.frame.time
-        count += 1
-        yield tick
+        yield number, data
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
-    if header is None:
-        raise RecordingError(f"{path}: empty, not a gputui recording")
-    if skipped_findings:
-        notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
+
+
+def _ticks(
+    path: Path, number: int, data: Any, version: int, findings: bool
+) -> tuple[list[Tick], int]:
+    """The ticks of one line (one tick before version 3, a block since), and how many
+    recorded findings were not understood."""
+    if version < 3:
+        tick, skipped = _tick(path, number, data)
+        return [tick], skipped
+    try:
+        if not isinstance(data, dict):
+            raise FormatError("a block is not an object")
+        pairs, skipped = parse_block(data, findings)
+    except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise RecordingError(f"{path}:{number}: not a block of ticks ({exc})") from exc
+    return [Tick(frame, findings) for frame, findings in pairs], skipped
 
 
 def _tick(path: Path, number: int, data: Any) -> tuple[Tick, int]:
@@ -226,6 +260,6 @@ def _header(path: Path, data: Any) -> Header:
             or not 0 < interval <= MAX_INTERVAL_S
         ):
             raise FormatError(f"interval_s {interval!r}: not a positive number of seconds")
-        return Header(source, devices, float(interval))
+        return Header(source, devices, float(interval), data["version"])
     except (FormatError, KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"{path}:1: damaged header ({exc})") from exc

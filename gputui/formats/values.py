@@ -166,6 +166,13 @@ def _plan(cls: type) -> tuple[tuple[str, Check], ...]:
     return plan
 
 
+def field_checks(cls: type) -> list[tuple[dataclasses.Field[Any], str, Check]]:
+    """Each field of a model class with its annotation (``Final`` unwrapped) and the check
+    ``from_record`` makes of its value: the column reader checks values the same way."""
+    checks = dict(_plan(cls))
+    return [(f, _kind(f), checks[f.name]) for f in dataclasses.fields(cls)]
+
+
 def from_record(cls: type[T], data: Mapping[str, Any]) -> T:
     """A model dataclass from its dict, every value checked against the field's type;
     unknown keys (a newer writer) are ignored, missing ones take the default."""
@@ -309,11 +316,11 @@ def parse_frame(data: Mapping[str, Any]) -> Frame:
         processes=tuple(from_record(ProcessSample, p) for p in data.get("processes", ())),
         notes=tuple(parse_note(n) for n in data.get("notes", ())),
         jobs=tuple(from_record(JobSettings, j) for j in (data.get("jobs") or ())[:MAX_PROCESSES]),
-        settings=_parse_settings(data.get("settings")),
+        settings=parse_settings(data.get("settings")),
     )
 
 
-def _parse_settings(data: Any) -> HostSettings | None:
+def parse_settings(data: Any) -> HostSettings | None:
     if data is None:
         return None
     if not isinstance(data, Mapping):

@@ -29,14 +29,16 @@ from gputui.sources.recorded import ReplayEnded, ReplaySource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 
-def record_demo(path: Path, seconds: int = 90, scenario: str = "mix", gpus: int = 4) -> Monitor:
+def record_demo(
+    path: Path, seconds: int = 90, scenario: str = "mix", gpus: int = 4, version: int = 3
+) -> Monitor:
     clock = ManualClock(1_800_000_000.0)
     source = SimulatedSource(resolve_scenarios(scenario, gpus), clock=clock)
     devices = source.open()
     monitor = make_monitor(
         devices, Config(), SourceInfo("SIMULATED", SourceKind.SIMULATED, scenario)
     )
-    writer = RecordWriter(path, Header(monitor.source, devices, 1.0))
+    writer = RecordWriter(path, Header(monitor.source, devices, 1.0), version=version)
     for _ in range(seconds):
         frame = source.read()
         writer.write(frame, monitor.ingest(frame))
@@ -84,7 +86,7 @@ def test_replay_source_reads_in_order_and_seeks(tmp_path: Path) -> None:
 
 def test_truncated_last_line_is_skipped_with_a_notice(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    record_demo(path, seconds=5)
+    record_demo(path, seconds=5, version=2)  # one tick a line (version 3: test_recording_blocks)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 40])  # cut inside the last line
     recording = read_recording(path)
@@ -94,7 +96,7 @@ def test_truncated_last_line_is_skipped_with_a_notice(tmp_path: Path) -> None:
 
 def test_damaged_line_in_the_middle_is_named(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    record_demo(path, seconds=5)
+    record_demo(path, seconds=5, version=2)
     lines = path.read_bytes().split(b"\n")
     lines[3] = b"{garbage"
     path.write_bytes(b"\n".join(lines))
