@@ -5,8 +5,9 @@ Usage: python benchmarks/report_week.py [--gpus 8] [--days 7] [--chunk-minutes 3
                                         [--plain] [--file RUN.jsonl[.gz]] [--keep PATH]
 
 1. Unless ``--file`` names a recording, writes one: ``--chunk-minutes`` of the simulated
-   default mix (1 s ticks, a manual clock) recorded by the real recorder, then repeated
-   line by line, each frame's time moved on, until the file holds ``--days`` of ticks
+   default mix (1 s ticks, a manual clock) recorded by the real recorder in the format
+   ``gputui record`` writes (version 3: blocks of a minute's ticks), then repeated block by
+   block, each block's time (``t0``) moved on, until the file holds ``--days`` of ticks
    (gzip unless ``--plain``). The simulator's counters start again at each repeat.
 2. Makes the report with the calls ``gputui report`` makes (``stream_recording`` with the
    report's tick bound, a ``Collector`` at the report's judging cadence, ``report_text``),
@@ -39,8 +40,8 @@ from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 START = 1_800_000_000.0
-#: every tick line starts with its frame's time (``tick_line``)
-_TIME = re.compile(rb'^\{"frame":\{"time":[-0-9.eE+]+,')
+#: every block line starts with its tick count and its first tick's time (``block_line``)
+_TIME = re.compile(rb'^\{"block":([0-9]+),"t0":[-0-9.eE+]+,')
 
 
 def record(path: Path, gpus: int, ticks: int) -> None:
@@ -69,11 +70,18 @@ def write_long(path: Path, gpus: int, chunk: int, total: int, plain: bool) -> No
 
 
 def _repeat(out: BinaryIO | gzip.GzipFile, lines: list[bytes], total: int) -> None:
-    header, ticks = lines[0], lines[1:]
+    header, blocks = lines[0], lines[1:]
     out.write(header)
-    for k in range(total):
-        stamp = b'{"frame":{"time":%.1f,' % (START + k)
-        out.write(_TIME.sub(stamp, ticks[k % len(ticks)], count=1))
+    written = 0
+    while written < total:
+        for block in blocks:
+            match = _TIME.match(block)
+            assert match is not None, "not a block line"
+            stamp = b'{"block":%s,"t0":%.1f,' % (match.group(1), START + written)
+            out.write(_TIME.sub(stamp, block, count=1))
+            written += int(match.group(1))
+            if written >= total:
+                return
 
 
 def timed(items: Iterator[Header | Tick], took: dict[str, float]) -> Iterator[Header | Tick]:
@@ -92,7 +100,9 @@ def report(path: Path) -> tuple[int, int, int, dict[str, float]]:
     the stages' seconds."""
     took = {"read the file": 0.0, "columns and the advisor": 0.0}
     notices: list[str] = []
-    stream = timed(stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS), took)
+    stream = timed(
+        stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False), took
+    )
     header = next(stream)
     assert isinstance(header, Header)
     collector = recording_collector(header, path.name)
