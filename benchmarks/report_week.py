@@ -3,17 +3,19 @@ as ``gputui report`` reads it, each stage timed, and the page's size.
 
 Usage: python benchmarks/report_week.py [--gpus 8] [--days 7] [--chunk-minutes 360]
                                         [--plain] [--file RUN.jsonl[.gz]] [--keep PATH]
+                                        [--processes N]
 
 1. Unless ``--file`` names a recording, writes one: ``--chunk-minutes`` of the simulated
    default mix (1 s ticks, a manual clock) recorded by the real recorder in the format
    ``gputui record`` writes (version 3: blocks of a minute's ticks), then repeated block by
    block, each block's time (``t0``) moved on, until the file holds ``--days`` of ticks
    (gzip unless ``--plain``). The simulator's counters start again at each repeat.
-2. Makes the report with the calls ``gputui report`` makes (``stream_recording`` with the
-   report's tick bound, a ``Collector`` at the report's judging cadence, ``report_text``),
-   timing reading the file (decode and checks), the columns and the advisor, and the
-   accounting and the page; prints each stage, the total, the CPU time (the machine may be
-   shared), and the page's size.
+2. Makes the report as ``gputui report`` makes it: ``judge_recording`` (the run cut in
+   stretches judged side by side, one process a CPU, ``--processes`` to choose), then
+   ``report_text``; prints each stage, the total, the CPU time of this process and its
+   children (the machine may be shared), and the page's size. With ``--processes 1`` the
+   one process's stages are timed apart: reading the file (decode and checks), the columns
+   and the advisor.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -36,6 +39,7 @@ from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import recording_collector, report_text
+from gputui.exporters.report.segments import judge_recording, workers
 from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -95,9 +99,18 @@ def timed(items: Iterator[Header | Tick], took: dict[str, float]) -> Iterator[He
         yield item
 
 
-def report(path: Path) -> tuple[int, int, int, dict[str, float]]:
+def report(path: Path, processes: int) -> tuple[int, int, int, dict[str, float]]:
     """The report of a recording as ``gputui report`` makes it: ticks, GPUs, page bytes and
     the stages' seconds."""
+    if processes > 1:
+        t0 = time.perf_counter()
+        run = judge_recording(path, REPORT_MAX_TICKS, processes)
+        assert run is not None
+        took = {f"read and judge, {processes} processes": time.perf_counter() - t0}
+        t0 = time.perf_counter()
+        page = report_text(run, "html")
+        took["accounting and the page"] = time.perf_counter() - t0
+        return len(run.times), len(run.devices), len(page.encode()), took
     took = {"read the file": 0.0, "columns and the advisor": 0.0}
     notices: list[str] = []
     stream = timed(
@@ -120,6 +133,15 @@ def report(path: Path) -> tuple[int, int, int, dict[str, float]]:
     return len(run.times), len(run.devices), len(page.encode()), took
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=8)
@@ -128,6 +150,7 @@ def main() -> int:
     parser.add_argument("--plain", action="store_true", help="write .jsonl, not .jsonl.gz")
     parser.add_argument("--file", type=Path, help="report this recording instead")
     parser.add_argument("--keep", type=Path, help="write the recording here and keep it")
+    parser.add_argument("--processes", type=int, default=workers(), help="as gputui report")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         path = args.file
@@ -139,9 +162,9 @@ def main() -> int:
             write_long(path, args.gpus, int(args.chunk_minutes * 60), ticks, args.plain)
             print(f"wrote {path.name}: {ticks:,} ticks in {time.perf_counter() - t0:.0f} s")
         size = path.stat().st_size
-        cpu = time.process_time()
-        ticks, gpus, page, took = report(path)
-        cpu = time.process_time() - cpu
+        cpu = _cpu()
+        ticks, gpus, page, took = report(path, args.processes)
+        cpu = _cpu() - cpu
     print(f"{path.name}: {ticks:,} ticks of {gpus} GPUs, {size / 1e6:,.0f} MB")
     print(f"{'stage':<26}{'s':>10}{'ms a tick':>12}")
     for stage, seconds in took.items():
@@ -149,6 +172,7 @@ def main() -> int:
     total = sum(took.values())
     print(f"{'all':<26}{total:>10.1f}{total / ticks * 1e3:>12.3f}")
     print(f"CPU time of the report: {cpu:.1f} s (the machine may be shared: wall time is more)")
+    print(f"processes: {args.processes}")
     print(f"the page: {page / 1e6:.2f} MB")
     return 0
 

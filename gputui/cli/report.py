@@ -98,23 +98,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _from_recording(path: Path) -> Run | int:
-    from gputui.exporters.report import recording_collector
-    from gputui.formats.recording import Header, RecordingError, stream_recording
+    from gputui.exporters.report.segments import judge_recording
+    from gputui.formats.recording import RecordingError
 
-    notices: list[str] = []
     try:
-        stream = stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False)
-        header = next(stream)
-        assert isinstance(header, Header)
-        collector = recording_collector(header, path.name)
-        for tick in stream:
-            if not isinstance(tick, Header):
-                collector.add(tick.frame)
+        run = judge_recording(path, REPORT_MAX_TICKS)
     except (OSError, RecordingError) as exc:
         return _fail(str(exc) if isinstance(exc, RecordingError) else f"{path}: {exc}")
-    if not len(collector):
+    if run is None:
         return _fail(f"{path}: the recording holds no frames")
-    return collector.finish(notices)
+    return run
 
 
 def _window(args: argparse.Namespace) -> tuple[float, float] | int:

@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import math
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -142,19 +143,26 @@ def read_recording(path: Path) -> Recording:
 
 
 def stream_recording(
-    path: Path, notices: list[str], max_ticks: int | None = None, findings: bool = True
+    path: Path,
+    notices: list[str],
+    max_ticks: int | None = None,
+    findings: bool = True,
+    blocks: tuple[float, float] | None = None,
 ) -> Iterator[Header | Tick]:
     """The header, then each tick as it is read, checked as ``read_recording`` checks it:
     a reader of a long file (the report) holds one block at a time. What the reader had to
     say (a cut last line, findings not understood) is appended to ``notices`` by the end.
     ``findings=False``: a version-3 file's recorded findings are left unread (ticks
-    without findings), for a reader that judges the frames itself."""
+    without findings), for a reader that judges the frames itself. ``blocks=(a, b)``: of a
+    version-3 file only the blocks whose first tick lies in [a, b), the others skipped
+    unread (``block_marks`` says where they start): a reader of one stretch of a long run.
+    """
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
     last: float | None = None
     count = 0
     skipped_findings = 0
-    for number, data in _documents(path, notices):
+    for number, data in _documents(path, notices, blocks):
         if header is None:
             header = _header(path, data)
             yield header
@@ -179,13 +187,21 @@ def stream_recording(
         notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
 
 
-def _documents(path: Path, notices: list[str]) -> Iterator[tuple[int, Any]]:
+def _documents(
+    path: Path, notices: list[str], blocks: tuple[float, float] | None = None
+) -> Iterator[tuple[int, Any]]:
     """Each line's number and JSON document; a damaged or cut last line is skipped with a
-    notice, a damaged one before it is an error naming it."""
+    notice, a damaged one before it is an error naming it. With ``blocks``, a block line
+    whose first tick lies outside it is skipped unread (one past it ends the reading)."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
     for number, raw, complete in _lines(path):
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
+        if blocks is not None and number > 1 and (mark := _mark(raw)) is not None:
+            if mark[0] >= blocks[1]:
+                return
+            if mark[0] < blocks[0]:
+                continue
         try:
             data = _json(raw)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -201,6 +217,47 @@ def _documents(path: Path, notices: list[str]) -> Iterator[tuple[int, Any]]:
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
+
+
+#: how a version-3 block line starts (``block_line``): its tick count and first time
+_BLOCK_START = re.compile(rb'^\{"block":([0-9]{1,9}),"t0":(-?[0-9][0-9.eE+-]{0,30}),')
+
+
+def _mark(raw: bytes) -> tuple[float, int] | None:
+    """A block line's first time and tick count, read from its start without parsing it;
+    None for a line that does not start as gputui writes blocks."""
+    found = _BLOCK_START.match(raw)
+    if found is None:
+        return None
+    try:
+        t0 = float(found.group(2))
+    except ValueError:
+        return None
+    return (t0, int(found.group(1))) if math.isfinite(t0) else None
+
+
+def block_marks(path: Path) -> list[tuple[float, int]] | None:
+    """Where each block of a version-3 recording starts (its first time, its ticks), read
+    from the lines' starts without parsing them: how a long run is cut into stretches.
+    None for an older version, or a line that does not start as gputui writes blocks (the
+    whole reading will say what is wrong with it)."""
+    marks: list[tuple[float, int]] = []
+    for number, raw, complete in _lines(path):
+        if number == 1:
+            try:
+                head = _json(raw)
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                return None
+            if not isinstance(head, dict) or head.get("version") != 3:
+                return None
+            continue
+        mark = _mark(raw)
+        if mark is None:
+            return None if complete else marks  # a cut last line: the reader drops it too
+        if marks and mark[0] < marks[-1][0]:
+            return None
+        marks.append(mark)
+    return marks
 
 
 def _ticks(

@@ -52,6 +52,9 @@ class Monitor:
         self.history = History(config.history_points)
         #: each GPU process's own readings, while it lives (the process page)
         self.processes = ProcessHistory()
+        #: whether ``processes`` is fed: a headless reader with no process page (the
+        #: report of a week-long recording) turns it off
+        self.follow_processes = True
         self._make_judge = make_judge
         self.advisor = make_judge()
         #: finding episodes and process spans over the history window (the report's story)
@@ -105,7 +108,8 @@ class Monitor:
         for earlier in frame.late:
             self.history.fill(earlier)
         self.history.add(frame)
-        self.processes.add(frame)
+        if self.follow_processes:
+            self.processes.add(frame)
         if not advise:
             self.runlog.add(frame, None)
             return self.advisor.findings

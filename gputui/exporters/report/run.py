@@ -132,8 +132,16 @@ class Collector:
         interval_s: float,
         origin: str,
         thresholds: Thresholds | None = None,
+        record_from: float | None = None,
     ) -> None:
         self.devices = tuple(devices)
+        #: frames before this time only warm the advisor up (its history, its holds): one
+        #: stretch of a long run judged on its own (``segments``) begins here
+        self._record_from = record_from
+        self._last: float | None = None
+        #: the run log's episodes and spans when the stretch began, and those open then
+        self._before: set[int] = set()
+        self._open: set[int] = set()
         self._source = source
         self._interval = interval_s
         self._origin = origin
@@ -141,6 +149,7 @@ class Collector:
             self.devices, Config(interval_s=interval_s), source, thresholds
         )
         self.monitor.runlog.horizon_s = None  # the whole run, not the app's hour
+        self.monitor.follow_processes = False  # no process page: its rings are not read
         self.monitor.runlog.gap_s = max(5.0, 3 * interval_s)
         self.times: array[float] = array("d")
         self._columns: dict[int, list[array[float]]] = {
@@ -153,8 +162,19 @@ class Collector:
         return len(self.times)
 
     def add(self, frame: Frame) -> None:
-        if self.times and frame.time <= self.times[-1]:
+        if self._last is not None and frame.time <= self._last:
             return  # a repeated tick (a range's edges overlapping): once is enough
+        self._last = frame.time
+        if self._record_from is not None:
+            if frame.time < self._record_from:
+                self.monitor.ingest(frame)
+                return
+            # the stretch begins: what the run log holds now is the stretch before's, but
+            # for the episodes and spans going on here, which continue the ones it left
+            log = self.monitor.runlog
+            self._before = {id(e) for e in log.episodes} | {id(s) for s in log.spans}
+            self._open = {id(e) for e in log.episodes if e.open}
+            self._record_from = None
         self.monitor.ingest(frame)
         self.times.append(frame.time)
         present = {s.index: s for s in frame.gpus if not s.lost}
@@ -174,13 +194,26 @@ class Collector:
         for frame in frames:
             self.add(frame)
 
-    def finish(self, notices: Sequence[str] = ()) -> Run:
+    def carried(self) -> tuple[list[Episode], list[Span]]:
+        """Of a stretch (``record_from``): the episodes open when it began and the spans
+        running then that it went on with: the stretch before's, continued here."""
+        log = self.monitor.runlog
+        start = self.times[0] if self.times else math.inf
+        episodes = [e for e in log.episodes if id(e) in self._open]
+        spans = [s for s in log.spans if id(s) in self._before and s.end >= start]
+        return episodes, spans
+
+    def finish(self, notices: Sequence[str] = (), last: bool = True) -> Run:
+        """The run; ``last=False`` for a stretch the next one continues: its last tick is
+        judged as the cadence fell, not forced, and the episodes shown at its end stay
+        open. A stretch's run holds the episodes and spans that began in it."""
         log = self.monitor.runlog
         latest = self.monitor.latest
-        if latest is not None:
+        if latest is not None and last:
             # the last tick judged too, however the cadence fell: the run ends here
             log.add(latest, self.monitor.advisor.update(self.monitor.history, force=True))
-        log.finish()
+        if last:
+            log.finish()
         tracks = {
             d.index: Track(
                 d,
@@ -198,15 +231,15 @@ class Collector:
             interval_s=self._interval,
             times=self.times,
             tracks=tracks,
-            episodes=log.episodes,
-            spans=log.spans,
+            episodes=[e for e in log.episodes if id(e) not in self._before],
+            spans=[s for s in log.spans if id(s) not in self._before],
             thresholds=self.monitor.thresholds,
             origin=self._origin,
             notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
         )
 
 
-def recording_collector(header: Header, name: str) -> Collector:
+def recording_collector(header: Header, name: str, record_from: float | None = None) -> Collector:
     """The collector of a recording's report (``name``: the file's): judged at the
     report's cadence."""
     return Collector(
@@ -215,6 +248,7 @@ def recording_collector(header: Header, name: str) -> Collector:
         header.interval_s,
         origin=f"recording {name}",
         thresholds=recording_thresholds(header.interval_s),
+        record_from=record_from,
     )
 
 

@@ -1,0 +1,113 @@
+"""A long recording's report judged in stretches side by side (``exporters/report/
+segments``) says exactly what it says judged in one go: the same columns, the same finding
+episodes (those that flap and those that reach back included) and process spans, the
+same shares of time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gputui import cli
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import SourceKind
+from gputui.exporters.recorder import RecordWriter
+from gputui.exporters.report import account, segments
+from gputui.exporters.report.run import Run
+from gputui.formats.recording import Header, block_marks
+
+START = 1_800_000_000.0
+HOURS = 3
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three hours of a starved GPU and a thermal one, 1 s ticks: findings that hold
+    for hours, that come and go, and that say their condition began far back."""
+    from gputui.sources.simulated import SimulatedSource
+
+    path = tmp_path_factory.mktemp("long") / "run.jsonl.gz"
+    clock = ManualClock(START)
+    source = SimulatedSource(("starved", "thermal"), clock=clock)
+    devices = source.open()
+    writer = RecordWriter(path, Header(SourceInfo("SIMULATED", SourceKind.SIMULATED), devices, 1.0))
+    for _ in range(HOURS * 3600):
+        writer.write(source.read())
+        clock.advance(1.0)
+    writer.close()
+    return path
+
+
+def _story(run: Run) -> tuple[object, ...]:
+    episodes = sorted((e.key[0].value, e.key[1], e.since, e.until, e.open) for e in run.episodes)
+    spans = sorted((s.gpu, s.pid, s.name, s.start, s.end) for s in run.spans)
+    return (list(run.times), episodes, spans, run.notices)
+
+
+def test_stretches_judged_side_by_side_tell_the_story_of_the_run_judged_in_one_go(
+    long_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segments, "MIN_STRETCH_S", 3600.0)
+    stretches = segments.plan(long_run, 2, 10**6)
+    # the second stretch starts well past a warm-up's length: it does not read the first
+    assert len(stretches) == 2 and stretches[1].start - START > segments.WARMUP_S
+    whole = segments.judge_recording(long_run, 10**6, processes=1)
+    split = segments.judge_recording(long_run, 10**6, processes=2)
+    assert whole is not None and split is not None
+    assert _story(split) == _story(whole)
+    assert len(whole.episodes) >= 4  # not a story without findings
+    for index, track in whole.tracks.items():
+        for metric, column in track.values.items():
+            assert list(split.tracks[index].values[metric]) == list(column)
+        assert list(split.tracks[index].reasons) == list(track.reasons)
+    a, b = account(whole), account(split)
+    assert a == b
+
+
+def test_a_short_run_an_older_version_or_one_process_is_judged_in_one_go(
+    long_run: Path, tmp_path: Path
+) -> None:
+    assert len(segments.plan(long_run, 2, 10**6)) == 1  # three hours: shorter than 2 stretches
+    assert len(segments.plan(long_run, 1, 10**6)) == 1
+    ticks = sum(n for _, n in block_marks(long_run) or ())
+    assert ticks == HOURS * 3600
+    assert len(segments.plan(long_run, 2, ticks - 1)) == 1  # more than a report reads
+    old = tmp_path / "v2.jsonl"
+    old.write_text(
+        json.dumps(
+            {
+                "schema": "gputui.record",
+                "version": 2,
+                "source": {"label": "x", "kind": "simulated"},
+                "devices": [],
+                "interval_s": 1.0,
+            }
+        )
+        + "\n"
+    )
+    assert block_marks(old) is None
+
+
+def test_a_damaged_block_in_a_later_stretch_fails_the_report_naming_its_line(
+    long_run: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import gzip
+
+    monkeypatch.setattr(segments, "MIN_STRETCH_S", 3600.0)
+    with gzip.open(long_run) as f:
+        lines = f.read().split(b"\n")
+    damaged = len(lines) - 20  # in the second stretch
+    lines[damaged] = lines[damaged].replace(b'"data":"', b'"data":"!', 1)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    assert len(segments.plan(path, 2, 10**6)) == 2
+    monkeypatch.setattr(segments, "workers", lambda: 2)
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 3
+    err = capsys.readouterr().err
+    assert f"run.jsonl:{damaged + 1}: not a block of ticks" in err and "Traceback" not in err
