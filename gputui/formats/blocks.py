@@ -86,6 +86,11 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     return tuple(out)
 
 
+@cache
+def _by_name(cls: type) -> dict[str, _Field]:
+    return {f.name: f for f in _fields(cls)}
+
+
 def _gpu_parse(name: str, check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """A GPU field kept as changes: checked, nested records parsed, then its range."""
     kind = _RECORDS.get(name)
@@ -285,7 +290,7 @@ def _expected(spec: Spec) -> _Field | None:
     cls = _PARTS.get(spec.part.rstrip("0123456789"))
     if cls is None or (cls is not HostSample and not spec.part[-1:].isdigit()):
         return None
-    return next((f for f in _fields(cls) if f.name == spec.field), None)
+    return _by_name(cls).get(spec.field)
 
 
 def _times(t0: Any, column: Any, ticks: int) -> list[float]:

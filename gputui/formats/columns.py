@@ -4,8 +4,9 @@ checked as it comes out (per column where that is cheaper: a column whose least 
 greatest values lie in the field's range is in range whole).
 
 Codes: ``d`` a float (8 bytes), ``q`` an int (8), ``b`` a bool (1), ``D`` a tuple of
-floats (a 4-byte length a tick, then the values). A column of a nullable field carries one
-byte a tick after its values (1: None). Little-endian whatever the machine.
+floats and ``I`` a tuple of ints (a 4-byte length a tick, then the values, 8 bytes each).
+A column of a nullable field carries one byte a tick after its values (1: None).
+Little-endian whatever the machine.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from gputui.formats.values import MAX_FLOAT, FormatError
 #: a block's columns together may unpack to at most this many bytes, whatever it claims
 MAX_BLOB_BYTES: Final = 64 * 1024 * 1024
 _SIZE: Final = {"d": 8, "q": 8, "b": 1}
+_TUPLES: Final = {"tuple[float, ...]": "D", "tuple[int, ...]": "I"}
+_RAGGED: Final = {"D": "d", "I": "q"}  # a tuple column's values
 _TYPECODE: Final = {"d": "d", "q": "q", "b": "b"}
 _INT_LOW, _INT_HIGH = -(2**63), 2**63
 _BIG_ENDIAN: Final = sys.byteorder == "big"
@@ -34,8 +37,8 @@ def code_of(kind: str) -> str:
     """The column code of a field's annotation (``float | None`` -> ``d``), ``""`` where
     the field is kept as changes (texts, records, nullable tuples)."""
     base = kind.replace(" | None", "").strip()
-    if base == "tuple[float, ...]" and "None" not in kind:
-        return "D"
+    if "None" not in kind and base in _TUPLES:
+        return _TUPLES[base]
     return {"float": "d", "int": "q", "bool": "b"}.get(base, "")
 
 
@@ -51,7 +54,7 @@ class Spec:
     count: int = 0
 
     def size(self, ticks: int) -> int:
-        body = 4 * ticks + 8 * self.count if self.code == "D" else _SIZE[self.code] * ticks
+        body = 4 * ticks + 8 * self.count if self.code in _RAGGED else _SIZE[self.code] * ticks
         return body + (ticks if self.nulls else 0)
 
     def as_json(self) -> list[Any]:
@@ -64,7 +67,7 @@ def parse_spec(data: Any) -> Spec:
     part, field, code, nulls, count = data
     if not isinstance(part, str) or not isinstance(field, str) or len(part) + len(field) > 200:
         raise FormatError("a column's part and field must be short texts")
-    if code not in ("d", "q", "b", "D") or nulls not in (0, 1) or isinstance(nulls, bool):
+    if code not in ("d", "q", "b", "D", "I") or nulls not in (0, 1) or isinstance(nulls, bool):
         raise FormatError(f"column {field}: unknown code {code!r}")
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_BLOB_BYTES:
         raise FormatError(f"column {field}: count {count!r}")
@@ -96,8 +99,8 @@ class BlobWriter:
 
 
 def _pack(code: str, values: Sequence[Any]) -> tuple[bytes, bytes | None, int] | None:
-    if code == "D":
-        return _pack_tuples(values)
+    if code in _RAGGED:
+        return _pack_tuples(code, values)
     fill = next((v for v in values if v is not None), 0)
     nulls = bytes(v is None for v in values)
     if code == "b":
@@ -119,18 +122,25 @@ def _pack(code: str, values: Sequence[Any]) -> tuple[bytes, bytes | None, int] |
     return _bytes(column), nulls if any(nulls) else None, 0
 
 
-def _pack_tuples(values: Sequence[Any]) -> tuple[bytes, None, int] | None:
+def _pack_tuples(code: str, values: Sequence[Any]) -> tuple[bytes, None, int] | None:
     lengths = array("I")
-    flat = array("d")
+    flat = array(_RAGGED[code])
+    fits = _fits_float if code == "D" else _fits_int
     for value in values:
         value = () if value is None else value
-        if not isinstance(value, tuple) or not all(
-            type(v) in (int, float) and math.isfinite(v) and abs(v) < MAX_FLOAT for v in value
-        ):
+        if not isinstance(value, tuple) or not all(fits(v) for v in value):
             return None
         lengths.append(len(value))
         flat.extend(value)
     return _bytes(lengths) + _bytes(flat), None, len(flat)
+
+
+def _fits_float(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v) and abs(v) < MAX_FLOAT
+
+
+def _fits_int(v: Any) -> bool:
+    return type(v) is int and _INT_LOW <= v < _INT_HIGH
 
 
 def _bytes(column: array[Any]) -> bytes:
@@ -165,7 +175,7 @@ def read_column(
     """One column's values (a list, one a tick) and its null bytes, checked: finite,
     within what a file may claim, and where ``bounds`` are given, a value outside them
     made None (as ``core.ranges`` makes a reading no GPU gives unknown)."""
-    if spec.code == "D":
+    if spec.code in _RAGGED:
         return _read_tuples(view, spec, ticks, bounds), None
     size = _SIZE[spec.code] * ticks
     column = array(_TYPECODE[spec.code])
@@ -209,14 +219,14 @@ def _read_tuples(
 ) -> list[Any]:
     lengths = array("I")
     lengths.frombytes(view[: 4 * ticks])
-    flat = array("d")
+    flat = array(_RAGGED[spec.code])
     flat.frombytes(view[4 * ticks : 4 * ticks + 8 * spec.count])
     if _BIG_ENDIAN:
         lengths.byteswap()
         flat.byteswap()
     if sum(lengths) != spec.count:
         raise FormatError(f"column {spec.field}: lengths that do not add up to its values")
-    values = _checked_numbers(flat, Spec(spec.part, spec.field, "d", False))
+    values = _checked_numbers(flat, Spec(spec.part, spec.field, _RAGGED[spec.code], False))
     keep: list[bool] | None = None
     if bounds is not None and flat and not bounds[0] <= min(flat) <= max(flat) <= bounds[1]:
         keep = [bounds[0] <= v <= bounds[1] for v in values]
