@@ -197,7 +197,8 @@ def _documents(
     for number, raw, complete in _lines(path):
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
-        if blocks is not None and number > 1 and (mark := _mark(raw)) is not None:
+        mark = _mark(raw) if number > 1 else None
+        if blocks is not None and mark is not None:
             if mark[0] >= blocks[1]:
                 return
             if mark[0] < blocks[0]:
@@ -213,6 +214,11 @@ def _documents(
                 notices.append(f"{path}:{number}: the last line is incomplete and was skipped")
                 return
             continue
+        if mark is not None and (
+            not isinstance(data, dict) or (data.get("t0"), data.get("block")) != mark
+        ):
+            # what its start says is how a long run is cut into stretches: it must be true
+            raise RecordingError(f"{path}:{number}: a block whose start and body disagree")
         yield number, data
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
@@ -233,7 +239,7 @@ def _mark(raw: bytes) -> tuple[float, int] | None:
         t0 = float(found.group(2))
     except ValueError:
         return None
-    return (t0, int(found.group(1))) if math.isfinite(t0) else None
+    return (t0, int(found.group(1))) if math.isfinite(t0) else None  # (t0, ticks)
 
 
 def block_marks(path: Path) -> list[tuple[float, int]] | None:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputui import cli
 from gputui.advisor import make_monitor
 from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
@@ -331,3 +332,27 @@ def test_a_random_block_gives_an_error_naming_its_line_or_frames_in_range(
         for process in tick.frame.processes:
             for value in (process.name, process.command, process.user):
                 assert value is None or clean(value) == value
+
+
+@pytest.mark.parametrize("case", ["a zip bomb", "NaN in a float column", "changes out of order"])
+def test_the_report_and_replay_of_a_hostile_block_say_which_line_without_a_traceback(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / f"run{CORPUS['CSI colour']}.jsonl", TICKS[:70])  # a hostile name
+    _rewrite(path, HOSTILE[case])
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == cli.EXIT_NO_SOURCE
+    assert cli.main(["replay", str(path)]) == cli.EXIT_NO_SOURCE
+    err = capsys.readouterr().err
+    assert err.count(":2: not a block of ticks") == 2 and "Traceback" not in err
+    assert not any(c in err for c in FORBIDDEN)
+
+
+def test_a_block_whose_start_says_another_time_than_its_body_is_refused(tmp_path: Path) -> None:
+    """The start of a block line is what cuts a long run into stretches (``block_marks``):
+    a later "t0" key in the same object, which the JSON parser would take, is a lie."""
+    path = write(tmp_path / "run.jsonl", TICKS[:70])
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:-1] + b',"t0":5.0}'
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(RecordingError, match=r"run.jsonl:2: a block whose start and body"):
+        read_recording(path)
