@@ -18,7 +18,6 @@ from gputui.view.detail import View, detail
 from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
-from gputui.view.overview import overview
 from gputui.view.process_table import Line, listing
 from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
@@ -75,6 +74,8 @@ class ScreenView:
         box = screen_layout(monitor, choices, width, height, len(lines))
         host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
         if choices.overview:
+            from gputui.view.overview import overview  # loads when first asked for
+
             w, h = box.overview.inner
             panel = overview(
                 frame,

@@ -131,7 +131,8 @@ async def test_the_footer_at_80x24_shows_help_and_quit(demo_app: DemoApp) -> Non
 
 
 def test_the_app_offers_gputui_commands_in_the_palette() -> None:
-    assert GpuTuiCommands in GpuTuiApp.COMMANDS
+    offered = [c if isinstance(c, type) else c() for c in GpuTuiApp.COMMANDS]
+    assert GpuTuiCommands in offered
 
 
 async def _open_palette(pilot: Pilot[int], query: str) -> OptionList:
