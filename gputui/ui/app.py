@@ -30,8 +30,9 @@ from textual.screen import Screen
 
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.ui import keys
-from gputui.ui.containers import KeysFooter, _MainScreen
+from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import quiet_driver
+from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
 from gputui.ui.modals import LIVE_SCREENS, MODALS, Modals
@@ -135,7 +136,7 @@ class GpuTuiApp(App[int]):
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
         yield from self.panels.compose()
-        yield KeysFooter()
+        yield KeysLine(id="footer")
 
     def on_mount(self) -> None:
         self._drawable = True
@@ -171,6 +172,7 @@ class GpuTuiApp(App[int]):
             view.refresh()
         self.screen.refresh(layout=True)
         self.redraw()
+        self.query_one(KeysLine).draw()
 
     def on_unmount(self) -> None:
         self._drawable = False
@@ -190,6 +192,7 @@ class GpuTuiApp(App[int]):
     def _on_theme(self) -> None:
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
         self.redraw()
+        self.query_one(KeysLine).draw()
 
     def on_resize(self, event: events.Resize) -> None:
         self._size = event.size

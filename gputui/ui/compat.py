@@ -26,8 +26,8 @@ Private name (who uses it): why / public fallback
   stand-in that answers those from a table (keynames.py) and asks the real module for
   anything else / the real module.
 - ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
-  and the footer, under its keys, answer "only my background" at once / ordinary rendering
-  of their background (also what Textual before 7.1.0, which has no BLANK, does).
+  answers "only my background" at once / ordinary rendering of its background (also what
+  Textual before 7.1.0, which has no BLANK, does).
 
 benchmarks/app_stages.py also times a few private methods (the compositor's update, the
 app's write); that is measurement only, and a stage it cannot find is left out.

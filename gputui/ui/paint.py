@@ -70,6 +70,7 @@ class Palette:
     warn: str = "#FEA62B"
     crit: str = "#B93C5B"
     accent: str = "#0178D4"
+    key: str = "#FFA62B"
     bar_bg: str = "#333333"
     ascii: bool = False
     _styles: dict[tuple[Role, bool, bool, bool], str] = field(
@@ -84,6 +85,7 @@ class Palette:
             Role.WARN: self.warn,
             Role.CRIT: self.crit,
             Role.ACCENT: self.accent,
+            Role.KEY: self.key,
         }[role]
 
     def style(self, cell: Cell, bold: bool) -> str:
@@ -108,6 +110,7 @@ def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
         warn=variables.get("warning", "yellow"),
         crit=variables.get("error", "red"),
         accent=variables.get("primary", "blue"),
+        key=variables.get("footer-key-foreground", variables.get("accent", "yellow")),
         bar_bg=variables.get("panel", "#333333"),
         ascii=ascii,
     )

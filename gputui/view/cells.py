@@ -19,6 +19,7 @@ class Role(Enum):
     WARN = "warn"
     CRIT = "crit"
     ACCENT = "accent"
+    KEY = "key"  # a key to press, as Textual draws one in a footer
 
 
 class Cell(NamedTuple):
@@ -72,7 +73,17 @@ class CardsKey:
         return self.gpus[column] if 0 <= column < len(self.gpus) else None
 
 
-RowKey = GpuKey | FindingKey | PidKey | CardsKey | None
+@dataclass(frozen=True, slots=True)
+class KeysKey:
+    """The footer's row: which key each stretch of columns stands for."""
+
+    spans: tuple[tuple[int, int, str], ...]  # from column, to column, the key pressed
+
+    def key_at(self, x: int) -> str | None:
+        return next((key for start, end, key in self.spans if start <= x < end), None)
+
+
+RowKey = GpuKey | FindingKey | PidKey | CardsKey | KeysKey | None
 
 
 class Row(NamedTuple):
