@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.core.records import frozen
 from gputui.ui import compat
 from gputui.ui.paint import Painted, Palette, paint
 from gputui.view.cells import Row, RowKey
@@ -43,7 +43,7 @@ _NARROW = "".join(
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Box:
     """What surrounds a panel's content rows, resolved once per style change."""
 

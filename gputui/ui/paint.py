@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rich.text import Span, Text
 from textual.content import Content
 
+from gputui.core.records import frozen
 from gputui.view.cells import Cell, Panel, Role, Row, fit
 
 # One ASCII character for each glyph the panels draw, so columns stay where they were.
@@ -62,7 +63,7 @@ def ascii_terminal(environ: Mapping[str, str] = os.environ) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Palette:
     """Colours with meaning, from the Textual theme."""
 
@@ -116,7 +117,7 @@ def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Painted:
     """A row fitted to its panel: the text, and the same text as (piece, style) runs in
     order. A panel turns the runs straight into segments: no rich Text is built for a row

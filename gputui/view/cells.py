@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
+
+from gputui.core.records import frozen
 
 ELLIPSIS = "…"
 
@@ -44,24 +45,24 @@ class Cell(NamedTuple):
         return len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuKey:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FindingKey:
     position: int  # in the advisor's order (most severe first)
     rule: str
     gpu: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PidKey:
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CardsKey:
     """A line across a row of overview cards: the column says which GPU."""
 
@@ -73,7 +74,7 @@ class CardsKey:
         return self.gpus[column] if 0 <= column < len(self.gpus) else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KeysKey:
     """The footer's row: which key each stretch of columns stands for."""
 
@@ -96,7 +97,7 @@ class Row(NamedTuple):
         return "".join(c.text for c in self.cells)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Panel:
     """A panel's contents: its border title and subtitle (plain text), and its rows."""
 

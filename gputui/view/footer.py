@@ -8,9 +8,9 @@ palette's key stays, as Textual's footer keeps it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from gputui.core.records import frozen
 from gputui.view.cells import Cell, KeysKey, Role, Row
 
 
@@ -23,7 +23,7 @@ class KeyHint(NamedTuple):
     enabled: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Item:
     cells: tuple[Cell, ...]
     key: str

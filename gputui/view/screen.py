@@ -4,11 +4,11 @@ chose (GPU, finding, window, sort) in, one Panel per panel out, for the layout's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.judgement import grouped
 from gputui.core.model import Frame
 from gputui.core.names import NoteKind
+from gputui.core.records import frozen
 from gputui.core.units import fmt_age
 from gputui.sampling.monitor import Monitor
 from gputui.view.advisor import advisor
@@ -23,7 +23,7 @@ from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Contents:
     layout: Layout
     host: Row | None
