@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
-from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.fetching import ScrapeError, TooLarge, fetch
 from gputui.sources.promnodes import (
@@ -33,10 +33,9 @@ from gputui.sources.promnodes import (
     cluster_interval,
     cluster_of,
     down_reason,
-    grouped_down,
+    forget_target,
     intervals_of,
     mark_down_targets,
-    pages_of,
     status_of,
     wanted,
 )
@@ -48,8 +47,9 @@ from gputui.sources.promread import (
     Read,
     answers,
     as_whole,
-    ask_all,
+    paged,
     refused_note,
+    tick_notes,
 )
 from gputui.sources.promwire import (
     Fetcher,
@@ -65,7 +65,6 @@ from gputui.sources.remote import (
     _device,
     _sample,
     _with_xid,
-    blind_notes,
     blind_of,
 )
 
@@ -86,8 +85,6 @@ PROBE_S = 600.0
 PROBE_GPUS = 4096
 #: times the history's last stretch is read again after a long read of the window
 MAX_CATCH_UP = 2
-#: pages asked for at the same time (the server answers them in parallel)
-PARALLEL_PAGES = 4
 #: nodes read in full when following the screen, and newly wanted ones given history a tick
 FOLLOW_NODES = 32
 FOLLOW_HISTORY_NODES = 8
@@ -240,7 +237,7 @@ class PrometheusSource:
                 for key, every in intervals_of(result, page, now - span - 60, now + 60).items():
                     self._nodes[key].interval_s = every
 
-            self._paged(keys, ask, take, PROBE_GPUS)
+            paged(self._nodes, keys, ask, take, PROBE_GPUS)
 
     def _measure_lag(self, figures: dict[NodeKey, Figures]) -> float:
         """How far behind the server answers when not asked for fresh data (VM's
@@ -278,13 +275,15 @@ class PrometheusSource:
         fields = self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
-        failed = self._paged(
+        failed = paged(
+            self._nodes,
             live,
             lambda page: self._instant(self._queries.of_nodes(fields, page)),
             listed.take,
             PAGE_GPUS,
         )
-        failed += self._paged(
+        failed += paged(
+            self._nodes,
             gone,
             lambda page: self._instant(self._queries.of_nodes(REF, page, window)),
             listed.take,
@@ -319,32 +318,6 @@ class PrometheusSource:
         window = self._history or self._readings * step
         return max(step, min(MAX_HISTORY_S, window))
 
-    # -- paging -------------------------------------------------------------------------
-    def _paged(
-        self,
-        keys: Sequence[NodeKey],
-        ask: Callable[[list[NodeKey]], list[dict[str, Any]]],
-        take: Callable[[list[dict[str, Any]], set[NodeKey]], None],
-        gpus_a_page: int,
-    ) -> list[tuple[list[NodeKey], str]]:
-        """``ask`` for each page of ``keys`` and ``take`` its answer; a page too large is
-        asked again in halves, down to one node. Returns the pages that failed, and why."""
-        failed: list[tuple[list[NodeKey], str]] = []
-        pages = pages_of(self._nodes, keys, gpus_a_page)
-        while pages:
-            batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
-            answers = ask_all(ask, batch)
-            retry: list[list[NodeKey]] = []
-            for page, got in zip(batch, answers, strict=True):
-                if isinstance(got, TooLarge) and len(page) > 1:
-                    retry += [page[: len(page) // 2], page[len(page) // 2 :]]
-                elif isinstance(got, ScrapeError):
-                    failed.append((page, str(got)))
-                else:
-                    take(got, set(page))
-            pages = retry + pages
-        return failed
-
     # -- each tick ----------------------------------------------------------------------
     def read(self) -> Frame:
         now = self._clock()
@@ -359,7 +332,8 @@ class PrometheusSource:
         down = self._down(tagged, now)
         keys = self._wanted(tagged, down)
         readings = Read(REF, now)
-        failed = self._paged(
+        failed = paged(
+            self._nodes,
             keys,
             lambda page: self._instant(self._queries.of_nodes(self._queries.all_fields, page)),
             readings.take,
@@ -368,7 +342,7 @@ class PrometheusSource:
         late = self._late(keys, now)
         samples = self._samples(now, keys, readings, notes)
         notes += readings.notes(self._nodes, failed, "not read this tick")
-        notes += self._tick_notes(tagged, down)
+        notes += tick_notes(self._nodes, tagged, down)
         statuses = self._statuses(tagged, down, now)
         return Frame(
             time=now,
@@ -407,7 +381,7 @@ class PrometheusSource:
                 node = self._nodes[key] = ClusterNode(
                     key, names[key], meta.get("instance"), meta.get("job"), live=True
                 )
-                self._forget_target(node)
+                forget_target(self._nodes, node)
             if node is not None and not node.gpus:
                 node.reported = True
                 node.seen = max(node.seen, int(figure.get("gpus", 1)))
@@ -417,14 +391,6 @@ class PrometheusSource:
         before = len(self._devices)
         self._list_gpus(new)
         return self._devices[before:]
-
-    def _forget_target(self, node: ClusterNode) -> None:
-        """A node known only by its target (up == 0 at start) that now reports under its
-        own name is the same machine: one row, not two."""
-        for key, other in list(self._nodes.items()):
-            same = key.label == "instance" and other.instance == node.instance
-            if same and not other.gpus and key != node.key:
-                del self._nodes[key]
 
     def _down(self, tagged: Tagged, now: float) -> dict[NodeKey, str]:
         figures = tagged.figures
@@ -481,24 +447,6 @@ class PrometheusSource:
                 node.checked = True
         return out
 
-    def _tick_notes(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[Note]:
-        notes = [
-            Note(NoteKind.NODE_DOWN, line)
-            for line in grouped_down(sorted((self._nodes[k].name, why) for k, why in down.items()))
-        ]
-        blind = [(n.name, n.blind) for n in self._nodes.values() if n.blind is not None]
-        notes += blind_notes(sorted(blind))
-        if tagged.refused:
-            notes.append(refused_note(tagged.refused))
-        notes.append(
-            Note(
-                NoteKind.RULES_BLIND,
-                "Prometheus source: no process or host readings, so these rules cannot run: "
-                + ", ".join(RULES_NEEDING_HOST),
-            )
-        )
-        return notes
-
     # -- history ------------------------------------------------------------------------
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, at the cluster's scrape interval: every node's
@@ -546,7 +494,8 @@ class PrometheusSource:
         at = end + step  # the stretch a lagging server's range queries hold back
         while self._lag and at <= now and at <= end + self._lag + step:
             tail = Read(REF, at)
-            self._paged(
+            paged(
+                self._nodes,
                 keys,
                 lambda page, t=at: self._instant(  # type: ignore[misc]
                     self._queries.of_nodes(self._queries.all_fields, page), t
@@ -577,7 +526,8 @@ class PrometheusSource:
         points = round((end - start) / step) + 1
         history = History(start, end, step, points)
         per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
-        failed = self._paged(
+        failed = paged(
+            self._nodes,
             keys,
             lambda page: self._range(page, start, end, step),
             lambda result, page: history.take(result, page, self._nodes),

@@ -330,3 +330,12 @@ def mark_down_targets(
             key = NodeKey("instance", instance)
             name = display_names([*nodes, key])[key]
             nodes[key] = ClusterNode(key, name, instance, labels.get("job"), down_at_start=why)
+
+
+def forget_target(nodes: dict[NodeKey, ClusterNode], node: ClusterNode) -> None:
+    """A node known only by its target (up == 0 at start) that now reports under its own
+    name is the same machine: one row, not two."""
+    for key, other in list(nodes.items()):
+        same = key.label == "instance" and other.instance == node.instance
+        if same and not other.gpus and key != node.key:
+            del nodes[key]

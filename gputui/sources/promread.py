@@ -7,17 +7,25 @@ grid, at most as many a series as the grid holds; what is refused is counted and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from gputui.core.model import Frame, GpuSample, Note
-from gputui.core.names import NoteKind
-from gputui.sources.fetching import ScrapeError
-from gputui.sources.promnodes import MAX_SERIES_PER_NODE, MAX_SKEW_S, NARROW, ClusterNode
+from gputui.core.names import RULES_NEEDING_HOST, NoteKind
+from gputui.sources.fetching import ScrapeError, TooLarge
+from gputui.sources.promnodes import (
+    MAX_SERIES_PER_NODE,
+    MAX_SKEW_S,
+    NARROW,
+    ClusterNode,
+    Tagged,
+    grouped_down,
+    pages_of,
+)
 from gputui.sources.promql import NodeKey, node_key
 from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import NodeSeries, _sample, few
+from gputui.sources.remote import NodeSeries, _sample, blind_notes, few
 
 
 def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
@@ -175,6 +183,29 @@ class History:
         return notes
 
 
+def tick_notes(
+    nodes: Mapping[NodeKey, ClusterNode], tagged: Tagged, down: Mapping[NodeKey, str]
+) -> list[Note]:
+    """A tick's notes on the whole cluster: the nodes down, what counters leave blind,
+    answer series refused, and the rules no Prometheus source can run."""
+    notes = [
+        Note(NoteKind.NODE_DOWN, line)
+        for line in grouped_down(sorted((nodes[k].name, why) for k, why in down.items()))
+    ]
+    blind = [(n.name, n.blind) for n in nodes.values() if n.blind is not None]
+    notes += blind_notes(sorted(blind))
+    if tagged.refused:
+        notes.append(refused_note(tagged.refused))
+    notes.append(
+        Note(
+            NoteKind.RULES_BLIND,
+            "Prometheus source: no process or host readings, so these rules cannot run: "
+            + ", ".join(RULES_NEEDING_HOST),
+        )
+    )
+    return notes
+
+
 REFUSED = (
     "labels that are not strings, no Hostname/instance label, or a time outside the window "
     "asked for"
@@ -207,6 +238,36 @@ def ask_all(
         return [one(batch[0])]
     with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
         return list(pool.map(one, batch))
+
+
+#: pages asked for at the same time (the server answers them in parallel)
+PARALLEL_PAGES = 4
+
+
+def paged(
+    nodes: Mapping[NodeKey, ClusterNode],
+    keys: Sequence[NodeKey],
+    ask: Callable[[list[NodeKey]], list[dict[str, Any]]],
+    take: Callable[[list[dict[str, Any]], set[NodeKey]], None],
+    gpus_a_page: int,
+) -> list[tuple[list[NodeKey], str]]:
+    """``ask`` for each page of ``keys`` (pages of about ``gpus_a_page`` GPUs, PARALLEL_PAGES
+    at a time) and ``take`` its answer; a page too large is asked again in halves, down to
+    one node. Returns the pages that failed, and why."""
+    failed: list[tuple[list[NodeKey], str]] = []
+    pages = pages_of(nodes, keys, gpus_a_page)
+    while pages:
+        batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
+        retry: list[list[NodeKey]] = []
+        for page, got in zip(batch, ask_all(ask, batch), strict=True):
+            if isinstance(got, TooLarge) and len(page) > 1:
+                retry += [page[: len(page) // 2], page[len(page) // 2 :]]
+            elif isinstance(got, ScrapeError):
+                failed.append((page, str(got)))
+            else:
+                take(got, set(page))
+        pages = retry + pages
+    return failed
 
 
 def answers(
