@@ -133,6 +133,7 @@ class PrometheusSource:
         self._following = follow_screen
         self._shown_nodes: Callable[[], Sequence[str]] | None = None
         self._full: set[NodeKey] = set()  # the nodes read in full last tick
+        self._kept: tuple[float, Tagged] | None = None  # the backfill's aggregates, asked then
         self._notes_once: list[Note] = []
         self._census_refused = 0
         self.queries = 0  # API requests made (the benchmark reads them)
@@ -324,7 +325,7 @@ class PrometheusSource:
         notes = list(self._notes_once)
         self._notes_once.clear()
         try:
-            tagged = self._summary(now)
+            tagged = self._kept_summary(now) or self._summary(now)
         except ScrapeError as exc:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
@@ -366,6 +367,14 @@ class PrometheusSource:
         for got in answers(self._instant, self._queries.summary(self._window_s(self._interval))):
             tagged.take(got, now)
         return tagged
+
+    def _kept_summary(self, now: float) -> Tagged | None:
+        """The backfill's aggregates for the read that follows it within half a scrape
+        interval (the server has no newer scrape to tell): asked once, not twice."""
+        kept, self._kept = self._kept, None
+        if kept is None or not 0.0 <= now - kept[0] <= self._step_s() / 2:
+            return None
+        return kept[1]
 
     def _join(self, tagged: Tagged) -> list[DeviceInfo]:
         """Nodes that report now and have no GPUs listed yet (a node that came up, or
@@ -456,6 +465,7 @@ class PrometheusSource:
             tagged = self._summary(now)
         except ScrapeError:
             return ()
+        self._kept = (now, tagged)
         down = self._down(tagged, now)
         keys = self._wanted(tagged, down)
         self._full = set(keys)

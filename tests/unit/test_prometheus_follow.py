@@ -11,6 +11,7 @@ from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import RuleId, SourceKind
 from gputui.sources.promapi import PrometheusSource
+from gputui.sources.promql import TAG
 from gputui.view.cluster import shown_nodes
 from tests.prom_fake import FakeProm, gpu_series
 
@@ -94,3 +95,36 @@ def test_a_history_that_takes_long_to_read_is_read_up_to_now() -> None:
     assert frames[-1].time >= clock[0] - 30.0  # no gap before the next reading
     times = [f.time for f in frames]
     assert times == sorted(set(times)) and len(times) > 20
+
+
+def _summaries(server: FakeProm) -> int:
+    return sum(f'"{TAG}", "newest"' in q and '"seen"' not in q for q in server.asked)
+
+
+def test_the_read_right_after_the_history_asks_the_aggregates_once() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.follow(lambda: ("n03",))
+    source.open()
+    assert source.backfill()
+    assert _summaries(server) == 1
+    clock[0] += 2.0  # the same scrape: the backfill's aggregates serve the first read
+    frame = source.read()
+    assert _summaries(server) == 1
+    assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
+    clock[0] += 2.0
+    source.read()  # only the first read: every later one asks anew
+    assert _summaries(server) == 2
+
+
+def test_a_read_a_scrape_after_the_history_asks_the_aggregates_anew() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.follow(lambda: ("n03",))
+    source.open()
+    source.backfill()
+    clock[0] += 15.0  # the server has a newer scrape to tell
+    source.read()
+    assert _summaries(server) == 2
