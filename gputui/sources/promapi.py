@@ -50,6 +50,7 @@ from gputui.sources.promread import (
     paged,
     refused_note,
     tick_notes,
+    with_limits,
 )
 from gputui.sources.promwire import (
     Fetcher,
@@ -79,6 +80,9 @@ MAX_HISTORY_S = 3600.0
 #: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
 PAGE_GPUS = 256
 PAGE_POINTS = 120_000
+#: a page of the listing that follows the screen: the reference series alone (~330 bytes
+#: of answer a GPU)
+LIST_GPUS = 1024
 #: the raw samples that measure each node's scrape interval: this long, pages this large
 #: (one series a node: ~2 KB of answer each)
 PROBE_S = 600.0
@@ -270,10 +274,12 @@ class PrometheusSource:
 
     def _list_gpus(self, keys: Sequence[NodeKey]) -> str:
         """Each node's GPUs and limits (for a node down now, its labels as they last were
-        in the window), as devices; what could not be listed is said once."""
+        in the window), as devices; what could not be listed is said once. Following the
+        screen, the reference series alone: a node's limits come with its first full read
+        (most nodes are never read in full)."""
         live = [k for k in keys if self._nodes[k].live or self._nodes[k].reported]
         gone = [k for k in keys if k not in live and self._nodes[k].seen]
-        fields = self._queries.device_fields
+        fields = REF if self._following else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
         failed = paged(
@@ -281,7 +287,7 @@ class PrometheusSource:
             live,
             lambda page: self._instant(self._queries.of_nodes(fields, page)),
             listed.take,
-            PAGE_GPUS,
+            LIST_GPUS if self._following else PAGE_GPUS,
         )
         failed += paged(
             self._nodes,
@@ -294,6 +300,7 @@ class PrometheusSource:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
+                self._nodes[key].limits = key in live and not self._following
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"
@@ -340,7 +347,9 @@ class PrometheusSource:
             readings.take,
             PAGE_GPUS,
         )
+        joined += with_limits(self._nodes, self._devices, keys, readings.readings)
         late = self._late(keys, now)
+        joined += [d for frame in late for d in frame.joined]
         samples = self._samples(now, keys, readings, notes)
         notes += readings.notes(self._nodes, failed, "not read this tick")
         notes += tick_notes(self._nodes, tagged, down)
@@ -350,7 +359,7 @@ class PrometheusSource:
             gpus=tuple(samples),
             notes=tuple(notes),
             nodes=statuses,
-            joined=tuple(joined),
+            joined=tuple({d.index: d for d in joined}.values()),
             late=late,
         )
 
@@ -517,7 +526,11 @@ class PrometheusSource:
             at += step
         if failed or history.dropped:
             self._notes_once += history.notes(self._nodes, failed)
-        return history.frames()
+        frames = history.frames()
+        newest = {key: series for key, (_, series) in history.newest.items()}
+        if frames and (limits := with_limits(self._nodes, self._devices, keys, newest)):
+            return (replace(frames[0], joined=tuple(limits)), *frames[1:])
+        return frames
 
     def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
         """Every node's frames from ``start`` to ``end`` (to the millisecond, as the server

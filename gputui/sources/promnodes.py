@@ -57,6 +57,9 @@ class ClusterNode:
     blind: Blind | None = None
     #: its full readings were seen once (what its exporter's counters leave blind is known)
     checked: bool = False
+    #: its devices carry its limits (the device-level fields): listed with them, or read
+    #: with its first full reading (following the screen, the listing is lighter)
+    limits: bool = False
     #: the last Xid code seen per GPU number: a new code is a new event
     xid: dict[int, int] = field(default_factory=dict)
     #: why it was down when the source opened ("up == 0"), if it was

@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields, replace
 from typing import Any, TypeVar
 
-from gputui.core.model import Frame, GpuSample, Note
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind
 from gputui.sources.fetching import ScrapeError, TooLarge
 from gputui.sources.promnodes import (
@@ -25,7 +26,7 @@ from gputui.sources.promnodes import (
 )
 from gputui.sources.promql import NodeKey, node_key
 from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import NodeSeries, _sample, blind_notes, few
+from gputui.sources.remote import NodeSeries, _device, _sample, blind_notes, few
 
 
 def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
@@ -101,6 +102,8 @@ class History:
         self.start, self.end, self.step, self.points = start, end, step, points
         self.samples: dict[float, list[GpuSample]] = {}
         self.dropped = 0
+        #: the newest readings of each node whose devices lack their limits, and their time
+        self.newest: dict[NodeKey, tuple[float, NodeSeries]] = {}
 
     def take(
         self, result: list[dict[str, Any]], page: set[NodeKey], nodes: dict[NodeKey, ClusterNode]
@@ -149,6 +152,8 @@ class History:
             node = nodes.get(key)
             if node is None:
                 continue
+            if not node.limits and when >= self.newest.get(key, (when, series))[0]:
+                self.newest[key] = (when, series)  # its limits, for a node listed without
             for offset, number in enumerate(node.gpus):
                 entry = series.gpus.get(number)
                 if entry is not None:
@@ -204,6 +209,37 @@ def tick_notes(
         )
     )
     return notes
+
+
+def with_limits(
+    nodes: Mapping[NodeKey, ClusterNode],
+    devices: list[DeviceInfo],
+    keys: Sequence[NodeKey],
+    got: Mapping[NodeKey, NodeSeries],
+) -> list[DeviceInfo]:
+    """The devices of nodes listed without their limits, as their first full reading
+    (``got``) says them, put in ``devices`` (by index) and returned where they changed; a
+    fact only the listing had is kept. Once a node."""
+    out: list[DeviceInfo] = []
+    for key in keys:
+        node, series = nodes[key], got.get(key)
+        if node.limits or series is None or not series.gpus:
+            continue
+        node.limits = True
+        for offset, number in enumerate(node.gpus):
+            entry, index = series.gpus.get(number), node.first_index + offset
+            if entry is None:
+                continue
+            old, new = devices[index], _device(index, node.name, entry)
+            kept = {f: getattr(old, f) for f in _FACTS if getattr(new, f) is None}
+            new = replace(new, **{f: v for f, v in kept.items() if v is not None})
+            if new != old:
+                devices[index] = new
+                out.append(new)
+    return out
+
+
+_FACTS = tuple(f.name for f in fields(DeviceInfo))
 
 
 REFUSED = (

@@ -128,3 +128,38 @@ def test_a_read_a_scrape_after_the_history_asks_the_aggregates_anew() -> None:
     clock[0] += 15.0  # the server has a newer scrape to tell
     source.read()
     assert _summaries(server) == 2
+
+
+LIMITS = {"DCGM_FI_DEV_SLOWDOWN_TEMP": 87.0, "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": 700.0}
+
+
+def test_following_lists_the_gpus_alone_and_a_node_brings_its_limits_when_first_read() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8, **LIMITS)])
+    shown = ["n01"]
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(lambda: tuple(shown))
+    devices = source.open()
+    assert len(devices) == 160 and all(d.temp_slowdown_c is None for d in devices)
+    assert not [q for q in server.asked if "POWER_MGMT_LIMIT_DEF" in q]  # the listing: REF
+    monitor = make_monitor(devices, Config(), SourceInfo("P", SourceKind.REMOTE))
+    for frame in source.backfill():  # n01's history: its limits come with it
+        monitor.ingest(frame)
+    limited = {d.node for d in monitor.devices if d.temp_slowdown_c == 87.0}
+    assert "n01" in limited and "n09" not in limited
+    assert all(d.power_default_limit_w == 700.0 for d in monitor.devices if d.node == "n01")
+    shown[:] = ["n09"]
+    frame = source.read()  # n09 read in full for the first time: its limits with it
+    assert {d.node for d in frame.joined} == {"n09"}
+    monitor.ingest(frame)
+    assert len(monitor.devices) == 160
+    assert [d.temp_slowdown_c for d in monitor.devices[72:80]] == [87.0] * 8
+    assert [d.index for d in monitor.devices] == list(range(160))
+    assert all(d.node == "n09" and d.node_index == i for i, d in enumerate(monitor.devices[72:80]))
+    again = source.read()  # once a node: the next reads bring nothing new
+    assert not again.joined
+
+
+def test_without_following_the_listing_carries_the_limits() -> None:
+    server = FakeProm([s for n in NODES[:3] for s in gpu_series(n, 8, **LIMITS)])
+    devices = PrometheusSource("http://prom", fetcher=server).open()
+    assert all(d.temp_slowdown_c == 87.0 and d.power_default_limit_w == 700.0 for d in devices)
