@@ -277,8 +277,9 @@ class PrometheusSource:
         in the window), as devices; what could not be listed is said once. Following the
         screen, the reference series alone: a node's limits come with its first full read
         (most nodes are never read in full)."""
-        live = [k for k in keys if self._nodes[k].live or self._nodes[k].reported]
-        gone = [k for k in keys if k not in live and self._nodes[k].seen]
+        now = {k for k in keys if self._nodes[k].live or self._nodes[k].reported}
+        live = [k for k in keys if k in now]
+        gone = [k for k in keys if k not in now and self._nodes[k].seen]
         fields = REF if self._following else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
@@ -300,7 +301,7 @@ class PrometheusSource:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
-                self._nodes[key].limits = key in live and not self._following
+                self._nodes[key].limits = key in now and not self._following
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"
