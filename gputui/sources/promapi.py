@@ -21,7 +21,7 @@ from typing import Any
 from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
 from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.fetching import ScrapeError, TooLarge, fetch
+from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
 from gputui.sources.promnodes import (
     MAX_CLUSTER_GPUS,
     MAX_NODES,
@@ -80,9 +80,9 @@ MAX_HISTORY_S = 3600.0
 #: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
 PAGE_GPUS = 256
 PAGE_POINTS = 120_000
-#: a page of the listing that follows the screen: the reference series alone (~330 bytes
-#: of answer a GPU)
-LIST_GPUS = 1024
+#: following the screen, the whole cluster's reference series are listed in one answer up
+#: to this many GPUs (at 1 KB of labels a series, it still fits the answer cap)
+WHOLE_LIST_GPUS = MAX_BYTES // 1024
 #: the raw samples that measure each node's scrape interval: this long, pages this large
 #: (one series a node: ~2 KB of answer each)
 PROBE_S = 600.0
@@ -193,7 +193,7 @@ class PrometheusSource:
             if self._headers is not None:
                 self._server = Server(self._server.base, self._server.shown, self._headers)
             self._census()
-            found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name))
+            found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name), True)
         except ScrapeError as exc:
             raise SourceUnavailable(
                 f"the Prometheus server cannot be read: {mask_url(str(exc))}."
@@ -272,23 +272,33 @@ class PrometheusSource:
             return
         mark_down_targets(self._nodes, result, now)
 
-    def _list_gpus(self, keys: Sequence[NodeKey]) -> str:
+    def _list_gpus(self, keys: Sequence[NodeKey], whole: bool = False) -> str:
         """Each node's GPUs and limits (for a node down now, its labels as they last were
         in the window), as devices; what could not be listed is said once. Following the
-        screen, the reference series alone: a node's limits come with its first full read
-        (most nodes are never read in full)."""
-        now = {k for k in keys if self._nodes[k].live or self._nodes[k].reported}
-        live = [k for k in keys if k in now]
-        gone = [k for k in keys if k not in now and self._nodes[k].seen]
+        screen, the reference series alone (``whole``: the cluster's, in one answer where
+        they fit): a node's limits come with its first full read (most are never read)."""
+        reporting = {k for k in keys if self._nodes[k].live or self._nodes[k].reported}
+        live = [k for k in keys if k in reporting]
+        gone = [k for k in keys if k not in reporting and self._nodes[k].seen]
         fields = REF if self._following else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
-        failed = paged(
+        failed: list[tuple[list[NodeKey], str]] = []
+        gpus = sum(max(1, self._nodes[k].seen) for k in live)
+        if whole and self._following and live and gpus <= WHOLE_LIST_GPUS:
+            try:  # no page of node names to match: the server's cheapest answer
+                listed.take(self._instant(self._queries.selector(REF)), reporting)
+                live = []
+            except TooLarge:
+                pass  # more than the census counted: in pages
+            except ScrapeError as exc:
+                live, failed = [], [(live, str(exc))]
+        failed += paged(
             self._nodes,
             live,
             lambda page: self._instant(self._queries.of_nodes(fields, page)),
             listed.take,
-            LIST_GPUS if self._following else PAGE_GPUS,
+            PAGE_GPUS,
         )
         failed += paged(
             self._nodes,
@@ -301,7 +311,7 @@ class PrometheusSource:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
-                self._nodes[key].limits = key in now and not self._following
+                self._nodes[key].limits = key in reporting and not self._following
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"

@@ -163,3 +163,24 @@ def test_without_following_the_listing_carries_the_limits() -> None:
     server = FakeProm([s for n in NODES[:3] for s in gpu_series(n, 8, **LIMITS)])
     devices = PrometheusSource("http://prom", fetcher=server).open()
     assert all(d.temp_slowdown_c == 87.0 and d.power_default_limit_w == 700.0 for d in devices)
+
+
+def _listings(server: FakeProm) -> list[str]:
+    return [q for q in server.asked if q.startswith("{") and not q.endswith("s]")]
+
+
+def test_following_lists_the_whole_cluster_in_one_answer() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(tuple)
+    assert len(source.open()) == 160
+    assert _listings(server) == ['{__name__=~"DCGM_FI_DEV_GPU_TEMP"}']  # no page of names
+
+
+def test_a_cluster_too_large_for_one_answer_is_listed_in_pages() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)], max_answer=100)
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(tuple)
+    devices = source.open()
+    assert len(devices) == 160 and {d.node for d in devices} == set(NODES)
+    assert len(_listings(server)) > 2  # the whole refused, then pages of nodes
