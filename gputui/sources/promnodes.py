@@ -19,7 +19,14 @@ from gputui.core.model import NodeStatus
 from gputui.core.names import Severity
 from gputui.core.numbers import median
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promql import TAG, NodeKey, display_names, node_key
+from gputui.sources.promql import (
+    REASON_FIGURES,
+    REASONS_LABEL,
+    TAG,
+    NodeKey,
+    display_names,
+    node_key,
+)
 from gputui.sources.promwire import labels_of, point
 from gputui.sources.remote import Blind
 
@@ -93,14 +100,34 @@ class Tagged:
             if tag == "newest" and not got[0] - 86400 <= value <= got[0] + 60:
                 self.refused += 1  # a sample time a day from the query's: no reading
                 continue
+            figures = _figures(tag, value, labels.get(REASONS_LABEL))
+            if figures is None:
+                self.refused += 1
+            if not figures:
+                continue
             self.evaluated = max(self.evaluated or got[0], got[0])
             mine = self.figures.setdefault(key, {})
             self.meta.setdefault(key, {k: labels[k] for k in ("instance", "job") if k in labels})
-            old = mine.get(tag)
-            mine[tag] = value if old is None else _combined(tag, old, value)
+            for name, figure in figures:
+                old = mine.get(name)
+                mine[name] = figure if old is None else _combined(name, old, figure)
             if len(self.figures) > MAX_NODES + 1:
                 raise ScrapeError(f"more than {MAX_NODES:,} nodes: refused; {NARROW}")
         return self
+
+
+def _figures(tag: str, value: float, bits: str | None) -> list[tuple[str, float]] | None:
+    """A tagged answer's figures: itself, or for the count of GPUs with a set of clock-event
+    bits (``reasons``), that count for each kind the bits hold; None: no figure."""
+    if tag != "reasons":
+        return [(tag, value)]
+    try:
+        number = float(bits) if bits is not None else math.nan
+    except ValueError:
+        return None
+    if not number.is_integer() or not 0 < number < 64:
+        return None
+    return [(kind, value) for kind, mask in REASON_FIGURES if int(number) & mask]
 
 
 def _combined(tag: str, old: float, value: float) -> float:
