@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
+from gputui.core.model import DeviceInfo, Frame, NodeStatus, Note
 from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
@@ -32,7 +32,7 @@ from gputui.sources.promnodes import (
     check_counts,
     cluster_interval,
     cluster_of,
-    down_reason,
+    down_of,
     forget_target,
     intervals_of,
     mark_down_targets,
@@ -49,6 +49,7 @@ from gputui.sources.promread import (
     as_whole,
     paged,
     refused_note,
+    samples_of,
     tick_notes,
     with_limits,
 )
@@ -64,9 +65,6 @@ from gputui.sources.promwire import (
 from gputui.sources.remote import (
     NodeGpu,
     _device,
-    _sample,
-    _with_xid,
-    blind_of,
 )
 
 DEFAULT_STALE_S = 300.0
@@ -348,7 +346,7 @@ class PrometheusSource:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
         joined = self._join(tagged)
-        down = self._down(tagged, now)
+        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
         keys = self._wanted(tagged, down)
         readings = Read(REF, now)
         failed = paged(
@@ -361,7 +359,7 @@ class PrometheusSource:
         joined += with_limits(self._nodes, self._devices, keys, readings.readings)
         late = self._late(keys, now)
         joined += [d for frame in late for d in frame.joined]
-        samples = self._samples(now, keys, readings, notes)
+        samples = samples_of(self._nodes, now, keys, readings, notes)
         notes += readings.notes(self._nodes, failed, "not read this tick")
         notes += tick_notes(self._nodes, tagged, down)
         statuses = self._statuses(tagged, down, now)
@@ -421,25 +419,6 @@ class PrometheusSource:
         self._list_gpus(new)
         return self._devices[before:]
 
-    def _down(self, tagged: Tagged, now: float) -> dict[NodeKey, str]:
-        figures = tagged.figures
-        freshest = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
-        out: dict[NodeKey, str] = {}
-        for key, node in self._nodes.items():
-            why = down_reason(
-                node,
-                figures.get(key),
-                freshest,
-                self._interval,
-                tagged.evaluated or now,
-                self._stale,
-            )
-            if why is not None:
-                out[key] = why
-            elif key in figures:
-                node.reported = True
-        return out
-
     def _wanted(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[NodeKey]:
         if not self._following:
             return [k for k, n in self._nodes.items() if n.gpus and k not in down]
@@ -457,25 +436,6 @@ class PrometheusSource:
             return ()
         return self._history_frames(new, now)
 
-    def _samples(
-        self, now: float, keys: Sequence[NodeKey], readings: Read, notes: list[Note]
-    ) -> list[GpuSample]:
-        out: list[GpuSample] = []
-        for key in keys:
-            node = self._nodes[key]
-            series = readings.readings.get(key)
-            if series is None or not series.gpus:
-                continue
-            for offset, number in enumerate(node.gpus):
-                entry = series.gpus.get(number)
-                if entry is not None:
-                    sample = _sample(node.first_index + offset, entry)
-                    out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
-            if not node.checked:  # what its counters leave blind: known from a full read
-                node.blind = blind_of(series.gpus.values())
-                node.checked = True
-        return out
-
     # -- history ------------------------------------------------------------------------
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, at the cluster's scrape interval: every node's
@@ -486,7 +446,7 @@ class PrometheusSource:
         except ScrapeError:
             return ()
         self._kept = (now, tagged)
-        down = self._down(tagged, now)
+        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
         keys = self._wanted(tagged, down)
         self._full = set(keys)
         frames = self._history_frames(keys, now)

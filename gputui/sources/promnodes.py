@@ -369,3 +369,26 @@ def forget_target(nodes: dict[NodeKey, ClusterNode], node: ClusterNode) -> None:
         same = key.label == "instance" and other.instance == node.instance
         if same and not other.gpus and key != node.key:
             del nodes[key]
+
+
+def down_of(
+    nodes: Mapping[NodeKey, ClusterNode],
+    tagged: Tagged,
+    interval_s: float,
+    now: float,
+    stale_after_s: float,
+) -> dict[NodeKey, str]:
+    """The nodes down this tick and why (``down_reason``); the others in the aggregates
+    are marked as having reported."""
+    figures = tagged.figures
+    freshest = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
+    out: dict[NodeKey, str] = {}
+    for key, node in nodes.items():
+        why = down_reason(
+            node, figures.get(key), freshest, interval_s, tagged.evaluated or now, stale_after_s
+        )
+        if why is not None:
+            out[key] = why
+        elif key in figures:
+            node.reported = True
+    return out

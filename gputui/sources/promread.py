@@ -26,7 +26,15 @@ from gputui.sources.promnodes import (
 )
 from gputui.sources.promql import NodeKey, node_key
 from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import NodeSeries, _device, _sample, blind_notes, few
+from gputui.sources.remote import (
+    NodeSeries,
+    _device,
+    _sample,
+    _with_xid,
+    blind_notes,
+    blind_of,
+    few,
+)
 
 
 def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
@@ -186,6 +194,32 @@ class History:
                 )
             )
         return notes
+
+
+def samples_of(
+    nodes: Mapping[NodeKey, ClusterNode],
+    now: float,
+    keys: Sequence[NodeKey],
+    readings: Read,
+    notes: list[Note],
+) -> list[GpuSample]:
+    """The full readings of ``keys`` as samples (a new Xid said in ``notes``); a node's
+    first full read also says what its counters leave blind."""
+    out: list[GpuSample] = []
+    for key in keys:
+        node = nodes[key]
+        series = readings.readings.get(key)
+        if series is None or not series.gpus:
+            continue
+        for offset, number in enumerate(node.gpus):
+            entry = series.gpus.get(number)
+            if entry is not None:
+                sample = _sample(node.first_index + offset, entry)
+                out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+        if not node.checked:  # what its counters leave blind: known from a full read
+            node.blind = blind_of(series.gpus.values())
+            node.checked = True
+    return out
 
 
 def tick_notes(
