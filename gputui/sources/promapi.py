@@ -35,6 +35,7 @@ from gputui.sources.promnodes import (
     down_of,
     forget_target,
     intervals_of,
+    lag_of,
     mark_down_targets,
     status_of,
     wanted,
@@ -44,9 +45,11 @@ from gputui.sources.promread import (
     REFUSED,
     WHOLE,
     History,
+    Later,
     Read,
     answers,
     as_whole,
+    ask_all,
     paged,
     refused_note,
     samples_of,
@@ -59,7 +62,6 @@ from gputui.sources.promwire import (
     bounded,
     decode,
     mask_url,
-    point,
     server_of,
 )
 from gputui.sources.remote import (
@@ -135,7 +137,9 @@ class PrometheusSource:
         self._following = follow_screen
         self._shown_nodes: Callable[[], Sequence[str]] | None = None
         self._full: set[NodeKey] = set()  # the nodes read in full last tick
-        self._kept: tuple[float, Tagged] | None = None  # the backfill's aggregates, asked then
+        #: the aggregates asked ahead of the first frame (at open, or kept by the backfill)
+        #: and when they were asked
+        self._ahead: tuple[float, Callable[[], Tagged]] | None = None
         self._notes_once: list[Note] = []
         self._census_refused = 0
         self.queries = 0  # API requests made (the benchmark reads them)
@@ -208,10 +212,16 @@ class PrometheusSource:
     def _census(self) -> None:
         window = self._window_s(DEFAULT_STEP_S)
         now = self._clock()
-        counts = Tagged().take(as_whole(self._instant(self._queries.counts(window))), now)
-        total = counts.figures.get(WHOLE, {})
+        # the census (a few series a node) is asked with the counts, read once they pass
+        asked = [self._queries.counts(window), self._queries.census(window)]
+        counts, answer = ask_all(self._instant, asked)
+        if isinstance(counts, ScrapeError):
+            raise counts
+        total = Tagged().take(as_whole(counts), now).figures.get(WHOLE, {})
         check_counts(total.get("nodes"), total.get("gpus"), self._shown)
-        census = Tagged().take(self._instant(self._queries.census(window)), now)
+        if isinstance(answer, ScrapeError):
+            raise answer
+        census = Tagged().take(answer, now)
         names = display_names(census.figures)
         self._nodes = cluster_of(census.figures, census.meta, names, window)
         self._census_refused = census.refused
@@ -219,8 +229,10 @@ class PrometheusSource:
             self._notes_once.append(refused_note(census.refused))
         self._probe_intervals(now)
         self._interval = self._step or cluster_interval(self._nodes.values()) or DEFAULT_STEP_S
-        self._lag = self._measure_lag(census.figures)
-        self._down_targets(now)
+        if self._following:  # the first frame's aggregates, asked while the GPUs are listed
+            window, asked_at = self._window_s(self._interval), self._clock()
+            self._ahead = (asked_at, Later(lambda: self._summary(asked_at, window)).result)
+        self._lag_and_down(census.figures, now)
         for node in self._nodes.values():
             if not node.live and node.down_at_start is None:
                 node.down_at_start = "is down since the start (it reported earlier)"
@@ -242,33 +254,25 @@ class PrometheusSource:
 
             paged(self._nodes, keys, ask, take, PROBE_GPUS)
 
-    def _measure_lag(self, figures: dict[NodeKey, Figures]) -> float:
-        """How far behind the server answers when not asked for fresh data (VM's
-        -search.latencyOffset): its newest sample asked plainly, against with nocache."""
+    def _lag_and_down(self, figures: dict[NodeKey, Figures], now: float) -> None:
+        """Asked at once: how far behind the server answers when not asked for fresh data
+        (VM's -search.latencyOffset: its newest sample asked plainly, against with nocache),
+        and the targets whose last scrape failed (``up`` 0): a node the window saw is down
+        since the start, one it never saw a node known only by its target."""
         fresh = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
-        if fresh is None:
-            return 0.0
-        query = {"query": f"max(timestamp({self._queries.selector(REF)}))"}
-        try:
-            result = self._get("/api/v1/query", query, "vector", fresh=False)
-        except ScrapeError:
-            return 0.0
-        got = point(result[0].get("value"), fresh - 86400, fresh + 86400) if result else None
-        if got is None or not math.isfinite(got[1]):
-            return 0.0
-        return max(0.0, fresh - got[1])
+        newest = {"query": f"max(timestamp({self._queries.selector(REF)}))"}
+        down = self._queries.down_targets({n.job for n in self._nodes.values() if n.job})
 
-    def _down_targets(self, now: float) -> None:
-        """Targets whose last scrape failed (``up`` 0): a node the window saw is marked
-        down since the start; one it never saw is a node known only by its target."""
-        query = self._queries.down_targets({n.job for n in self._nodes.values() if n.job})
-        if query is None:
-            return
-        try:
-            result = self._instant(query)
-        except ScrapeError:
-            return
-        mark_down_targets(self._nodes, result, now)
+        def ask(which: str) -> list[dict[str, Any]]:
+            if which == "lag":
+                return [] if fresh is None else self._get("/api/v1/query", newest, "vector", False)
+            return [] if down is None else self._instant(down)
+
+        lag, targets = ask_all(ask, ["lag", "down"])
+        if fresh is not None and not isinstance(lag, ScrapeError):
+            self._lag = lag_of(lag, fresh)
+        if not isinstance(targets, ScrapeError):
+            mark_down_targets(self._nodes, targets, now)
 
     def _list_gpus(self, keys: Sequence[NodeKey], whole: bool = False) -> str:
         """Each node's GPUs and limits (for a node down now, its labels as they last were
@@ -341,7 +345,7 @@ class PrometheusSource:
         notes = list(self._notes_once)
         self._notes_once.clear()
         try:
-            tagged = self._kept_summary(now) or self._summary(now)
+            tagged = self._aggregates(now)
         except ScrapeError as exc:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
@@ -380,19 +384,25 @@ class PrometheusSource:
             for k, n in self._nodes.items()
         )
 
-    def _summary(self, now: float) -> Tagged:
+    def _summary(self, now: float, window: float | None = None) -> Tagged:
         tagged = Tagged()  # its queries asked at once: at 8,192 GPUs each takes ~1 s
-        for got in answers(self._instant, self._queries.summary(self._window_s(self._interval))):
+        window = self._window_s(self._interval) if window is None else window
+        for got in answers(self._instant, self._queries.summary(window)):
             tagged.take(got, now)
         return tagged
 
-    def _kept_summary(self, now: float) -> Tagged | None:
-        """The backfill's aggregates for the read that follows it within half a scrape
-        interval (the server has no newer scrape to tell): asked once, not twice."""
-        kept, self._kept = self._kept, None
-        if kept is None or not 0.0 <= now - kept[0] <= self._step_s() / 2:
-            return None
-        return kept[1]
+    def _aggregates(self, now: float, keep: bool = False) -> Tagged:
+        """The summary: the one asked ahead when it was asked within half a scrape interval
+        (the server has no newer scrape to tell: the first frame asks it once, not three
+        times), else asked now. ``keep``: kept for the read that follows (the backfill)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and 0.0 <= now - ahead[0] <= self._step_s() / 2:
+            asked, tagged = ahead[0], ahead[1]()
+        else:
+            asked, tagged = now, self._summary(now)
+        if keep:
+            self._ahead = (asked, lambda: tagged)
+        return tagged
 
     def _join(self, tagged: Tagged) -> list[DeviceInfo]:
         """Nodes that report now and have no GPUs listed yet (a node that came up, or
@@ -442,10 +452,9 @@ class PrometheusSource:
         (or, following the screen, the first nodes it shows and the suspects')."""
         now = self._clock()
         try:
-            tagged = self._summary(now)
+            tagged = self._aggregates(now, keep=True)
         except ScrapeError:
             return ()
-        self._kept = (now, tagged)
         down = down_of(self._nodes, tagged, self._interval, now, self._stale)
         keys = self._wanted(tagged, down)
         self._full = set(keys)

@@ -392,3 +392,12 @@ def down_of(
         elif key in figures:
             node.reported = True
     return out
+
+
+def lag_of(result: Sequence[Mapping[str, Any]], fresh: float) -> float:
+    """How far the newest sample a server gives when not asked for fresh data (``result``,
+    one number) is behind the freshest one it has (``fresh``): 0 where it cannot say."""
+    got = point(result[0].get("value"), fresh - 86400, fresh + 86400) if result else None
+    if got is None or not math.isfinite(got[1]):
+        return 0.0
+    return max(0.0, fresh - got[1])

@@ -6,11 +6,12 @@ grid, at most as many a series as the grid holds; what is refused is counted and
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind
@@ -290,6 +291,35 @@ def refused_note(count: int) -> Note:
 
 
 _Asked = TypeVar("_Asked")
+_Got = TypeVar("_Got")
+
+
+class Later(Generic[_Got]):
+    """A call run at once on a thread of its own, its result (or its exception) taken when
+    it is needed: an answer asked for ahead, while others are read. A daemon thread: a
+    process that ends meanwhile does not wait for it (the call bounds itself)."""
+
+    def __init__(self, call: Callable[[], _Got]) -> None:
+        self._done = threading.Event()
+        self._got: list[_Got] = []
+        self._error: BaseException | None = None
+        threading.Thread(
+            target=self._run, args=(call,), name="gputui-prometheus", daemon=True
+        ).start()
+
+    def _run(self, call: Callable[[], _Got]) -> None:
+        try:
+            self._got.append(call())
+        except BaseException as exc:  # raised again on the thread that takes the result
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> _Got:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._got[0]
 
 
 def ask_all(

@@ -4,12 +4,14 @@ the nodes the screen shows read in full (issue 26: the cost grows with what is s
 from __future__ import annotations
 
 import time
+import urllib.parse
 
 from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
 from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import RuleId, SourceKind
+from gputui.sources.fetching import ScrapeError
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promql import TAG
 from gputui.view.cluster import shown_nodes
@@ -28,11 +30,12 @@ def test_only_the_shown_nodes_are_read_in_full_and_every_node_is_ranked() -> Non
     source.follow(lambda: ("n05", "n06"))
     devices = source.open()
     assert len(devices) == 160
-    asked = len(server.asked)
     frame = source.read()
     assert {devices[s.index].node for s in frame.gpus} == {"n05", "n06"}
-    # two aggregating queries, one page, and (the first time) their history
-    assert len(server.asked) - asked == 4
+    # the two aggregating queries asked once, ahead (at open), then one page and (the
+    # first time) its history
+    assert _summaries(server) == 1
+    assert len([q for q in server.asked if 'Hostname=~"n05|n06"' in q]) == 2
     asked = len(server.asked)
     frame = source.read()
     assert len(server.asked) - asked == 3  # then the same three each tick, at any size
@@ -184,3 +187,21 @@ def test_a_cluster_too_large_for_one_answer_is_listed_in_pages() -> None:
     devices = source.open()
     assert len(devices) == 160 and {d.node for d in devices} == set(NODES)
     assert len(_listings(server)) > 2  # the whole refused, then pages of nodes
+
+
+def test_aggregates_asked_ahead_that_fail_are_asked_again_by_the_read() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    failing = [True]
+
+    def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
+        if failing[0] and "hottest" in urllib.parse.unquote_plus(url):
+            raise ScrapeError("HTTP 503")
+        return server(url, timeout, headers)
+
+    source = PrometheusSource("http://prom", fetcher=fetch)
+    source.follow(lambda: ("n03",))
+    assert len(source.open()) == 160  # the aggregates asked ahead fail on their own thread
+    assert source.backfill() == ()  # as a failed summary always did
+    failing[0] = False
+    frame = source.read()
+    assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
