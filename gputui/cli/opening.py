@@ -99,6 +99,10 @@ def _collect(
         times = monitor.history.times()
         covered = len(times) > 1 and times[-1] - times[0] >= seconds
         readings = 1 if covered else int(seconds / config.interval_s) + 1
+        # judging a large history takes a while: the stretch since its last frame, first
+        catch_up = getattr(source, "catch_up", None)
+        for frame in catch_up(times[-1]) if catch_up is not None and times else ():
+            monitor.ingest(frame)
     try:
         if manual is not None:
             readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)

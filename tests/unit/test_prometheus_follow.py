@@ -205,3 +205,17 @@ def test_aggregates_asked_ahead_that_fail_are_asked_again_by_the_read() -> None:
     failing[0] = False
     frame = source.read()
     assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
+
+
+def test_the_stretch_a_long_judgement_of_the_history_took_is_read_before_the_next_read() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time() // 15 * 15 + 1.0]  # a second past a step of the 15 s grid
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.open()
+    frames = source.backfill()
+    last = frames[-1].time
+    assert source.catch_up(last) == ()  # no gap yet
+    clock[0] += 50.0  # judging a large cluster's history took 50 s
+    later = source.catch_up(last)
+    assert [f.time - last for f in later] == [15.0, 30.0, 45.0]
+    assert all(len(f.gpus) == 32 for f in later)
