@@ -72,6 +72,9 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     monitor = make_monitor(devices, Config(interval_s=interval), SourceInfo("P", SourceKind.REMOTE))
     for frame in source.backfill():
         monitor.ingest(frame)
+    if not follow and monitor.latest is not None:  # as doctor does (cli/opening.py)
+        for frame in source.catch_up(monitor.latest.time):
+            monitor.ingest(frame)
     first = source.read()
     monitor.ingest(first)
     rows = node_rows(monitor.devices, monitor.latest, monitor.findings)
