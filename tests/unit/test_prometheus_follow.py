@@ -8,6 +8,7 @@ import urllib.parse
 
 from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
+from gputui.cli.opening import read_since_history
 from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import RuleId, SourceKind
@@ -219,3 +220,19 @@ def test_the_stretch_a_long_judgement_of_the_history_took_is_read_before_the_nex
     later = source.catch_up(last)
     assert [f.time - last for f in later] == [15.0, 30.0, 45.0]
     assert all(len(f.gpus) == 32 for f in later)
+
+
+def test_doctor_reads_the_stretch_since_the_history_until_no_gap_is_left() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time() // 15 * 15 + 1.0]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    devices = source.open()
+    monitor = make_monitor(devices, Config(interval_s=15.0), SourceInfo("P", SourceKind.REMOTE))
+    for frame in source.backfill():
+        monitor.ingest(frame)
+    end = monitor.history.times()[-1]
+    clock[0] += 50.0  # judging the history took 50 s
+    read_since_history(monitor, source)
+    assert [t - end for t in monitor.history.times()[-3:]] == [15.0, 30.0, 45.0]
+    read_since_history(monitor, source)  # under 1.5 steps behind now: nothing to read
+    assert monitor.history.times()[-1] - end == 45.0
