@@ -478,7 +478,7 @@ class PrometheusSource:
         """The steps after ``since`` (the history's last frame) up to now, of the nodes the
         history was read for: the stretch that judging a large history took (tens of
         seconds at 8,192 GPUs), so the next read does not follow a gap the rules cannot
-        judge across. None while the gap is under 1.5 steps."""
+        judge across. Nothing while the gap is under 1.5 steps."""
         now = self._clock()
         if not self._full or now - since < 1.5 * self._step_s():
             return ()
