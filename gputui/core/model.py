@@ -498,7 +498,8 @@ class Frame:
     #: a cluster's nodes as aggregating queries see them (a Prometheus server): the nodes
     #: whose GPUs this frame does not carry in full are shown and ranked by these
     nodes: tuple[NodeStatus, ...] = ()
-    #: GPUs that joined since the source opened (a node that came up later): their facts
+    #: GPUs that joined since the source opened (a node that came up later): their facts;
+    #: a known GPU's index here brings its newer facts (a node's limits, first read in full)
     joined: tuple[DeviceInfo, ...] = ()
     #: the history window of GPUs this frame is the first to carry in full (a node the
     #: screen began to show), oldest first: placed into the history at their times
