@@ -56,6 +56,7 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
 
     from gputui.advisor import make_monitor
     from gputui.advisor.nodes import node_rows
+    from gputui.cli.opening import read_since_history
     from gputui.core.config import Config
     from gputui.core.model import SourceInfo
     from gputui.core.names import SourceKind
@@ -72,6 +73,8 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     monitor = make_monitor(devices, Config(interval_s=interval), SourceInfo("P", SourceKind.REMOTE))
     for frame in source.backfill():
         monitor.ingest(frame)
+    if not follow:  # doctor's way: the stretch judging the history took, as doctor reads it
+        read_since_history(monitor, source)
     first = source.read()
     monitor.ingest(first)
     rows = node_rows(monitor.devices, monitor.latest, monitor.findings)

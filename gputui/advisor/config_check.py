@@ -5,7 +5,6 @@ checks its node before training starts); and each check's state for a report."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from gputui.advisor import RULES
 from gputui.advisor.context import Context
@@ -16,6 +15,7 @@ from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement, Undecided, gpu_list
 from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
 from gputui.core.names import RuleId
+from gputui.core.records import frozen
 from gputui.sampling.history import History
 
 #: the cause the catalogue files every configuration rule under
@@ -62,7 +62,7 @@ def configuration_rules(rules: Sequence[Rule] = RULES) -> tuple[Rule, ...]:
     return tuple(r for r in rules if r.cause == CAUSE and not r.needs_history)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckState:
     """One configuration check in a report: ok, a finding's severity, or why it reached no
     verdict; where ("host", "GPUs 0-3"), and the finding's title or what it lacks."""
@@ -87,7 +87,7 @@ class CheckState:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigVerdict:
     findings: tuple[Finding, ...]
     judgement: Judgement

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import cast
 
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Undecided, not_offered
 from gputui.core.model import DeviceInfo, Frame, GpuSample, ProcessSample
 from gputui.core.names import Metric, RuleId
+from gputui.core.records import frozen
 from gputui.sampling.history import History, WindowStats
 
 #: one frame's driver utilisation samples of a GPU: (frame time, samples above
@@ -21,7 +22,7 @@ DriverSamples = tuple[float, int, int, int, float]
 ProcessCpuTick = tuple[float, float | None, float | None, int | None, int | None]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessCpu:
     """A GPU process's CPU over a window: its own and its data-loader workers'."""
 
@@ -46,7 +47,7 @@ class ProcessCpu:
         return self.workers_pct / working
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Context:
     history: History
     devices: Mapping[int, DeviceInfo]

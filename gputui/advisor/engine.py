@@ -156,7 +156,8 @@ class Advisor:
         return at_cadence(self._t, self.cadence_s)
 
     def add_devices(self, devices: Iterable[DeviceInfo]) -> None:
-        """GPUs that joined after the start (a node that came up): judged from now on."""
+        """GPUs that joined after the start (a node that came up): judged from now on; a
+        known GPU's newer facts replace its old ones."""
         for device in devices:
             self._devices[device.index] = device
 

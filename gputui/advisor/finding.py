@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputui.core.names import RuleId, Severity
+from gputui.core.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Candidate:
     """The condition holds now, with this evidence."""
 

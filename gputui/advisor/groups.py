@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.judgement import gpu_list
 from gputui.core.model import Finding
 from gputui.core.names import RuleId, Severity
+from gputui.core.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FindingGroup:
     rule: RuleId
     severity: Severity

@@ -4,17 +4,18 @@ read (every GPU process's, and gputui's own for doctor), the GPUs a job spans.""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import cast
 
 from gputui.advisor.context import Context
 from gputui.advisor.pipeline import job_of
 from gputui.core.model import JobSettings, ProcessSample
 from gputui.core.names import RuleId
+from gputui.core.records import frozen
 from gputui.core.units import fmt_bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EnvHolder:
     """An environment the rules read: a GPU process's, or gputui's own job's."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import cast
 
 from gputui.advisor.context import Context, gib
@@ -13,6 +12,7 @@ from gputui.core.config import Thresholds
 from gputui.core.judgement import Undecided
 from gputui.core.model import GpuSample, ProcessSample
 from gputui.core.names import HostMetric, Metric, RuleId, Severity
+from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
 _VRAM_REMEDIES = (
@@ -35,7 +35,7 @@ _LEAK_REMEDIES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Vram:
     """One GPU's memory over the window, as both VRAM rules read it."""
 

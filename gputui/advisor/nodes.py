@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.core.model import DeviceInfo, Finding, Frame, NodeStatus
 from gputui.core.names import Severity
+from gputui.core.records import frozen
 
 #: the name of the GPUs a local source reads (they have no node)
 LOCAL = "this machine"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodeRow:
     """One node: its GPUs' worst findings in index order, and the figures that rank it."""
 

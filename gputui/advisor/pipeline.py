@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from gputui.advisor.context import Context, ProcessCpu
 from gputui.advisor.finding import Candidate
@@ -13,6 +12,7 @@ from gputui.core.judgement import Undecided
 from gputui.core.model import GpuSample, ProcessSample
 from gputui.core.names import HostMetric, Metric, RuleId, Severity
 from gputui.core.numbers import median
+from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
 
@@ -30,7 +30,7 @@ def _working(
             yield sample, procs, ticks
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Shortfall:
     """A GPU that works but waits: how busy it was over the window, and how that reads."""
 
@@ -75,7 +75,7 @@ def _shortfall(ctx: Context, index: int, ticks: Sequence[float]) -> _Shortfall |
     return _Shortfall(mean, tuple(lines))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Cause:
     """What on the CPU side keeps the GPU waiting, in words, with what to change."""
 

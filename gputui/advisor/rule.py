@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.advisor.context import Context
 from gputui.advisor.finding import Candidate
 from gputui.core.config import Thresholds
 from gputui.core.names import RuleId
+from gputui.core.records import frozen
 
 Check = Callable[[Context], Iterable[Candidate]]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Rule:
     """``reads`` and ``fires_when`` are templates over the thresholds (``{t.window_s:g}``):
     the numbers in the prose are the ones the rule uses, whatever the config says."""

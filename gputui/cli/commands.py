@@ -355,6 +355,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_app(args: argparse.Namespace) -> int:
     source = make_source(args)
+    follow = getattr(source, "follow", None)
+    if follow is not None:  # the screen reads in full only the nodes it shows
+        follow(tuple)  # (said before opening: it lists the cluster for less)
     try:
         devices = _open(source)
     except SourceUnavailable as exc:
@@ -368,9 +371,6 @@ def cmd_app(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NO_TERMINAL
-    follow = getattr(source, "follow", None)
-    if follow is not None:  # the screen reads in full only the nodes it shows
-        follow(tuple)
     history = _history(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 

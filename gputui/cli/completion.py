@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from dataclasses import dataclass
+
+from gputui.core.records import frozen
 
 # options whose value is a path: the shells complete file names there
 _PATH_METAVARS = {"FILE", "DIR", "PATH"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Option:
     flags: tuple[str, ...]
     takes_value: bool
@@ -22,7 +23,7 @@ class Option:
     help: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Command:
     name: str
     help: str

@@ -99,6 +99,7 @@ def _collect(
         times = monitor.history.times()
         covered = len(times) > 1 and times[-1] - times[0] >= seconds
         readings = 1 if covered else int(seconds / config.interval_s) + 1
+        read_since_history(monitor, source)
     try:
         if manual is not None:
             readings = max(readings, int((args.warmup + seconds) / config.interval_s) + 1)
@@ -113,6 +114,26 @@ def _collect(
     finally:
         source.close()
     return monitor
+
+
+#: times the stretch since the history is read before the first reading (each is shorter)
+MAX_CATCH_UP = 3
+
+
+def read_since_history(monitor: Monitor, source: Source) -> None:
+    """Judging a large history takes a while (tens of seconds at 8,192 GPUs): the stretch
+    since its last frame is read and judged, again while that left a gap, so the first
+    reading does not follow a gap the windowed rules cannot judge across."""
+    catch_up = getattr(source, "catch_up", None)
+    if catch_up is None:
+        return
+    for _ in range(MAX_CATCH_UP):
+        times = monitor.history.times()
+        later = catch_up(times[-1]) if times else ()
+        if not later:
+            return
+        for frame in later:
+            monitor.ingest(frame)
 
 
 def simulated_warmup(args: argparse.Namespace) -> float | None:

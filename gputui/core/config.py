@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gputui.core.records import frozen
 
 DEFAULT_INTERVAL_S = 1.0
 MIN_INTERVAL_S = 0.25
@@ -28,7 +28,7 @@ DEMO_MIX = "mix"  # the default: several scenarios at once
 DEMO_MAX_GPUS = 64
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Config:
     interval_s: float = DEFAULT_INTERVAL_S
     history_s: float = DEFAULT_HISTORY_S
@@ -39,7 +39,7 @@ class Config:
         return max(2, int(self.history_s / self.interval_s) + 1)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Thresholds:
     """The advisor's numbers. Documented with the rule catalogue in docs/advisor.md."""
 

@@ -8,8 +8,9 @@ not export, which gputui adds so that a remote gputui can judge as a local one d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal
+
+from gputui.core.records import frozen
 
 MIB: Final = 1024**2
 
@@ -42,7 +43,7 @@ def is_blank(value: float, kind: BlankKind) -> bool:
     return kind == "int32" and INT32_BLANK <= value <= INT32_MAX
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DcgmField:
     name: str
     #: the model field it carries: a GpuSample field ("sample") or a DeviceInfo one ("device")

@@ -9,12 +9,12 @@ does not offer it at all), **watching** (the verdict needs a longer watch than t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from gputui.core.model import DeviceInfo, GpuSample
 from gputui.core.names import RuleId
+from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
 
@@ -41,7 +41,7 @@ _KEYS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotJudged:
     rule: RuleId
     gpu: int | None  # None: the host
@@ -52,7 +52,7 @@ class NotJudged:
         return {"rule": self.rule.value, "gpu": self.gpu, "missing": self.missing}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Judgement:
     """How far the advisor's verdict reaches at one moment."""
 

@@ -13,9 +13,10 @@ from typing import Any, Final
 from gputui.core.clock_events import decode_reasons
 from gputui.core.model_checks import clean_readings, clean_text_fields
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
+from gputui.core.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SourceInfo:
     """Where the readings come from, as every surface names it."""
 
@@ -27,7 +28,7 @@ class SourceInfo:
         clean_text_fields(self)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeviceInfo:
     """Facts about one GPU that do not change while gputui runs; read once."""
 
@@ -106,7 +107,7 @@ class DeviceInfo:
         clean_text_fields(self)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class XidEvent:
     """A critical error the driver reported for a GPU (an Xid), when it happened."""
 
@@ -114,7 +115,7 @@ class XidEvent:
     time: float  # seconds since the epoch, by the source's clock when it was read
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MigInstance:
     """One MIG instance of a GPU in MIG mode: its slice, memory and processes."""
 
@@ -138,7 +139,7 @@ class MigInstance:
         clean_text_fields(self)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NvLinkSample:
     """One NVLink of a GPU at one tick: up or down, traffic, error counters."""
 
@@ -295,7 +296,7 @@ class ProcessSample:
         clean_readings(self, started=math.inf, sm_util=100.0)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HostSample:
     """Host-wide readings: the CPU side of the data pipeline."""
 
@@ -332,7 +333,7 @@ def _unread(unreadable: tuple[str, ...], area: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JobSettings:
     """The settings that bound one job: its cgroup (CPU quota, memory limit, cpuset), the
     /dev/shm of its mount namespace, its open-files limit, its memory in swap. A job is the
@@ -381,7 +382,7 @@ class JobSettings:
         return _unread(self.unreadable, area)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeviceWaiter:
     """A process that holds a GPU's device file and loaded the CUDA driver, with no
     context on any GPU: it waits for (or failed to get) an exclusive GPU."""
@@ -394,7 +395,7 @@ class DeviceWaiter:
         clean_text_fields(self)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HostSettings:
     """Host settings that slow a job, read every few seconds; None unknown, and
     ``unreadable`` says for which ``ConfigArea`` why."""
@@ -422,7 +423,7 @@ class HostSettings:
         return _unread(self.unreadable, area)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Note:
     """Something a source wants the user to know about this tick, in words."""
 
@@ -436,7 +437,7 @@ class Note:
         return self.text
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodeStatus:
     """One node of a cluster as a Prometheus server's aggregating queries see it, each
     tick: what shows and ranks it while its GPUs are not read in full (``Frame.nodes``).
@@ -477,7 +478,7 @@ class NodeStatus:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Frame:
     """Everything one tick read: all GPUs, the host, and the processes on the GPUs.
 
@@ -497,7 +498,8 @@ class Frame:
     #: a cluster's nodes as aggregating queries see them (a Prometheus server): the nodes
     #: whose GPUs this frame does not carry in full are shown and ranked by these
     nodes: tuple[NodeStatus, ...] = ()
-    #: GPUs that joined since the source opened (a node that came up later): their facts
+    #: GPUs that joined since the source opened (a node that came up later): their facts;
+    #: a known GPU's index here brings its newer facts (a node's limits, first read in full)
     joined: tuple[DeviceInfo, ...] = ()
     #: the history window of GPUs this frame is the first to carry in full (a node the
     #: screen began to show), oldest first: placed into the history at their times
@@ -513,7 +515,7 @@ class Frame:
         return tuple(p for p in self.processes if p.gpu_index == index)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Finding:
     """What the advisor says about a GPU (or the host, ``gpu`` None): a condition that held
     long enough, since when, the numbers that prove it and what to do."""

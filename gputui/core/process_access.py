@@ -8,13 +8,13 @@ are not processes here."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Protocol
 
 from gputui.core.model_checks import clean_text_fields
+from gputui.core.records import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Relative:
     """A process's parent or child: its PID, command line and (for a child) CPU."""
 
@@ -26,7 +26,7 @@ class Relative:
         clean_text_fields(self)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessDetails:
     """A live look inside one process, read when asked (the process page), not every tick.
     A part that could not be read is empty, with the reason in ``unreadable``."""
@@ -55,7 +55,7 @@ class Outcome(enum.Enum):
     GONE = "gone"  # ended, or the PID is another process now
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SignalResult:
     outcome: Outcome
     #: one line for the user, naming the PID and the signal

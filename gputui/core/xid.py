@@ -9,8 +9,9 @@ rows left), the bus (fallen off it), NVLink, the GSP firmware, and driver firmwa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal
+
+from gputui.core.records import frozen
 
 #: whose problem an Xid usually is
 Origin = Literal["application", "memory", "bus", "nvlink", "gsp", "firmware", "hardware", "benign"]
@@ -18,7 +19,7 @@ Origin = Literal["application", "memory", "bus", "nvlink", "gsp", "firmware", "h
 Level = Literal["info", "warning", "critical"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Xid:
     meaning: str
     origin: Origin

@@ -9,7 +9,6 @@ Rich markup.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -29,6 +28,7 @@ from gputui.core.clock_events import describe_reasons
 from gputui.core.model import DeviceInfo, Finding, Frame
 from gputui.core.names import NoteKind, Severity, SourceKind
 from gputui.core.prose import MIN_WIDTH, hang, simulated_span, spans, starts_no_unit
+from gputui.core.records import frozen
 from gputui.core.units import NA, fmt_duration, fmt_link, fmt_num, fmt_of, short_name, vram_text
 from gputui.exporters.configuration import check_lines, settings_lines
 from gputui.sampling.monitor import Monitor
@@ -102,7 +102,7 @@ def _label_indent(text: str, limit: int = 30) -> int:
     return colon + 2 if colon > 0 and colon + 2 <= limit else 2
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Cell:
     text: Text
     wraps: bool

@@ -30,6 +30,7 @@ from gputui.core.model import (
     XidEvent,
 )
 from gputui.core.ranges import RANGES, within_ranges
+from gputui.core.records import frozen
 from gputui.formats.columns import BlobWriter, Spec, code_of, parse_spec, read_column, unpack_blob
 from gputui.formats.values import (
     MAX_GPUS,
@@ -64,7 +65,7 @@ _PARTS: Final[dict[str, type]] = {"gpu": GpuSample, "host": HostSample, "proc": 
 Pair = tuple[Frame, tuple[Finding, ...]]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class _Field:
     name: str
     code: str

@@ -18,9 +18,9 @@ import sys
 import zlib
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
+from gputui.core.records import frozen
 from gputui.formats.values import MAX_FLOAT, FormatError
 
 #: a block's columns together may unpack to at most this many bytes, whatever it claims
@@ -42,7 +42,7 @@ def code_of(kind: str) -> str:
     return {"float": "d", "int": "q", "bool": "b"}.get(base, "")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Spec:
     """One column of a blob: whose (``part``), which field, its code, whether a null byte
     a tick follows, and for ``D`` how many floats it holds."""

@@ -17,12 +17,12 @@ import math
 import re
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.core.records import frozen
 from gputui.formats.blocks import parse_block
 from gputui.formats.values import (
     MAX_GPUS,
@@ -56,7 +56,7 @@ class RecordingError(ValueError):
     """A file that is not a readable gputui recording; the message names the line."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Header:
     source: SourceInfo
     devices: tuple[DeviceInfo, ...]
@@ -64,7 +64,7 @@ class Header:
     version: int = VERSION
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Tick:
     frame: Frame
     findings: tuple[Finding, ...]
@@ -96,7 +96,7 @@ def _encode(data: dict[str, Any]) -> bytes:
     return json.dumps(data, allow_nan=False, separators=(",", ":")).encode() + b"\n"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Recording:
     header: Header
     ticks: tuple[Tick, ...]

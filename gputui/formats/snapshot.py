@@ -9,13 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui import __version__
 from gputui.advisor import judgement_of
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.core.names import HostMetric, Metric
+from gputui.core.records import frozen
 from gputui.formats.values import (
     finding_dict,
     frame_dict,
@@ -35,7 +35,7 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Snapshot:
     """A snapshot read back from its JSON form."""
 

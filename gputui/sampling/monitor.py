@@ -102,7 +102,8 @@ class Monitor:
 
     def ingest(self, frame: Frame, advise: bool = True) -> tuple[Finding, ...]:
         """Add a frame; ``advise=False`` only fills history (catching up after a seek). GPUs
-        that joined come with it, and the history a newly read node missed before it."""
+        that joined (or whose facts are new) come with it, and the history a newly read node
+        missed before it."""
         if frame.joined:
             self._join(frame.joined)
         for earlier in frame.late:
@@ -118,10 +119,13 @@ class Monitor:
         return findings
 
     def _join(self, devices: Sequence[DeviceInfo]) -> None:
-        known = {d.index for d in self.devices}
-        new = tuple(d for d in devices if d.index not in known)
+        """GPUs that joined, added; a known GPU's newer facts (a cluster node's limits,
+        read with its first full reading) in place of its old ones."""
+        known = {d.index: d for d in self.devices}
+        new = tuple(d for d in devices if known.get(d.index) != d)
         if new:
-            self.devices = (*self.devices, *new)
+            known.update((d.index, d) for d in new)
+            self.devices = tuple(known.values())
             add = getattr(self.advisor, "add_devices", None)
             if add is not None:
                 add(new)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gputui.core.model import Frame
+from gputui.core.records import frozen
 from gputui.sources.base import Source
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SamplerStats:
     reads: int
     errors: int

@@ -15,13 +15,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputui.core.records import frozen
+
 #: a memory limit at or above this is "no limit" (cgroup v1 writes 2^63 rounded to a page)
 _NO_LIMIT = 1 << 62
 
 _ESCAPE = re.compile(r"\\([0-7]{3})")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Mount:
     """One line of a mountinfo file."""
 
@@ -34,7 +36,7 @@ class Mount:
     options: str  # the mount's options and the filesystem's, comma-separated
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Membership:
     """One line of /proc/PID/cgroup: a hierarchy, its controllers, the process's path."""
 

@@ -5,8 +5,9 @@ where that was read), the CUDA libraries, and the few environment variables gput
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from gputui.core.records import frozen
 
 # The only environment variables gputui reads (the rest may hold secrets).
 CUDA_ENV_VARS = (
@@ -65,7 +66,7 @@ _TORCH_CUDA = re.compile(r"""^cuda\s*(?::\s*[\w.\[\]|]+\s*)?=\s*['"](\d+\.\d+)""
 _TF_CUDA = re.compile(r"""['"]cuda_version['"]\s*:\s*['"](\d+\.\d+)""")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CudaFacts:
     """What a process's maps and environment say about its CUDA stack."""
 

@@ -15,7 +15,8 @@ import threading
 import time
 import urllib.parse
 import zlib
-from dataclasses import dataclass
+
+from gputui.core.records import frozen
 
 # What one answer may cost, whatever the other side sends (docs/security.md):
 MAX_BYTES = 10 * 1024 * 1024  # the body, once decompressed (and on the wire)
@@ -71,7 +72,7 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
     raise ScrapeError(f"no complete answer within {timeout:g} s")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Redirect:
     target: str
 

@@ -12,7 +12,6 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,6 +20,7 @@ import psutil
 from gputui.core.config import WORKER_ACTIVE_PCT
 from gputui.core.model import HostSample, Note, ProcessSample
 from gputui.core.names import NoteKind
+from gputui.core.records import frozen
 from gputui.sources.cuda_facts import CudaFacts, process_facts
 from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_memory, parse_cpu_list
 from gputui.sources.proc_stat import CpuMeter, after_command, read_small, read_stat
@@ -53,7 +53,7 @@ IDENTITY_PERIOD_S = 10.0
 SLOW_HOST_PERIOD_S = 5.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuProcess:
     """What the GPU side knows of a process: pid, GPU, memory, compute or graphics."""
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+from gputui.core.records import frozen
 
 _TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcStat:
     started: int  # clock ticks after boot: with the PID, names one process (PIDs are reused)
     cpu_s: float  # user + system time so far

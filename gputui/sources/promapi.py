@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gputui.core.model import DeviceInfo, Frame, GpuSample, NodeStatus, Note
-from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
+from gputui.core.model import DeviceInfo, Frame, NodeStatus, Note
+from gputui.core.names import NoteKind, SourceKind
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.fetching import ScrapeError, TooLarge, fetch
+from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
 from gputui.sources.promnodes import (
     MAX_CLUSTER_GPUS,
     MAX_NODES,
@@ -32,11 +32,11 @@ from gputui.sources.promnodes import (
     check_counts,
     cluster_interval,
     cluster_of,
-    down_reason,
-    grouped_down,
+    down_of,
+    forget_target,
     intervals_of,
+    lag_of,
     mark_down_targets,
-    pages_of,
     status_of,
     wanted,
 )
@@ -45,11 +45,16 @@ from gputui.sources.promread import (
     REFUSED,
     WHOLE,
     History,
+    Later,
     Read,
     answers,
     as_whole,
     ask_all,
+    paged,
     refused_note,
+    samples_of,
+    tick_notes,
+    with_limits,
 )
 from gputui.sources.promwire import (
     Fetcher,
@@ -57,16 +62,11 @@ from gputui.sources.promwire import (
     bounded,
     decode,
     mask_url,
-    point,
     server_of,
 )
 from gputui.sources.remote import (
     NodeGpu,
     _device,
-    _sample,
-    _with_xid,
-    blind_notes,
-    blind_of,
 )
 
 DEFAULT_STALE_S = 300.0
@@ -80,14 +80,15 @@ MAX_HISTORY_S = 3600.0
 #: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
 PAGE_GPUS = 256
 PAGE_POINTS = 120_000
+#: following the screen, the whole cluster's reference series are listed in one answer up
+#: to this many GPUs (at 1 KB of labels a series, it still fits the answer cap)
+WHOLE_LIST_GPUS = MAX_BYTES // 1024
 #: the raw samples that measure each node's scrape interval: this long, pages this large
 #: (one series a node: ~2 KB of answer each)
 PROBE_S = 600.0
 PROBE_GPUS = 4096
 #: times the history's last stretch is read again after a long read of the window
 MAX_CATCH_UP = 2
-#: pages asked for at the same time (the server answers them in parallel)
-PARALLEL_PAGES = 4
 #: nodes read in full when following the screen, and newly wanted ones given history a tick
 FOLLOW_NODES = 32
 FOLLOW_HISTORY_NODES = 8
@@ -136,6 +137,9 @@ class PrometheusSource:
         self._following = follow_screen
         self._shown_nodes: Callable[[], Sequence[str]] | None = None
         self._full: set[NodeKey] = set()  # the nodes read in full last tick
+        #: the aggregates asked ahead of the first frame (at open, or kept by the backfill)
+        #: and when they were asked
+        self._ahead: tuple[float, Callable[[], Tagged]] | None = None
         self._notes_once: list[Note] = []
         self._census_refused = 0
         self.queries = 0  # API requests made (the benchmark reads them)
@@ -191,7 +195,7 @@ class PrometheusSource:
             if self._headers is not None:
                 self._server = Server(self._server.base, self._server.shown, self._headers)
             self._census()
-            found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name))
+            found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name), True)
         except ScrapeError as exc:
             raise SourceUnavailable(
                 f"the Prometheus server cannot be read: {mask_url(str(exc))}."
@@ -208,10 +212,16 @@ class PrometheusSource:
     def _census(self) -> None:
         window = self._window_s(DEFAULT_STEP_S)
         now = self._clock()
-        counts = Tagged().take(as_whole(self._instant(self._queries.counts(window))), now)
-        total = counts.figures.get(WHOLE, {})
+        # the census (a few series a node) is asked with the counts, read once they pass
+        asked = [self._queries.counts(window), self._queries.census(window)]
+        counts, answer = ask_all(self._instant, asked)
+        if isinstance(counts, ScrapeError):
+            raise counts
+        total = Tagged().take(as_whole(counts), now).figures.get(WHOLE, {})
         check_counts(total.get("nodes"), total.get("gpus"), self._shown)
-        census = Tagged().take(self._instant(self._queries.census(window)), now)
+        if isinstance(answer, ScrapeError):
+            raise answer
+        census = Tagged().take(answer, now)
         names = display_names(census.figures)
         self._nodes = cluster_of(census.figures, census.meta, names, window)
         self._census_refused = census.refused
@@ -219,8 +229,10 @@ class PrometheusSource:
             self._notes_once.append(refused_note(census.refused))
         self._probe_intervals(now)
         self._interval = self._step or cluster_interval(self._nodes.values()) or DEFAULT_STEP_S
-        self._lag = self._measure_lag(census.figures)
-        self._down_targets(now)
+        if self._following:  # the first frame's aggregates, asked while the GPUs are listed
+            window, asked_at = self._window_s(self._interval), self._clock()
+            self._ahead = (asked_at, Later(lambda: self._summary(asked_at, window)).result)
+        self._lag_and_down(census.figures, now)
         for node in self._nodes.values():
             if not node.live and node.down_at_start is None:
                 node.down_at_start = "is down since the start (it reported earlier)"
@@ -240,51 +252,58 @@ class PrometheusSource:
                 for key, every in intervals_of(result, page, now - span - 60, now + 60).items():
                     self._nodes[key].interval_s = every
 
-            self._paged(keys, ask, take, PROBE_GPUS)
+            paged(self._nodes, keys, ask, take, PROBE_GPUS)
 
-    def _measure_lag(self, figures: dict[NodeKey, Figures]) -> float:
-        """How far behind the server answers when not asked for fresh data (VM's
-        -search.latencyOffset): its newest sample asked plainly, against with nocache."""
+    def _lag_and_down(self, figures: dict[NodeKey, Figures], now: float) -> None:
+        """Asked at once: how far behind the server answers when not asked for fresh data
+        (VM's -search.latencyOffset: its newest sample asked plainly, against with nocache),
+        and the targets whose last scrape failed (``up`` 0): a node the window saw is down
+        since the start, one it never saw a node known only by its target."""
         fresh = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
-        if fresh is None:
-            return 0.0
-        query = {"query": f"max(timestamp({self._queries.selector(REF)}))"}
-        try:
-            result = self._get("/api/v1/query", query, "vector", fresh=False)
-        except ScrapeError:
-            return 0.0
-        got = point(result[0].get("value"), fresh - 86400, fresh + 86400) if result else None
-        if got is None or not math.isfinite(got[1]):
-            return 0.0
-        return max(0.0, fresh - got[1])
+        newest = {"query": f"max(timestamp({self._queries.selector(REF)}))"}
+        down = self._queries.down_targets({n.job for n in self._nodes.values() if n.job})
 
-    def _down_targets(self, now: float) -> None:
-        """Targets whose last scrape failed (``up`` 0): a node the window saw is marked
-        down since the start; one it never saw is a node known only by its target."""
-        query = self._queries.down_targets({n.job for n in self._nodes.values() if n.job})
-        if query is None:
-            return
-        try:
-            result = self._instant(query)
-        except ScrapeError:
-            return
-        mark_down_targets(self._nodes, result, now)
+        def ask(which: str) -> list[dict[str, Any]]:
+            if which == "lag":
+                return [] if fresh is None else self._get("/api/v1/query", newest, "vector", False)
+            return [] if down is None else self._instant(down)
 
-    def _list_gpus(self, keys: Sequence[NodeKey]) -> str:
+        lag, targets = ask_all(ask, ["lag", "down"])
+        if fresh is not None and not isinstance(lag, ScrapeError):
+            self._lag = lag_of(lag, fresh)
+        if not isinstance(targets, ScrapeError):
+            mark_down_targets(self._nodes, targets, now)
+
+    def _list_gpus(self, keys: Sequence[NodeKey], whole: bool = False) -> str:
         """Each node's GPUs and limits (for a node down now, its labels as they last were
-        in the window), as devices; what could not be listed is said once."""
-        live = [k for k in keys if self._nodes[k].live or self._nodes[k].reported]
-        gone = [k for k in keys if k not in live and self._nodes[k].seen]
-        fields = self._queries.device_fields
+        in the window), as devices; what could not be listed is said once. Following the
+        screen, the reference series alone (``whole``: the cluster's, in one answer where
+        they fit): a node's limits come with its first full read (most are never read)."""
+        reporting = {k for k in keys if self._nodes[k].live or self._nodes[k].reported}
+        live = [k for k in keys if k in reporting]
+        gone = [k for k in keys if k not in reporting and self._nodes[k].seen]
+        fields = REF if self._following else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
-        failed = self._paged(
+        failed: list[tuple[list[NodeKey], str]] = []
+        gpus = sum(max(1, self._nodes[k].seen) for k in live)
+        if whole and self._following and live and gpus <= WHOLE_LIST_GPUS:
+            try:  # no page of node names to match: the server's cheapest answer
+                listed.take(self._instant(self._queries.selector(REF)), reporting)
+                live = []
+            except TooLarge:
+                pass  # more than the census counted: in pages
+            except ScrapeError as exc:
+                live, failed = [], [(live, str(exc))]
+        failed += paged(
+            self._nodes,
             live,
             lambda page: self._instant(self._queries.of_nodes(fields, page)),
             listed.take,
             PAGE_GPUS,
         )
-        failed += self._paged(
+        failed += paged(
+            self._nodes,
             gone,
             lambda page: self._instant(self._queries.of_nodes(REF, page, window)),
             listed.take,
@@ -294,6 +313,7 @@ class PrometheusSource:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
+                self._nodes[key].limits = key in reporting and not self._following
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"
@@ -319,63 +339,40 @@ class PrometheusSource:
         window = self._history or self._readings * step
         return max(step, min(MAX_HISTORY_S, window))
 
-    # -- paging -------------------------------------------------------------------------
-    def _paged(
-        self,
-        keys: Sequence[NodeKey],
-        ask: Callable[[list[NodeKey]], list[dict[str, Any]]],
-        take: Callable[[list[dict[str, Any]], set[NodeKey]], None],
-        gpus_a_page: int,
-    ) -> list[tuple[list[NodeKey], str]]:
-        """``ask`` for each page of ``keys`` and ``take`` its answer; a page too large is
-        asked again in halves, down to one node. Returns the pages that failed, and why."""
-        failed: list[tuple[list[NodeKey], str]] = []
-        pages = pages_of(self._nodes, keys, gpus_a_page)
-        while pages:
-            batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
-            answers = ask_all(ask, batch)
-            retry: list[list[NodeKey]] = []
-            for page, got in zip(batch, answers, strict=True):
-                if isinstance(got, TooLarge) and len(page) > 1:
-                    retry += [page[: len(page) // 2], page[len(page) // 2 :]]
-                elif isinstance(got, ScrapeError):
-                    failed.append((page, str(got)))
-                else:
-                    take(got, set(page))
-            pages = retry + pages
-        return failed
-
     # -- each tick ----------------------------------------------------------------------
     def read(self) -> Frame:
         now = self._clock()
         notes = list(self._notes_once)
         self._notes_once.clear()
         try:
-            tagged = self._summary(now)
+            tagged = self._aggregates(now)
         except ScrapeError as exc:
             notes.append(Note(NoteKind.NODE_DOWN, f"the Prometheus server: {exc}"))
             return Frame(time=now, gpus=(), notes=tuple(notes))
         joined = self._join(tagged)
-        down = self._down(tagged, now)
+        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
         keys = self._wanted(tagged, down)
         readings = Read(REF, now)
-        failed = self._paged(
+        failed = paged(
+            self._nodes,
             keys,
             lambda page: self._instant(self._queries.of_nodes(self._queries.all_fields, page)),
             readings.take,
             PAGE_GPUS,
         )
+        joined += with_limits(self._nodes, self._devices, keys, readings.readings)
         late = self._late(keys, now)
-        samples = self._samples(now, keys, readings, notes)
+        joined += [d for frame in late for d in frame.joined]
+        samples = samples_of(self._nodes, now, keys, readings, notes)
         notes += readings.notes(self._nodes, failed, "not read this tick")
-        notes += self._tick_notes(tagged, down)
+        notes += tick_notes(self._nodes, tagged, down)
         statuses = self._statuses(tagged, down, now)
         return Frame(
             time=now,
             gpus=tuple(samples),
             notes=tuple(notes),
             nodes=statuses,
-            joined=tuple(joined),
+            joined=tuple({d.index: d for d in joined}.values()),
             late=late,
         )
 
@@ -387,10 +384,24 @@ class PrometheusSource:
             for k, n in self._nodes.items()
         )
 
-    def _summary(self, now: float) -> Tagged:
+    def _summary(self, now: float, window: float | None = None) -> Tagged:
         tagged = Tagged()  # its queries asked at once: at 8,192 GPUs each takes ~1 s
-        for got in answers(self._instant, self._queries.summary(self._window_s(self._interval))):
+        window = self._window_s(self._interval) if window is None else window
+        for got in answers(self._instant, self._queries.summary(window)):
             tagged.take(got, now)
+        return tagged
+
+    def _aggregates(self, now: float, keep: bool = False) -> Tagged:
+        """The summary: the one asked ahead when it was asked within half a scrape interval
+        (the server has no newer scrape to tell: the first frame asks it once, not three
+        times), else asked now. ``keep``: kept for the read that follows (the backfill)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and 0.0 <= now - ahead[0] <= self._step_s() / 2:
+            asked, tagged = ahead[0], ahead[1]()
+        else:
+            asked, tagged = now, self._summary(now)
+        if keep:
+            self._ahead = (asked, lambda: tagged)
         return tagged
 
     def _join(self, tagged: Tagged) -> list[DeviceInfo]:
@@ -407,7 +418,7 @@ class PrometheusSource:
                 node = self._nodes[key] = ClusterNode(
                     key, names[key], meta.get("instance"), meta.get("job"), live=True
                 )
-                self._forget_target(node)
+                forget_target(self._nodes, node)
             if node is not None and not node.gpus:
                 node.reported = True
                 node.seen = max(node.seen, int(figure.get("gpus", 1)))
@@ -417,33 +428,6 @@ class PrometheusSource:
         before = len(self._devices)
         self._list_gpus(new)
         return self._devices[before:]
-
-    def _forget_target(self, node: ClusterNode) -> None:
-        """A node known only by its target (up == 0 at start) that now reports under its
-        own name is the same machine: one row, not two."""
-        for key, other in list(self._nodes.items()):
-            same = key.label == "instance" and other.instance == node.instance
-            if same and not other.gpus and key != node.key:
-                del self._nodes[key]
-
-    def _down(self, tagged: Tagged, now: float) -> dict[NodeKey, str]:
-        figures = tagged.figures
-        freshest = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
-        out: dict[NodeKey, str] = {}
-        for key, node in self._nodes.items():
-            why = down_reason(
-                node,
-                figures.get(key),
-                freshest,
-                self._interval,
-                tagged.evaluated or now,
-                self._stale,
-            )
-            if why is not None:
-                out[key] = why
-            elif key in figures:
-                node.reported = True
-        return out
 
     def _wanted(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[NodeKey]:
         if not self._following:
@@ -462,53 +446,16 @@ class PrometheusSource:
             return ()
         return self._history_frames(new, now)
 
-    def _samples(
-        self, now: float, keys: Sequence[NodeKey], readings: Read, notes: list[Note]
-    ) -> list[GpuSample]:
-        out: list[GpuSample] = []
-        for key in keys:
-            node = self._nodes[key]
-            series = readings.readings.get(key)
-            if series is None or not series.gpus:
-                continue
-            for offset, number in enumerate(node.gpus):
-                entry = series.gpus.get(number)
-                if entry is not None:
-                    sample = _sample(node.first_index + offset, entry)
-                    out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
-            if not node.checked:  # what its counters leave blind: known from a full read
-                node.blind = blind_of(series.gpus.values())
-                node.checked = True
-        return out
-
-    def _tick_notes(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[Note]:
-        notes = [
-            Note(NoteKind.NODE_DOWN, line)
-            for line in grouped_down(sorted((self._nodes[k].name, why) for k, why in down.items()))
-        ]
-        blind = [(n.name, n.blind) for n in self._nodes.values() if n.blind is not None]
-        notes += blind_notes(sorted(blind))
-        if tagged.refused:
-            notes.append(refused_note(tagged.refused))
-        notes.append(
-            Note(
-                NoteKind.RULES_BLIND,
-                "Prometheus source: no process or host readings, so these rules cannot run: "
-                + ", ".join(RULES_NEEDING_HOST),
-            )
-        )
-        return notes
-
     # -- history ------------------------------------------------------------------------
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, at the cluster's scrape interval: every node's
         (or, following the screen, the first nodes it shows and the suspects')."""
         now = self._clock()
         try:
-            tagged = self._summary(now)
+            tagged = self._aggregates(now, keep=True)
         except ScrapeError:
             return ()
-        down = self._down(tagged, now)
+        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
         keys = self._wanted(tagged, down)
         self._full = set(keys)
         frames = self._history_frames(keys, now)
@@ -526,6 +473,17 @@ class PrometheusSource:
         # frame, so no judgement of the history takes them for silent
         statuses = self._statuses(tagged, down, now)
         return tuple(replace(frame, nodes=statuses) for frame in frames)
+
+    def catch_up(self, since: float) -> tuple[Frame, ...]:
+        """The steps after ``since`` (the history's last frame) up to now, of the nodes the
+        history was read for: the stretch that judging a large history took (tens of
+        seconds at 8,192 GPUs), so the next read does not follow a gap the rules cannot
+        judge across. Nothing while the gap is under 1.5 steps."""
+        now = self._clock()
+        if not self._full or now - since < 1.5 * self._step_s():
+            return ()
+        keys = sorted(self._full, key=lambda k: self._nodes[k].name)
+        return self._history_frames(keys, now, since=since)
 
     def _step_s(self) -> float:
         return max(MIN_STEP_S, float(round(self._step or self._interval)))
@@ -546,7 +504,8 @@ class PrometheusSource:
         at = end + step  # the stretch a lagging server's range queries hold back
         while self._lag and at <= now and at <= end + self._lag + step:
             tail = Read(REF, at)
-            self._paged(
+            paged(
+                self._nodes,
                 keys,
                 lambda page, t=at: self._instant(  # type: ignore[misc]
                     self._queries.of_nodes(self._queries.all_fields, page), t
@@ -558,7 +517,11 @@ class PrometheusSource:
             at += step
         if failed or history.dropped:
             self._notes_once += history.notes(self._nodes, failed)
-        return history.frames()
+        frames = history.frames()
+        newest = {key: series for key, (_, series) in history.newest.items()}
+        if frames and (limits := with_limits(self._nodes, self._devices, keys, newest)):
+            return (replace(frames[0], joined=tuple(limits)), *frames[1:])
+        return frames
 
     def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
         """Every node's frames from ``start`` to ``end`` (to the millisecond, as the server
@@ -577,7 +540,8 @@ class PrometheusSource:
         points = round((end - start) / step) + 1
         history = History(start, end, step, points)
         per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
-        failed = self._paged(
+        failed = paged(
+            self._nodes,
             keys,
             lambda page: self._range(page, start, end, step),
             lambda result, page: history.take(result, page, self._nodes),

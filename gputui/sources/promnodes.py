@@ -19,7 +19,14 @@ from gputui.core.model import NodeStatus
 from gputui.core.names import Severity
 from gputui.core.numbers import median
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promql import TAG, NodeKey, display_names, node_key
+from gputui.sources.promql import (
+    REASON_FIGURES,
+    REASONS_LABEL,
+    TAG,
+    NodeKey,
+    display_names,
+    node_key,
+)
 from gputui.sources.promwire import labels_of, point
 from gputui.sources.remote import Blind
 
@@ -57,6 +64,9 @@ class ClusterNode:
     blind: Blind | None = None
     #: its full readings were seen once (what its exporter's counters leave blind is known)
     checked: bool = False
+    #: its devices carry its limits (the device-level fields): listed with them, or read
+    #: with its first full reading (following the screen, the listing is lighter)
+    limits: bool = False
     #: the last Xid code seen per GPU number: a new code is a new event
     xid: dict[int, int] = field(default_factory=dict)
     #: why it was down when the source opened ("up == 0"), if it was
@@ -90,14 +100,34 @@ class Tagged:
             if tag == "newest" and not got[0] - 86400 <= value <= got[0] + 60:
                 self.refused += 1  # a sample time a day from the query's: no reading
                 continue
+            figures = _figures(tag, value, labels.get(REASONS_LABEL))
+            if figures is None:
+                self.refused += 1
+            if not figures:
+                continue
             self.evaluated = max(self.evaluated or got[0], got[0])
             mine = self.figures.setdefault(key, {})
             self.meta.setdefault(key, {k: labels[k] for k in ("instance", "job") if k in labels})
-            old = mine.get(tag)
-            mine[tag] = value if old is None else _combined(tag, old, value)
+            for name, figure in figures:
+                old = mine.get(name)
+                mine[name] = figure if old is None else _combined(name, old, figure)
             if len(self.figures) > MAX_NODES + 1:
                 raise ScrapeError(f"more than {MAX_NODES:,} nodes: refused; {NARROW}")
         return self
+
+
+def _figures(tag: str, value: float, bits: str | None) -> list[tuple[str, float]] | None:
+    """A tagged answer's figures: itself, or for the count of GPUs with a set of clock-event
+    bits (``reasons``), that count for each kind the bits hold; None: no figure."""
+    if tag != "reasons":
+        return [(tag, value)]
+    try:
+        number = float(bits) if bits is not None else math.nan
+    except ValueError:
+        return None
+    if not number.is_integer() or not 0 < number < 64:
+        return None
+    return [(kind, value) for kind, mask in REASON_FIGURES if int(number) & mask]
 
 
 def _combined(tag: str, old: float, value: float) -> float:
@@ -330,3 +360,44 @@ def mark_down_targets(
             key = NodeKey("instance", instance)
             name = display_names([*nodes, key])[key]
             nodes[key] = ClusterNode(key, name, instance, labels.get("job"), down_at_start=why)
+
+
+def forget_target(nodes: dict[NodeKey, ClusterNode], node: ClusterNode) -> None:
+    """A node known only by its target (up == 0 at start) that now reports under its own
+    name is the same machine: one row, not two."""
+    for key, other in list(nodes.items()):
+        same = key.label == "instance" and other.instance == node.instance
+        if same and not other.gpus and key != node.key:
+            del nodes[key]
+
+
+def down_of(
+    nodes: Mapping[NodeKey, ClusterNode],
+    tagged: Tagged,
+    interval_s: float,
+    now: float,
+    stale_after_s: float,
+) -> dict[NodeKey, str]:
+    """The nodes down this tick and why (``down_reason``); the others in the aggregates
+    are marked as having reported."""
+    figures = tagged.figures
+    freshest = max((f["newest"] for f in figures.values() if "newest" in f), default=None)
+    out: dict[NodeKey, str] = {}
+    for key, node in nodes.items():
+        why = down_reason(
+            node, figures.get(key), freshest, interval_s, tagged.evaluated or now, stale_after_s
+        )
+        if why is not None:
+            out[key] = why
+        elif key in figures:
+            node.reported = True
+    return out
+
+
+def lag_of(result: Sequence[Mapping[str, Any]], fresh: float) -> float:
+    """How far the newest sample a server gives when not asked for fresh data (``result``,
+    one number) is behind the freshest one it has (``fresh``): 0 where it cannot say."""
+    got = point(result[0].get("value"), fresh - 86400, fresh + 86400) if result else None
+    if got is None or not math.isfinite(got[1]):
+        return 0.0
+    return max(0.0, fresh - got[1])

@@ -24,6 +24,11 @@ BY = ", ".join(NODE_LABELS)
 #: the label the aggregating queries tag their answers with (one query, many figures)
 TAG = "gputui_figure"
 _REASONS = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS|DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+#: the label ``count_values`` names each node's distinct clock-event bits by (bits 2-7 of
+#: the reasons, shifted down by 2), and the figures each bit counts a GPU towards: power
+#: cap (bit 2), HW slowdown (3) and HW power brake (7), SW and HW thermal (5, 6)
+REASONS_LABEL = "gputui_reasons"
+REASON_FIGURES = (("power_cap", 0b1), ("slowdown", 0b100010), ("thermal", 0b11000))
 _RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
 
@@ -138,7 +143,9 @@ class Queries:
         """The figures that rank every node, in a few queries of a few series a node:
         freshness, GPUs, hottest (and its distance to the slowdown limit), utilisation
         spread, power, how many GPUs have each kind of clock-event reason set (PromQL has
-        no bitwise and: bit n of x is floor(x / 2^n) % 2), the last Xid, PCIe replays."""
+        no bitwise and: bit n of x is floor(x / 2^n) % 2; one ``count_values`` of each GPU's
+        bits 2-7, so the reasons are selected once, not once a kind), the last Xid, PCIe
+        replays."""
         ref = self.selector(REF) + " < 1000"
         util = self.selector("DCGM_FI_DEV_GPU_UTIL") + " <= 100"
         power = self.selector("DCGM_FI_DEV_POWER_USAGE") + " < 100000"
@@ -161,12 +168,9 @@ class Queries:
         second = (
             ("util_max", f"max by ({BY}) ({util})"),
             ("power", f"sum by ({BY}) ({power})"),
-            ("thermal", f"count by ({BY}) (floor({reasons} / 32) % 4 > 0)"),
-            ("power_cap", f"count by ({BY}) (floor({reasons} / 4) % 2 > 0)"),
             (
-                "slowdown",
-                f"count by ({BY}) ((floor({reasons} / 8) % 2 > 0) or "
-                f"(floor({reasons} / 128) % 2 > 0))",
+                "reasons",
+                f'count_values by ({BY}) ("{REASONS_LABEL}", floor({reasons} / 4) % 64 > 0)',
             ),
             ("xid", f"max by ({BY}) ({xid})"),
             ("replays", f"sum by ({BY}) (increase({replay}[{window_s:.0f}s]))"),

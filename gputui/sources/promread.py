@@ -6,18 +6,36 @@ grid, at most as many a series as the grid holds; what is refused is counted and
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from dataclasses import fields, replace
+from typing import Any, Generic, TypeVar
 
-from gputui.core.model import Frame, GpuSample, Note
-from gputui.core.names import NoteKind
-from gputui.sources.fetching import ScrapeError
-from gputui.sources.promnodes import MAX_SERIES_PER_NODE, MAX_SKEW_S, NARROW, ClusterNode
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
+from gputui.core.names import RULES_NEEDING_HOST, NoteKind
+from gputui.sources.fetching import ScrapeError, TooLarge
+from gputui.sources.promnodes import (
+    MAX_SERIES_PER_NODE,
+    MAX_SKEW_S,
+    NARROW,
+    ClusterNode,
+    Tagged,
+    grouped_down,
+    pages_of,
+)
 from gputui.sources.promql import NodeKey, node_key
 from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import NodeSeries, _sample, few
+from gputui.sources.remote import (
+    NodeSeries,
+    _device,
+    _sample,
+    _with_xid,
+    blind_notes,
+    blind_of,
+    few,
+)
 
 
 def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
@@ -93,6 +111,8 @@ class History:
         self.start, self.end, self.step, self.points = start, end, step, points
         self.samples: dict[float, list[GpuSample]] = {}
         self.dropped = 0
+        #: the newest readings of each node whose devices lack their limits, and their time
+        self.newest: dict[NodeKey, tuple[float, NodeSeries]] = {}
 
     def take(
         self, result: list[dict[str, Any]], page: set[NodeKey], nodes: dict[NodeKey, ClusterNode]
@@ -141,6 +161,8 @@ class History:
             node = nodes.get(key)
             if node is None:
                 continue
+            if not node.limits and when >= self.newest.get(key, (when, series))[0]:
+                self.newest[key] = (when, series)  # its limits, for a node listed without
             for offset, number in enumerate(node.gpus):
                 entry = series.gpus.get(number)
                 if entry is not None:
@@ -175,6 +197,86 @@ class History:
         return notes
 
 
+def samples_of(
+    nodes: Mapping[NodeKey, ClusterNode],
+    now: float,
+    keys: Sequence[NodeKey],
+    readings: Read,
+    notes: list[Note],
+) -> list[GpuSample]:
+    """The full readings of ``keys`` as samples (a new Xid said in ``notes``); a node's
+    first full read also says what its counters leave blind."""
+    out: list[GpuSample] = []
+    for key in keys:
+        node = nodes[key]
+        series = readings.readings.get(key)
+        if series is None or not series.gpus:
+            continue
+        for offset, number in enumerate(node.gpus):
+            entry = series.gpus.get(number)
+            if entry is not None:
+                sample = _sample(node.first_index + offset, entry)
+                out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+        if not node.checked:  # what its counters leave blind: known from a full read
+            node.blind = blind_of(series.gpus.values())
+            node.checked = True
+    return out
+
+
+def tick_notes(
+    nodes: Mapping[NodeKey, ClusterNode], tagged: Tagged, down: Mapping[NodeKey, str]
+) -> list[Note]:
+    """A tick's notes on the whole cluster: the nodes down, what counters leave blind,
+    answer series refused, and the rules no Prometheus source can run."""
+    notes = [
+        Note(NoteKind.NODE_DOWN, line)
+        for line in grouped_down(sorted((nodes[k].name, why) for k, why in down.items()))
+    ]
+    blind = [(n.name, n.blind) for n in nodes.values() if n.blind is not None]
+    notes += blind_notes(sorted(blind))
+    if tagged.refused:
+        notes.append(refused_note(tagged.refused))
+    notes.append(
+        Note(
+            NoteKind.RULES_BLIND,
+            "Prometheus source: no process or host readings, so these rules cannot run: "
+            + ", ".join(RULES_NEEDING_HOST),
+        )
+    )
+    return notes
+
+
+def with_limits(
+    nodes: Mapping[NodeKey, ClusterNode],
+    devices: list[DeviceInfo],
+    keys: Sequence[NodeKey],
+    got: Mapping[NodeKey, NodeSeries],
+) -> list[DeviceInfo]:
+    """The devices of nodes listed without their limits, as their first full reading
+    (``got``) says them, put in ``devices`` (by index) and returned where they changed; a
+    fact only the listing had is kept. Once a node."""
+    out: list[DeviceInfo] = []
+    for key in keys:
+        node, series = nodes[key], got.get(key)
+        if node.limits or series is None or not series.gpus:
+            continue
+        node.limits = True
+        for offset, number in enumerate(node.gpus):
+            entry, index = series.gpus.get(number), node.first_index + offset
+            if entry is None:
+                continue
+            old, new = devices[index], _device(index, node.name, entry)
+            kept = {f: getattr(old, f) for f in _FACTS if getattr(new, f) is None}
+            new = replace(new, **{f: v for f, v in kept.items() if v is not None})
+            if new != old:
+                devices[index] = new
+                out.append(new)
+    return out
+
+
+_FACTS = tuple(f.name for f in fields(DeviceInfo))
+
+
 REFUSED = (
     "labels that are not strings, no Hostname/instance label, or a time outside the window "
     "asked for"
@@ -189,6 +291,35 @@ def refused_note(count: int) -> Note:
 
 
 _Asked = TypeVar("_Asked")
+_Got = TypeVar("_Got")
+
+
+class Later(Generic[_Got]):
+    """A call run at once on a thread of its own, its result (or its exception) taken when
+    it is needed: an answer asked for ahead, while others are read. A daemon thread: a
+    process that ends meanwhile does not wait for it (the call bounds itself)."""
+
+    def __init__(self, call: Callable[[], _Got]) -> None:
+        self._done = threading.Event()
+        self._got: list[_Got] = []
+        self._error: BaseException | None = None
+        threading.Thread(
+            target=self._run, args=(call,), name="gputui-prometheus", daemon=True
+        ).start()
+
+    def _run(self, call: Callable[[], _Got]) -> None:
+        try:
+            self._got.append(call())
+        except BaseException as exc:  # raised again on the thread that takes the result
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> _Got:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._got[0]
 
 
 def ask_all(
@@ -207,6 +338,36 @@ def ask_all(
         return [one(batch[0])]
     with ThreadPoolExecutor(len(batch), thread_name_prefix="gputui-prometheus") as pool:
         return list(pool.map(one, batch))
+
+
+#: pages asked for at the same time (the server answers them in parallel)
+PARALLEL_PAGES = 4
+
+
+def paged(
+    nodes: Mapping[NodeKey, ClusterNode],
+    keys: Sequence[NodeKey],
+    ask: Callable[[list[NodeKey]], list[dict[str, Any]]],
+    take: Callable[[list[dict[str, Any]], set[NodeKey]], None],
+    gpus_a_page: int,
+) -> list[tuple[list[NodeKey], str]]:
+    """``ask`` for each page of ``keys`` (pages of about ``gpus_a_page`` GPUs, PARALLEL_PAGES
+    at a time) and ``take`` its answer; a page too large is asked again in halves, down to
+    one node. Returns the pages that failed, and why."""
+    failed: list[tuple[list[NodeKey], str]] = []
+    pages = pages_of(nodes, keys, gpus_a_page)
+    while pages:
+        batch, pages = pages[:PARALLEL_PAGES], pages[PARALLEL_PAGES:]
+        retry: list[list[NodeKey]] = []
+        for page, got in zip(batch, ask_all(ask, batch), strict=True):
+            if isinstance(got, TooLarge) and len(page) > 1:
+                retry += [page[: len(page) // 2], page[len(page) // 2 :]]
+            elif isinstance(got, ScrapeError):
+                failed.append((page, str(got)))
+            else:
+                take(got, set(page))
+        pages = retry + pages
+    return failed
 
 
 def answers(

@@ -20,9 +20,9 @@ import stat
 import threading
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from gputui.core.records import frozen
 from gputui.core.sanitize import MASK, clean
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.fetching import HttpError, ScrapeError, TooLarge
@@ -38,7 +38,7 @@ MAX_LABELS = 64  # labels on one series (dcgm-exporter writes about 12)
 Fetcher = Callable[[str, float, dict[str, str]], str]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Server:
     """Where the server is (``base``: the URL without credentials), how it is shown
     (``shown``: credentials masked) and what every request carries."""

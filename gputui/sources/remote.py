@@ -419,7 +419,7 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
             found = ", ".join(named[:8]) + (f" (+{len(named) - 8})" if len(named) > 8 else "")
         if found:
             facts[attr] = found
-    info = DeviceInfo(
+    return DeviceInfo(  # built once, facts and all: a cluster lists thousands
         index=index,
         name=labels.get("modelName") or f"GPU {entry.gpu}",
         uuid=labels.get("UUID") or labels.get("uuid"),
@@ -428,8 +428,8 @@ def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
         node=node,
         node_index=entry.gpu,
         mig_mode=True if entry.mig else None,
+        **facts,
     )
-    return replace(info, **facts)
 
 
 def _workload(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:

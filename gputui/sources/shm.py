@@ -9,16 +9,16 @@ and its size option; /proc/PID/root/dev/shm (its owner or root) gives the size a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from gputui.core.records import frozen
 from gputui.sources.cgroups import parse_mountinfo, visible_mount
 
 SHM = "/dev/shm"
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShmReading:
     size: int | None = None
     used: int | None = None

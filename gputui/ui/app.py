@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.geometry import Size
@@ -29,9 +30,9 @@ from textual.screen import Screen
 
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.ui import keys
-from gputui.ui.commands import GpuTuiCommands
-from gputui.ui.containers import KeysFooter, _MainScreen
+from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import quiet_driver
+from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
 from gputui.ui.modals import LIVE_SCREENS, MODALS, Modals
@@ -53,11 +54,18 @@ INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 WATCHDOG_S = 2.5
 
 
+def _commands() -> type[Provider]:
+    """gputui's palette commands, loaded when the palette first opens."""
+    from gputui.ui.commands import GpuTuiCommands
+
+    return GpuTuiCommands
+
+
 class GpuTuiApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = App.COMMANDS | {GpuTuiCommands}
+    COMMANDS = App.COMMANDS | {_commands}
     BINDINGS: ClassVar[list[BindingType]] = list(keys.BINDINGS)
 
     def __init__(self, parts: AppParts) -> None:
@@ -128,7 +136,7 @@ class GpuTuiApp(App[int]):
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
         yield from self.panels.compose()
-        yield KeysFooter()
+        yield KeysLine(id="footer")
 
     def on_mount(self) -> None:
         self._drawable = True
@@ -164,6 +172,7 @@ class GpuTuiApp(App[int]):
             view.refresh()
         self.screen.refresh(layout=True)
         self.redraw()
+        self.query_one(KeysLine).draw()
 
     def on_unmount(self) -> None:
         self._drawable = False
@@ -183,6 +192,7 @@ class GpuTuiApp(App[int]):
     def _on_theme(self) -> None:
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
         self.redraw()
+        self.query_one(KeysLine).draw()
 
     def on_resize(self, event: events.Resize) -> None:
         self._size = event.size

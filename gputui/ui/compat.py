@@ -1,6 +1,6 @@
 """Every private or undocumented Textual name gputui leans on, in one place, with a way out.
 
-gputui takes four shortcuts through Textual's internals to stay cheap while it idles and
+gputui takes five shortcuts through Textual's internals to stay cheap while it idles and
 redraws a few panels once a second. Each has a public fallback, and setting
 ``GPUTUI_TEXTUAL_PUBLIC=1`` takes every fallback at once (read once, when this module is
 imported): the way out if a Textual release renames one of these. tests/test_textual_compat.py
@@ -21,9 +21,13 @@ Private name (who uses it): why / public fallback
   Textual's styles cache.
 - ``DOMNode.notify_style_update`` override (lines.py): the hook Textual calls when CSS
   changes, where LineView drops the styles it resolved / ``rich_style`` read for every line.
+- ``textual.keys.unicodedata`` (here, ``spare_unicode_names``): Textual looks key names up
+  in Unicode's name database, paging in ~0.8 MB for a few dozen names; gputui hands it a
+  stand-in that answers those from a table (keynames.py) and asks the real module for
+  anything else / the real module.
 - ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
-  and the footer, under its keys, answer "only my background" at once / ordinary rendering
-  of their background (also what Textual before 7.1.0, which has no BLANK, does).
+  answers "only my background" at once / ordinary rendering of its background (also what
+  Textual before 7.1.0, which has no BLANK, does).
 
 benchmarks/app_stages.py also times a few private methods (the compositor's update, the
 app's write); that is measurement only, and a stage it cannot find is left out.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from textual.driver import Driver
@@ -105,3 +110,19 @@ def blank(cls: type[W]) -> type[W]:
     if not PUBLIC_ONLY:
         cls.BLANK = True
     return cls
+
+
+def spare_unicode_names() -> None:
+    """Textual's key names answered from gputui's table (keynames.py), switch permitting."""
+    if PUBLIC_ONLY:
+        return
+    import textual.keys
+
+    from gputui.ui.keynames import KeyNames
+
+    current = getattr(textual.keys, "unicodedata", None)
+    if isinstance(current, ModuleType):
+        setattr(textual.keys, "unicodedata", KeyNames(current))  # noqa: B010
+
+
+spare_unicode_names()

@@ -1,4 +1,4 @@
-"""The main screen under the panels, and the footer."""
+"""The main screen under the panels."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputui.ui import compat
 
@@ -23,11 +22,3 @@ class _MainScreen(Screen[int]):
         Binding("tab", "app.gpu(1)", show=False),
         Binding("shift+tab", "app.gpu(-1)", show=False),
     ]
-
-
-# The compositor asks every widget on the screen for its rows on each repaint, whatever
-# rows changed: the footer answered through the styles cache every tick, for a row of
-# background under its keys (which draw themselves).
-@compat.blank
-class KeysFooter(Footer):
-    pass

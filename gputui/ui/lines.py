@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.core.records import frozen
 from gputui.ui import compat
 from gputui.ui.paint import Painted, Palette, paint
 from gputui.view.cells import Row, RowKey
@@ -43,7 +43,7 @@ _NARROW = "".join(
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Box:
     """What surrounds a panel's content rows, resolved once per style change."""
 
@@ -84,7 +84,9 @@ class LineView(Widget):
         self._rows_size = Size(0, 0)
         self._style: Style | None = None
         self._box: _Box | None = None
-        self._rows: dict[int, Strip] = {}  # finished rows (padding, filters) by widget row
+        # finished rows (padding, filters) by widget row, as segments: a Strip carries seven
+        # caches, and the compositor asks for every row of a repainted area, most unchanged
+        self._rows: dict[int, list[Segment]] = {}
         # (line style, span style, filtered) -> the resolved style on the panel's own
         self._styles: dict[tuple[StyleType, StyleType, bool], Style] = {}
         # each style as the line filters leave it, for the filters and background named
@@ -202,16 +204,14 @@ class LineView(Widget):
             rows: list[Strip] = []
             for y in crop.line_range:
                 row = self._rows.get(y)
-                if row is not None:
-                    rows.append(row)
-                    continue
-                if y < top or y >= bottom:  # border and title: Textual's, kept until a refresh
-                    row = super().render_lines(Region(0, y, width, 1))[0]
-                else:  # one strip per row: its segments already padded and filtered
-                    content = self._content(y - top, width - box.sides, filtered=True)
-                    row = Strip([*left, *content, *right], width)
-                self._rows[y] = row
-                rows.append(row)
+                if row is None:
+                    if y < top or y >= bottom:  # border and title: Textual's, until a refresh
+                        row = list(super().render_lines(Region(0, y, width, 1))[0])
+                    else:  # the row's segments, already padded and filtered
+                        content = self._content(y - top, width - box.sides, filtered=True)
+                        row = [*left, *content, *right]
+                    self._rows[y] = row
+                rows.append(Strip(row, width))
             if crop.column_span != (0, width):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows

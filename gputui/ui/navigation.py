@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.ui.lines import LineView
-from gputui.view.cells import CardsKey, FindingKey, GpuKey, PidKey
+from gputui.view.cells import CardsKey, FindingKey, GpuKey, KeysKey, PidKey
 
 if TYPE_CHECKING:
     from gputui.ui.app import GpuTuiApp
@@ -57,3 +57,5 @@ class Navigation:
             app.choose(app.choices.with_procs(replace(app.choices.procs, pid=key.pid)))
         elif isinstance(key, CardsKey) and (gpu := key.gpu_at(message.x)) is not None:
             app.choose(app.choices.jump(self._indices(), gpu))
+        elif isinstance(key, KeysKey) and (press := key.key_at(message.x)) is not None:
+            app.simulate_key(press)  # the footer's key, pressed

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rich.text import Span, Text
 from textual.content import Content
 
+from gputui.core.records import frozen
 from gputui.view.cells import Cell, Panel, Role, Row, fit
 
 # One ASCII character for each glyph the panels draw, so columns stay where they were.
@@ -62,7 +63,7 @@ def ascii_terminal(environ: Mapping[str, str] = os.environ) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Palette:
     """Colours with meaning, from the Textual theme."""
 
@@ -70,6 +71,7 @@ class Palette:
     warn: str = "#FEA62B"
     crit: str = "#B93C5B"
     accent: str = "#0178D4"
+    key: str = "#FFA62B"
     bar_bg: str = "#333333"
     ascii: bool = False
     _styles: dict[tuple[Role, bool, bool, bool], str] = field(
@@ -84,6 +86,7 @@ class Palette:
             Role.WARN: self.warn,
             Role.CRIT: self.crit,
             Role.ACCENT: self.accent,
+            Role.KEY: self.key,
         }[role]
 
     def style(self, cell: Cell, bold: bool) -> str:
@@ -108,12 +111,13 @@ def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:
         warn=variables.get("warning", "yellow"),
         crit=variables.get("error", "red"),
         accent=variables.get("primary", "blue"),
+        key=variables.get("footer-key-foreground", variables.get("accent", "yellow")),
         bar_bg=variables.get("panel", "#333333"),
         ascii=ascii,
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Painted:
     """A row fitted to its panel: the text, and the same text as (piece, style) runs in
     order. A panel turns the runs straight into segments: no rich Text is built for a row

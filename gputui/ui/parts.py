@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.core.process_access import ProcessAccess
+from gputui.core.records import frozen
 from gputui.sampling.monitor import Monitor
 from gputui.sampling.sampler import Sampler
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from gputui.sampling.replay_control import ReplayController
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AppParts:
     monitor: Monitor
     #: reads the source off the UI thread; None: the caller feeds frames (tests, the demo)

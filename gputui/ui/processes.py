@@ -18,9 +18,7 @@ from gputui.ui import keys
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette, border_title
 from gputui.ui.screens import PageScreen
-from gputui.view.all_processes import all_processes
 from gputui.view.cells import Panel
-from gputui.view.process_page import process_page, process_tops, signal_page
 from gputui.view.process_table import FILTER_MAX_CHARS
 
 if TYPE_CHECKING:
@@ -95,6 +93,8 @@ class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
         view = self.query_one("#all", LineView)
         frame = app.monitor.latest
         width, height = self.size.width - 2, self.size.height - 1
+        from gputui.view.all_processes import all_processes  # loads when first opened
+
         panel = all_processes(
             frame.processes if frame else (),
             app.choices.procs,
@@ -160,6 +160,8 @@ class ProcessScreen(_ProcessActions, PageScreen[None]):
                 "here (its environment, tree and devices are read only from this machine's "
                 "processes)."
             )
+        from gputui.view.process_page import process_page, process_tops
+
         return process_page(
             samples,
             self._details,
@@ -196,6 +198,8 @@ class SignalScreen(PageScreen[bool]):
         self._mask = mask
 
     def build(self, width: int) -> Panel:
+        from gputui.view.process_page import signal_page
+
         return signal_page(self.process, self.signal_name, self._root, width, self._mask)
 
     def action_answer(self, send: bool) -> None:

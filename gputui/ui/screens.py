@@ -23,8 +23,6 @@ from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette
 from gputui.view.cells import Panel
 from gputui.view.cluster import cluster_page
-from gputui.view.pages import finding_page, help_page, rules_page
-from gputui.view.topology import topology_page
 
 T = TypeVar("T")
 
@@ -93,6 +91,8 @@ class HelpScreen(_Page):
         self.rows = key_rows(bindings, replay)
 
     def build(self, width: int) -> Panel:
+        from gputui.view.pages import help_page  # the pages load when first opened
+
         return help_page(self.rows, LEGEND, self.replay, width)
 
 
@@ -102,6 +102,8 @@ class FindingScreen(_Page):
         self._finding = finding
 
     def build(self, width: int) -> Panel:
+        from gputui.view.pages import finding_page
+
         return finding_page(self._finding, width)
 
 
@@ -111,6 +113,8 @@ class RulesScreen(_Page):
         self._thresholds = thresholds
 
     def build(self, width: int) -> Panel:
+        from gputui.view.pages import rules_page
+
         return rules_page(RULES, self._thresholds, width)
 
 
@@ -130,6 +134,8 @@ class TopologyScreen(PageScreen[None]):
         self.set_interval(2.0, self.refresh_rows)
 
     def build(self, width: int) -> Panel:
+        from gputui.view.topology import topology_page
+
         return topology_page(self._monitor.devices, self._monitor.latest)
 
     def action_close(self) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
+
+from gputui.core.records import frozen
 
 ELLIPSIS = "…"
 
@@ -19,6 +20,7 @@ class Role(Enum):
     WARN = "warn"
     CRIT = "crit"
     ACCENT = "accent"
+    KEY = "key"  # a key to press, as Textual draws one in a footer
 
 
 class Cell(NamedTuple):
@@ -43,24 +45,24 @@ class Cell(NamedTuple):
         return len(self.text)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GpuKey:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FindingKey:
     position: int  # in the advisor's order (most severe first)
     rule: str
     gpu: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PidKey:
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CardsKey:
     """A line across a row of overview cards: the column says which GPU."""
 
@@ -72,7 +74,17 @@ class CardsKey:
         return self.gpus[column] if 0 <= column < len(self.gpus) else None
 
 
-RowKey = GpuKey | FindingKey | PidKey | CardsKey | None
+@frozen
+class KeysKey:
+    """The footer's row: which key each stretch of columns stands for."""
+
+    spans: tuple[tuple[int, int, str], ...]  # from column, to column, the key pressed
+
+    def key_at(self, x: int) -> str | None:
+        return next((key for start, end, key in self.spans if start <= x < end), None)
+
+
+RowKey = GpuKey | FindingKey | PidKey | CardsKey | KeysKey | None
 
 
 class Row(NamedTuple):
@@ -85,7 +97,7 @@ class Row(NamedTuple):
         return "".join(c.text for c in self.cells)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Panel:
     """A panel's contents: its border title and subtitle (plain text), and its rows."""
 

@@ -4,13 +4,14 @@ and how each key changes it: pure, so navigation is tested without an app."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from gputui.core.records import frozen
 from gputui.view.detail import WINDOWS_S
 from gputui.view.process_table import ProcessChoices
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Choices:
     selected: int = 0  # a GPU index as NVML numbers it
     finding: int = 0  # a position in the advisor's list

@@ -4,13 +4,13 @@ identity, and history on a fixed time scale with the gauge's own value and unit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gputui.core.clock_events import REASONS
 from gputui.core.config import Thresholds
 from gputui.core.model import DeviceInfo, Frame, GpuSample
 from gputui.core.names import Metric
 from gputui.core.pcie import link_bandwidth
+from gputui.core.records import frozen
 from gputui.core.units import (
     NA,
     fmt_age,
@@ -35,7 +35,7 @@ WINDOWS_S = (60, 300, 900, 3600)
 HARMLESS = ("gpu_idle", "sync_boost", "display_clocks")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class View:
     """What the detail panel is asked to show besides the data."""
 

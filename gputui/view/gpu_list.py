@@ -4,11 +4,11 @@ every cut saying how many GPUs it hides, and whether a critical one is among the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.config import Thresholds
 from gputui.core.model import DeviceInfo, Finding, Frame, GpuSample
 from gputui.core.names import Severity
+from gputui.core.records import frozen
 from gputui.core.units import fmt_num, known, short_name
 from gputui.view import levels
 from gputui.view.cells import Cell, GpuKey, Panel, Role, Row, more_row
@@ -23,7 +23,7 @@ SEVERITY_ROLE = {
 _TAIL = 6 + 6 + 2  # " 70°C", "  560W", " ✖"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Columns:
     index: int  # digits of the largest index: "10" never glues to the name
     name: int

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from gputui.core.names import NoteKind, SourceKind
+from gputui.core.records import frozen
 from gputui.core.units import NA, fmt_duration
 from gputui.sampling.monitor import Monitor
 from gputui.view.cells import Cell, Role, Row
 from gputui.view.gpu_list import critical_count
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HeaderState:
     hostname: str
     driver: str | None
@@ -76,7 +76,7 @@ def header_row(h: HeaderState) -> Row:
     return Row(tuple(cells))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Replaying:
     """A recording being played: how fast, and the moments it spans."""
 

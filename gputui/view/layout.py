@@ -6,7 +6,7 @@ titled top border and two columns on its padding."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gputui.core.records import frozen
 
 SIDE_BY_SIDE = 110  # narrower: the GPU list sits above the detail
 BOTTOM_SIDE_BY_SIDE = 150  # narrower: the advisor sits above the processes
@@ -18,7 +18,7 @@ DETAIL_READINGS = 11  # border, the readings and the identity, without the histo
 DETAIL_MIN, ADVISOR_MIN, PROCS_MIN = 5, 3, 3
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Box:
     width: int
     height: int
@@ -29,7 +29,7 @@ class Box:
         return max(0, self.width - 2), max(0, self.height - 1)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Layout:
     width: int
     height: int
@@ -43,7 +43,7 @@ class Layout:
     overview: Box
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Place:
     """Where a panel goes on the screen: its top-left cell and its outer size."""
 

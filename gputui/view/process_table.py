@@ -9,11 +9,12 @@ processes. A process is one entry whatever number of GPUs it holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final, NamedTuple
 
 from gputui.core.config import Thresholds
 from gputui.core.model import ProcessSample
+from gputui.core.records import frozen
 from gputui.core.sanitize import mask_secrets
 from gputui.core.units import NA, fmt_bytes, fmt_num
 from gputui.view import levels
@@ -54,7 +55,7 @@ SORTS: Final[dict[str, SortColumn]] = {
 FILTER_MAX_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProcessChoices:
     """What the user chose for the process table, the same on the main screen and the
     every-process page."""
@@ -109,7 +110,7 @@ class ProcessChoices:
 
 
 # -- which processes, in which order --------------------------------------------------------
-@dataclass(frozen=True, slots=True)
+@frozen
 class Entry:
     """One process: its samples on each GPU added up."""
 
@@ -118,7 +119,7 @@ class Entry:
     branch: str = ""  # "├ " or "└ " for a rank drawn under its launcher
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Group:
     """The processes one launcher started (torchrun's ranks, mpirun's): one job."""
 

@@ -4,11 +4,11 @@ chose (GPU, finding, window, sort) in, one Panel per panel out, for the layout's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.judgement import grouped
 from gputui.core.model import Frame
 from gputui.core.names import NoteKind
+from gputui.core.records import frozen
 from gputui.core.units import fmt_age
 from gputui.sampling.monitor import Monitor
 from gputui.view.advisor import advisor
@@ -18,13 +18,12 @@ from gputui.view.detail import View, detail
 from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
-from gputui.view.overview import overview
 from gputui.view.process_table import Line, listing
 from gputui.view.processes import processes
 from gputui.view.timeline import Timeline
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Contents:
     layout: Layout
     host: Row | None
@@ -75,6 +74,8 @@ class ScreenView:
         box = screen_layout(monitor, choices, width, height, len(lines))
         host = host_row(frame.host, frame.time, t) if box.host and frame is not None else None
         if choices.overview:
+            from gputui.view.overview import overview  # loads when first asked for
+
             w, h = box.overview.inner
             panel = overview(
                 frame,

@@ -4,15 +4,15 @@ and the last (flexible) column given the remaining width first."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from gputui.core.records import frozen
 from gputui.view.cells import Cell, Role, Row, RowKey, cut
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Column(Generic[T]):
     name: str
     width: int  # 0 for the flexible column, which takes what is left

@@ -9,9 +9,9 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputui.core.names import Metric
+from gputui.core.records import frozen
 from gputui.sampling.history import History
 from gputui.view.glyphs import spark
 
@@ -20,7 +20,7 @@ NICE_BUCKETS_S = (0.25, 0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 180, 300, 600,
 NAN = float("nan")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Scale:
     window_s: float
     bucket_s: float

@@ -10,13 +10,14 @@ import pytest
 from rich.console import Console
 from textual.geometry import Region
 from textual.pilot import Pilot
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from gputui.formats.recording import read_recording
 from gputui.launch import make_replay_app
 from gputui.ui import keys
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.commands import GpuTuiCommands
+from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette
 from gputui.ui.screens import HelpScreen
 from tests.conftest import DemoApp
@@ -114,24 +115,32 @@ async def test_the_footer_at_80x24_shows_help_and_quit(demo_app: DemoApp) -> Non
     app = demo_app(None, 4)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        screen_region = Region(0, 0, *app.size)
-        items = list(app.screen.query_one(Footer).query("*"))
-        shown: dict[str, Region] = {}
-        for item in items:
-            words = str(item.render()).split()
-            if words and screen_region.contains_region(item.region):
-                shown[words[0]] = item.region
-        for key in ("?", "q"):
-            assert key in shown, f"{key!r} not in the footer: {sorted(shown)}"
-            others = [i.region for i in items if i.region != shown[key]]
-            assert not any(shown[key].overlaps(r) for r in others), f"{key!r} is covered"
+        footer = app.query_one("#footer", LineView)
+        assert footer.region == Region(0, 23, 80, 1)  # the bottom row, whole
+        line = footer.plain
+        assert line.startswith(" ? help  q quit ")
+        assert line.rstrip().endswith("^p palette") and len(line) == 80
+
+
+async def test_a_click_on_a_footer_key_presses_it(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        line = app.query_one("#footer", LineView).plain
+        await pilot.click("#footer", offset=(line.index("o overview"), 0))
+        await pilot.pause()
+        assert app.choices.overview
+        await pilot.click("#footer", offset=(line.index("? help"), 0))
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
 
 
 # -- the command palette ------------------------------------------------------------------
 
 
 def test_the_app_offers_gputui_commands_in_the_palette() -> None:
-    assert GpuTuiCommands in GpuTuiApp.COMMANDS
+    offered = [c if isinstance(c, type) else c() for c in GpuTuiApp.COMMANDS]
+    assert GpuTuiCommands in offered
 
 
 async def _open_palette(pilot: Pilot[int], query: str) -> OptionList:

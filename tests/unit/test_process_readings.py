@@ -21,7 +21,8 @@ from gputui.core.config import PROCESS_UTIL_PERIOD_S
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, GpuSample, HostSample, ProcessSample, SourceInfo
 from gputui.core.names import SourceKind
-from gputui.formats.recording import Header, header_line, read_recording, tick_line
+from gputui.exporters.recorder import RecordWriter
+from gputui.formats.recording import Header, read_recording
 from gputui.formats.values import frame_dict, parse_frame
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.nvml import NvmlSource, policy
@@ -502,11 +503,15 @@ def test_impossible_values_in_a_file_read_as_none() -> None:
     assert (frame.processes[0].started, frame.processes[0].sm_util) == (None, None)
 
 
-def test_recording_round_trips_the_new_fields(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [2, 3])
+def test_recording_round_trips_the_new_fields(tmp_path: Path, version: int) -> None:
     frames = demo_frames(3)
     path = tmp_path / "r.jsonl"
     header = Header(SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix"), (), 1.0)
-    path.write_bytes(header_line(header) + b"".join(tick_line(f) for f in frames))
+    writer = RecordWriter(path, header, version=version)
+    for frame in frames:
+        writer.write(frame, ())
+    writer.close()
     read = [tick.frame for tick in read_recording(path).ticks]
     assert read == frames
     assert all(p.started is not None and p.sm_util is not None for p in read[0].processes)

@@ -13,8 +13,8 @@ import pytest
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.fetching import ScrapeError
 from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promnodes import MAX_CLUSTER_GPUS, MAX_NODES, check_counts
-from gputui.sources.promql import REF, TAG, NodeKey, display_names
+from gputui.sources.promnodes import MAX_CLUSTER_GPUS, MAX_NODES, Tagged, check_counts
+from gputui.sources.promql import REASONS_LABEL, REF, TAG, NodeKey, display_names
 from gputui.sources.promread import History
 from gputui.sources.promwire import (
     MAX_LABELS,
@@ -160,3 +160,32 @@ def test_a_report_lists_the_gpus_as_they_were_at_its_end_however_long_ago() -> N
     assert [(d.node, d.index) for d in devices] == [("n1", 0), ("n1", 1)]
     instant = [u for u in asked if "/api/v1/query?" in u]
     assert instant and all(f"time={then:.3f}" in u for u in instant)
+
+
+def _reasons(node: str, bits: str, gpus: float, now: float) -> dict[str, object]:
+    labels = {"Hostname": node, TAG: "reasons", REASONS_LABEL: bits}
+    return {"metric": labels, "value": [now, repr(gpus)]}
+
+
+def test_the_clock_event_bits_counted_once_become_each_kinds_count_of_gpus() -> None:
+    now = 1_800_000_000.0
+    answer = [
+        _reasons("a", "9", 2, now),  # bits 2 and 5 of the reasons: power cap and thermal
+        _reasons("a", "2", 1, now),  # bit 3: HW slowdown
+        _reasons("a", "36", 3, now),  # bits 4 (sync boost: no kind) and 7 (power brake)
+        _reasons("b", "4", 5, now),  # sync boost alone: counts towards nothing
+    ]
+    tagged = Tagged().take(answer, now)
+    assert tagged.figures[NodeKey("Hostname", "a")] == {
+        "power_cap": 2.0,
+        "thermal": 2.0,
+        "slowdown": 4.0,
+    }
+    assert NodeKey("Hostname", "b") not in tagged.figures and tagged.refused == 0
+
+
+@pytest.mark.parametrize("bits", ["0", "64", "2.5", "NaN", "-1", "x", "1e300"])
+def test_clock_event_bits_that_are_no_bits_are_refused(bits: str) -> None:
+    now = 1_800_000_000.0
+    tagged = Tagged().take([_reasons("a", bits, 1, now)], now)
+    assert tagged.refused == 1 and not tagged.figures

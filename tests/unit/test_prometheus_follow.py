@@ -4,13 +4,17 @@ the nodes the screen shows read in full (issue 26: the cost grows with what is s
 from __future__ import annotations
 
 import time
+import urllib.parse
 
 from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
+from gputui.cli.opening import read_since_history
 from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import RuleId, SourceKind
+from gputui.sources.fetching import ScrapeError
 from gputui.sources.promapi import PrometheusSource
+from gputui.sources.promql import TAG
 from gputui.view.cluster import shown_nodes
 from tests.prom_fake import FakeProm, gpu_series
 
@@ -27,11 +31,12 @@ def test_only_the_shown_nodes_are_read_in_full_and_every_node_is_ranked() -> Non
     source.follow(lambda: ("n05", "n06"))
     devices = source.open()
     assert len(devices) == 160
-    asked = len(server.asked)
     frame = source.read()
     assert {devices[s.index].node for s in frame.gpus} == {"n05", "n06"}
-    # two aggregating queries, one page, and (the first time) their history
-    assert len(server.asked) - asked == 4
+    # the two aggregating queries asked once, ahead (at open), then one page and (the
+    # first time) its history
+    assert _summaries(server) == 1
+    assert len([q for q in server.asked if 'Hostname=~"n05|n06"' in q]) == 2
     asked = len(server.asked)
     frame = source.read()
     assert len(server.asked) - asked == 3  # then the same three each tick, at any size
@@ -94,3 +99,140 @@ def test_a_history_that_takes_long_to_read_is_read_up_to_now() -> None:
     assert frames[-1].time >= clock[0] - 30.0  # no gap before the next reading
     times = [f.time for f in frames]
     assert times == sorted(set(times)) and len(times) > 20
+
+
+def _summaries(server: FakeProm) -> int:
+    return sum(f'"{TAG}", "newest"' in q and '"seen"' not in q for q in server.asked)
+
+
+def test_the_read_right_after_the_history_asks_the_aggregates_once() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.follow(lambda: ("n03",))
+    source.open()
+    assert source.backfill()
+    assert _summaries(server) == 1
+    clock[0] += 2.0  # the same scrape: the backfill's aggregates serve the first read
+    frame = source.read()
+    assert _summaries(server) == 1
+    assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
+    clock[0] += 2.0
+    source.read()  # only the first read: every later one asks anew
+    assert _summaries(server) == 2
+
+
+def test_a_read_a_scrape_after_the_history_asks_the_aggregates_anew() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    clock = [time.time()]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.follow(lambda: ("n03",))
+    source.open()
+    source.backfill()
+    clock[0] += 15.0  # the server has a newer scrape to tell
+    source.read()
+    assert _summaries(server) == 2
+
+
+LIMITS = {"DCGM_FI_DEV_SLOWDOWN_TEMP": 87.0, "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": 700.0}
+
+
+def test_following_lists_the_gpus_alone_and_a_node_brings_its_limits_when_first_read() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8, **LIMITS)])
+    shown = ["n01"]
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(lambda: tuple(shown))
+    devices = source.open()
+    assert len(devices) == 160 and all(d.temp_slowdown_c is None for d in devices)
+    assert not [q for q in server.asked if "POWER_MGMT_LIMIT_DEF" in q]  # the listing: REF
+    monitor = make_monitor(devices, Config(), SourceInfo("P", SourceKind.REMOTE))
+    for frame in source.backfill():  # n01's history: its limits come with it
+        monitor.ingest(frame)
+    limited = {d.node for d in monitor.devices if d.temp_slowdown_c == 87.0}
+    assert "n01" in limited and "n09" not in limited
+    assert all(d.power_default_limit_w == 700.0 for d in monitor.devices if d.node == "n01")
+    shown[:] = ["n09"]
+    frame = source.read()  # n09 read in full for the first time: its limits with it
+    assert {d.node for d in frame.joined} == {"n09"}
+    monitor.ingest(frame)
+    assert len(monitor.devices) == 160
+    assert [d.temp_slowdown_c for d in monitor.devices[72:80]] == [87.0] * 8
+    assert [d.index for d in monitor.devices] == list(range(160))
+    assert all(d.node == "n09" and d.node_index == i for i, d in enumerate(monitor.devices[72:80]))
+    again = source.read()  # once a node: the next reads bring nothing new
+    assert not again.joined
+
+
+def test_without_following_the_listing_carries_the_limits() -> None:
+    server = FakeProm([s for n in NODES[:3] for s in gpu_series(n, 8, **LIMITS)])
+    devices = PrometheusSource("http://prom", fetcher=server).open()
+    assert all(d.temp_slowdown_c == 87.0 and d.power_default_limit_w == 700.0 for d in devices)
+
+
+def _listings(server: FakeProm) -> list[str]:
+    return [q for q in server.asked if q.startswith("{") and not q.endswith("s]")]
+
+
+def test_following_lists_the_whole_cluster_in_one_answer() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(tuple)
+    assert len(source.open()) == 160
+    assert _listings(server) == ['{__name__=~"DCGM_FI_DEV_GPU_TEMP"}']  # no page of names
+
+
+def test_a_cluster_too_large_for_one_answer_is_listed_in_pages() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)], max_answer=100)
+    source = PrometheusSource("http://prom", fetcher=server)
+    source.follow(tuple)
+    devices = source.open()
+    assert len(devices) == 160 and {d.node for d in devices} == set(NODES)
+    assert len(_listings(server)) > 2  # the whole refused, then pages of nodes
+
+
+def test_aggregates_asked_ahead_that_fail_are_asked_again_by_the_read() -> None:
+    server = FakeProm([s for n in NODES for s in gpu_series(n, 8)])
+    failing = [True]
+
+    def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
+        if failing[0] and "hottest" in urllib.parse.unquote_plus(url):
+            raise ScrapeError("HTTP 503")
+        return server(url, timeout, headers)
+
+    source = PrometheusSource("http://prom", fetcher=fetch)
+    source.follow(lambda: ("n03",))
+    assert len(source.open()) == 160  # the aggregates asked ahead fail on their own thread
+    assert source.backfill() == ()  # as a failed summary always did
+    failing[0] = False
+    frame = source.read()
+    assert {n.node for n in frame.nodes} == set(NODES) and all(n.up for n in frame.nodes)
+
+
+def test_the_stretch_a_long_judgement_of_the_history_took_is_read_before_the_next_read() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time() // 15 * 15 + 1.0]  # a second past a step of the 15 s grid
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    source.open()
+    frames = source.backfill()
+    last = frames[-1].time
+    assert source.catch_up(last) == ()  # no gap yet
+    clock[0] += 50.0  # judging a large cluster's history took 50 s
+    later = source.catch_up(last)
+    assert [f.time - last for f in later] == [15.0, 30.0, 45.0]
+    assert all(len(f.gpus) == 32 for f in later)
+
+
+def test_doctor_reads_the_stretch_since_the_history_until_no_gap_is_left() -> None:
+    server = FakeProm([s for n in NODES[:4] for s in gpu_series(n, 8)])
+    clock = [time.time() // 15 * 15 + 1.0]
+    source = PrometheusSource("http://prom", fetcher=server, clock=lambda: clock[0])
+    devices = source.open()
+    monitor = make_monitor(devices, Config(interval_s=15.0), SourceInfo("P", SourceKind.REMOTE))
+    for frame in source.backfill():
+        monitor.ingest(frame)
+    end = monitor.history.times()[-1]
+    clock[0] += 50.0  # judging the history took 50 s
+    read_since_history(monitor, source)
+    assert [t - end for t in monitor.history.times()[-3:]] == [15.0, 30.0, 45.0]
+    read_since_history(monitor, source)  # under 1.5 steps behind now: nothing to read
+    assert monitor.history.times()[-1] - end == 45.0

@@ -49,8 +49,10 @@ CONSTANTS: dict[str, dict[str, str]] = {
     },
     "a redirect": {},
     "duplicate series": {},
-    "a recording (`replay`)": {
+    "a recording (`replay`, `report`)": {
         "gputui.formats.recording.MAX_LINE_BYTES": "16 MiB",
+        "gputui.formats.blocks.MAX_BLOCK_TICKS": "at most 3,600 ticks",
+        "gputui.formats.columns.MAX_BLOB_BYTES": "at most 64 MiB",
         "gputui.formats.values.MAX_GPUS": "1,024 GPUs",
         "gputui.formats.values.MAX_PROCESSES": "65,536 processes",
         "gputui.formats.recording.MAX_TICKS": "500,000 ticks",

@@ -33,6 +33,7 @@ from typing import Final
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
 from gputui.core.names import Metric, RuleId
+from gputui.core.records import frozen
 from gputui.exporters.report.run import Run, Track, judged_less_often_s
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.runlog import Episode, Span
@@ -84,7 +85,7 @@ BITS: Final = {
 PRECEDENCE: Final = (Cause.IDLE_HELD, Cause.THERMAL, Cause.POWER, Cause.STARVED, Cause.STRAGGLER)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Stretch:
     """A stretch of one cause on one GPU: short interruptions (under the advisor's window)
     do not split it."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from gputui.core.records import frozen
 
 Point = float | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Buckets:
     """Where each bucket starts (a time) and which ticks fall in it (index bounds); or,
     for a short run, every tick as its own point (``raw``)."""

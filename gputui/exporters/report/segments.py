@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gputui.core.config import DEFAULT_HISTORY_S
+from gputui.core.records import frozen
 from gputui.exporters.report.run import Run, Track, recording_collector
 from gputui.formats.recording import Header, block_marks, stream_recording
 from gputui.sampling.runlog import MAX_EPISODES, MAX_SPANS, Episode, Span
@@ -36,7 +37,7 @@ MIN_STRETCH_S: Final = 4 * 3600.0
 MAX_WORKERS: Final = 8
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Stretch:
     start: float  # the first block's first tick
     end: float  # the next stretch's start (infinity for the last)

@@ -5,10 +5,10 @@ order. Plain strings (outside text masked unless kept); each surface escapes the
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from gputui import __version__
 from gputui.core.model import finding_order
+from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 from gputui.exporters.report.accounting import CAUSES, Account, Accounting, Cause, Stretch
 from gputui.exporters.report.charts import gpu_name, text
@@ -39,7 +39,7 @@ def zone(run: Run) -> str:
     return time.strftime("UTC%z", time.localtime(run.start))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Row:
     name: str
     account: Account

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputui.core.config import DEMO_MAX_GPUS, DEMO_MIX
+from gputui.core.records import frozen
 
 MIX = DEMO_MIX
 MAX_GPUS = DEMO_MAX_GPUS
@@ -12,7 +11,7 @@ GIB = 1024**3
 MIB = 1024**2
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CardSpec:
     """Published facts of a card model, as NVML reports them."""
 

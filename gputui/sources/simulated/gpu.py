@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from gputui.core import clock_events as ce
 from gputui.core.config import WORKER_ACTIVE_PCT
 from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
+from gputui.core.records import frozen
 from gputui.sources.simulated.cards import (
     CUDA_DRIVER_VERSION,
     DRIVER_VERSION,
@@ -82,7 +82,7 @@ class _Noise:
         return centre + (self(channel, t) * 2.0 - 1.0) * spread
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reading:
     sample: GpuSample
     process: ProcessSample | None

@@ -4,12 +4,13 @@ a pure function of (seed, GPU, time since start)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final
 
 from gputui.core import clock_events as ce
 from gputui.core.model import GpuSample
 from gputui.core.pcie import link_bandwidth
+from gputui.core.records import frozen
 from gputui.sources.simulated.cards import (
     A100_PCIE,
     H100_PCIE,
@@ -359,7 +360,7 @@ def minor_compat(gpu: Gpu, t: float) -> Reading:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Scenario:
     name: str
     card: CardSpec
