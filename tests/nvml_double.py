@@ -261,7 +261,8 @@ _MIG_BASE = 0x10000  # MIG device handles: parent * base + slot + 1, above the G
 
 
 def _value(handle: Any) -> int:
-    value = ctypes.cast(handle, ctypes.c_void_p).value
+    # the pointer's bytes copied: a cast would tie each handle into a reference cycle
+    value = ctypes.c_void_p.from_buffer_copy(handle).value
     assert value is not None
     return value
 
@@ -821,9 +822,14 @@ class FakeNvmlLib:
             layout = DriverProcessInfoR535
         elif name.endswith(("_v2", "_v3")):
             layout = DriverProcessInfoV2
-        entries = ctypes.cast(array, ctypes.POINTER(layout))
+        # A driver leaves no Python garbage behind: ctypes.cast would tie the caller's
+        # buffer into a reference cycle, so an array is written through from_buffer.
+        size = ctypes.sizeof(layout)
+        entries = (
+            None if isinstance(array, ctypes.Array) else ctypes.cast(array, ctypes.POINTER(layout))
+        )
         for i, proc in enumerate(procs):
-            entry: Any = entries[i]
+            entry: Any = layout.from_buffer(array, i * size) if entries is None else entries[i]
             entry.pid = proc.pid
             entry.usedGpuMemory = proc.used_memory
             if layout is not DriverProcessInfoV1:

@@ -11,7 +11,7 @@ Two overrides of Textual's undocumented widget contract (``render_lines``,
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,22 @@ _NARROW = "".join(
     c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
 )
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
+
+
+class _Row(Strip):
+    """A row handed to the compositor. Strip.divide keeps its answer in the strip's own
+    cache, and for the usual single cut at its end that answer is ``[self]``: a reference
+    cycle, so every repainted row (seven caches and its segments) waited for the garbage
+    collector. Here that answer is given without keeping it; reference counting frees the
+    row as soon as the frame is written."""
+
+    __slots__ = ()
+
+    def divide(self, cuts: Iterable[int]) -> Sequence[Strip]:
+        cuts = list(cuts)
+        if cuts == [self.cell_length]:
+            return [self]
+        return super().divide(cuts)
 
 
 @frozen
@@ -211,7 +227,7 @@ class LineView(Widget):
                         content = self._content(y - top, width - box.sides, filtered=True)
                         row = [*left, *content, *right]
                     self._rows[y] = row
-                rows.append(Strip(row, width))
+                rows.append(_Row(row, width))
             if crop.column_span != (0, width):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 
+from gputui.ui import compat
 from gputui.ui.lines import LineView
 from tests.conftest import DemoApp
 
@@ -176,3 +179,28 @@ async def test_a_painted_row_is_its_text_in_as_few_segments_as_styles() -> None:
         text = paint(row, WIDTH, palette).text()
         assert cells == _expected_cells(app, text, view.rich_style)
         assert [seg.text for seg in strip][:2] == ["GPU 0 ", "97%"]
+
+
+@pytest.mark.skipif(not compat.FAST_LINES, reason="Textual's own rows: its strips, its caches")
+async def test_a_repainted_row_is_freed_without_the_garbage_collector(demo_app: DemoApp) -> None:
+    """The compositor divides every row it repaints at the panel's edges; a row that
+    kept ``[itself]`` as the answer would be a reference cycle, and a tick's worth of rows
+    (each with seven caches) would wait for the collector."""
+    from textual.geometry import Region
+
+    app = demo_app(gpus=2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        views = [v for v in app.query(LineView) if v.display and v.outer_size.area]
+        gc.collect()
+        gc.disable()
+        try:
+            for view in views:
+                width = view.outer_size.width
+                for row in view.render_lines(Region(0, 0, *view.outer_size)):
+                    assert row.divide([width]) == [row]
+                    assert [s.cell_length for s in row.divide([2, width])] == [2, width - 2]
+            found = gc.collect()
+        finally:
+            gc.enable()
+        assert found == 0

@@ -4,6 +4,7 @@ libnvidia-ml of tests/nvml_double.py: one test per trap of issue 11, named for i
 from __future__ import annotations
 
 import ctypes
+import gc
 import threading
 from collections import Counter
 
@@ -365,6 +366,30 @@ def test_process_list_is_one_call_a_tick(monkeypatch: pytest.MonkeyPatch) -> Non
         rig.tick()
         assert len(rig.source.read().processes) == 40
     assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 7  # then sized right
+
+
+def test_reading_processes_leaves_no_buffers_to_the_garbage_collector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tick's process buffers go when the read ends (no ctypes.cast cycles, no array
+    type made again each tick): a monitor that runs for days must not feed the collector."""
+    lib = driver(550, [FakeGpu(processes=three_processes()) for _ in range(4)])
+    rig = Rig(monkeypatch, lib)
+    rig.source.read()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(6):
+            rig.tick()
+            assert len(rig.source.read().processes) == 12
+        gc.collect()
+        left = Counter(type(o).__name__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not [name for name in left if "Array" in name or "LP_" in name], left
 
 
 def test_mps_clients_are_read(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -391,10 +391,10 @@ def text(value: bytes | str) -> str:
 
 def handle_key(handle: Any) -> int | None:
     """A device handle as a number (event data names its device by handle)."""
-    try:
-        return ctypes.cast(handle, ctypes.c_void_p).value
-    except (TypeError, ctypes.ArgumentError):
+    if not isinstance(handle, ctypes._Pointer):
         return None
+    # a copy of the pointer's bytes: ctypes.cast would tie the handle into a reference cycle
+    return ctypes.c_void_p.from_buffer_copy(handle).value
 
 
 def celsius(value: int | None) -> float | None:

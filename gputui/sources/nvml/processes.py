@@ -76,6 +76,13 @@ def _pid_max() -> int:
 _PID_MAX = _pid_max()
 
 
+@functools.lru_cache(maxsize=64)
+def _array(item: type[Any], length: int) -> type[ctypes.Array[Any]]:
+    """``item * length``, made once: ctypes keeps array types only while something holds
+    them, so each tick made its buffers' types again (and left them to the collector)."""
+    return item * length  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class Proc:
     pid: int
@@ -140,7 +147,7 @@ def _process_list(q: Query, gpu: Gpu, kind: str) -> list[Proc] | None:
             continue
         room = gpu.process_room.get(kind, 8)
         for _attempt in range(2):
-            buffer = (ctypes.c_ubyte * (room * ENTRY_R535))()  # room for any layout
+            buffer = _array(ctypes.c_ubyte, room * ENTRY_R535)()  # room for any layout
             count = ctypes.c_uint(room)
             q.calls += 1
             ret = fn(gpu.handle, ctypes.byref(count), buffer)
@@ -177,10 +184,11 @@ def parse_processes(
     layout = _ENTRY_STRUCTS[size]
     if count * size > ctypes.sizeof(buffer):
         return None
-    entries = ctypes.cast(buffer, ctypes.POINTER(layout))
     out = []
     for i in range(count):
-        entry = entries[i]
+        # from_buffer, not a cast: ctypes.cast ties the two objects in a reference cycle
+        # that only the garbage collector frees (a tick's worth for every GPU)
+        entry = layout.from_buffer(buffer, i * size)
         pid = int(entry.pid)
         memory = clean(int(entry.usedGpuMemory))
         plausible = 0 < pid <= _PID_MAX and (
@@ -227,7 +235,7 @@ def _read_process_util(q: Query, gpu: Gpu) -> dict[int, float]:
         return {}
     room = gpu.process_util_room
     for _attempt in range(2):
-        buffer = (pynvml.c_nvmlProcessUtilizationSample_t * room)()
+        buffer = _array(pynvml.c_nvmlProcessUtilizationSample_t, room)()
         count = ctypes.c_uint(room)
         q.calls += 1
         ret = fn(

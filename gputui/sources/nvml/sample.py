@@ -33,6 +33,8 @@ MIG_PERIOD_S = 5.0  # each MIG instance's memory
 NVLINK_PERIOD_S = 10.0  # every link's state, throughput and error counters: one batch
 FABRIC_PERIOD_S = 30.0  # the NVSwitch fabric state (Fabric Manager can start later)
 _SAMPLE_ROOM = 128  # the driver keeps fewer utilisation samples than this
+# made once: ctypes keeps an array type only while something holds it
+_SAMPLE_BUFFER = b.Sample * _SAMPLE_ROOM
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,7 +382,7 @@ def _util_samples(q: Query, gpu: Gpu) -> tuple[float, ...]:
     fn = q.symbol(gpu, key, "nvmlDeviceGetSamples")
     if fn is None:
         return ()
-    buffer = (b.Sample * _SAMPLE_ROOM)()
+    buffer = _SAMPLE_BUFFER()
     count = ctypes.c_uint(_SAMPLE_ROOM)
     value_type = ctypes.c_int(0)
     q.calls += 1
