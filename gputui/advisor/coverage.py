@@ -226,6 +226,44 @@ def too_few_readings(
     return out
 
 
+_Plan = tuple[
+    Sequence[Rule],
+    Thresholds,
+    float,
+    tuple[Rule, ...],
+    tuple[Rule, ...],
+    tuple[RuleId, ...],
+    frozenset[str],
+]
+_PLANS: list[_Plan] = []
+
+
+def _plan(rules: Sequence[Rule], t: Thresholds) -> _Plan:
+    """What ``judge_coverage`` works out of its rules before looking at a GPU: the history
+    they need (at ``t``), the host's rules, the GPUs' rules, their ids and the readings
+    they name. An advisor asks with the same rules and, but where the cadence changes,
+    the same thresholds every judgement: the last few kept, found by identity."""
+    if not isinstance(rules, tuple):
+        rules = tuple(rules)  # a list may change: a copy, never found again
+    for plan in _PLANS:
+        if plan[0] is rules and plan[1] is t:
+            return plan
+    host_rules = tuple(r for r in rules if r.needs and all(n.startswith("host.") for n in r.needs))
+    gpu_rules = tuple(r for r in rules if r not in host_rules)
+    plan = (
+        rules,
+        t,
+        max((r.history_needed_s(t) for r in rules), default=0.0),
+        host_rules,
+        gpu_rules,
+        tuple(r.id for r in gpu_rules),
+        frozenset(name for rule in gpu_rules for options in _options(rule) for name in options),
+    )
+    _PLANS.insert(0, plan)
+    del _PLANS[8:]
+    return plan
+
+
 def judge_coverage(
     rules: Sequence[Rule],
     devices: Mapping[int, DeviceInfo],
@@ -235,21 +273,16 @@ def judge_coverage(
     undecided: Iterable[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]] = (),
     sparse: Iterable[NotJudged] = (),
 ) -> Judgement:
-    needed = max((r.history_needed_s(t) for r in rules), default=0.0)
+    plan = _plan(rules, t)
+    needed, host_rules, gpu_rules, ids, names = plan[2:]
     seen = times[-1] - times[0] if len(times) > 1 else 0.0
     items: dict[tuple[RuleId, int | None], NotJudged] = {}
-    host_rules = [r for r in rules if r.needs and all(n.startswith("host.") for n in r.needs)]
     if frame is not None and any(not s.lost for s in frame.gpus):
         for rule in host_rules:  # judged once, for the host
             lack = missing_readings(rule, GpuSample(index=-1), DeviceInfo(-1, ""), frame.host)
             if lack is not None:
                 items[(rule.id, None)] = NotJudged(rule.id, None, *lack)
     if frame is not None:
-        gpu_rules = tuple(r for r in rules if r not in host_rules)
-        ids = tuple(r.id for r in gpu_rules)
-        names = frozenset(
-            name for rule in gpu_rules for options in _options(rule) for name in options
-        )
         for sample in frame.gpus:
             device = devices.get(sample.index)
             if device is None or sample.lost:
