@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import field
-from typing import cast
+from typing import Final, cast
 
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Undecided, not_offered
@@ -20,6 +20,8 @@ DriverSamples = tuple[float, int, int, int, float]
 #: one frame's CPU of a GPU process: (frame time, its own CPU %, its children's CPU %
 #: together, how many children work, how many children)
 ProcessCpuTick = tuple[float, float | None, float | None, int | None, int | None]
+#: a window not asked for yet this judgement (None is an answer: too few readings)
+_UNASKED: Final = WindowStats(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, (), ())
 
 
 @frozen
@@ -149,9 +151,8 @@ class Context:
     def stats(self, gpu: int, metric: Metric, seconds: float | None = None) -> WindowStats | None:
         """Window statistics, or None when there are too few readings to judge."""
         key = (gpu, metric, self.t.window_s if seconds is None else seconds)
-        if key in self._memo:
-            stats = self._memo[key]
-        else:
+        stats = self._memo.get(key, _UNASKED)
+        if stats is _UNASKED:
             stats = self._memo[key] = self.history.stats(*key)
         if stats is not None and stats.count < self.t.min_points:
             self.short.add((self.asking[0], gpu))

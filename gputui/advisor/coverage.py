@@ -15,7 +15,8 @@ lacks a reading is one of three things, never a clean bill of health by silence:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 
 from gputui.advisor.context import Context
 from gputui.advisor.rule import Rule
@@ -90,6 +91,55 @@ def _readings_present(
     names: Iterable[str], sample: GpuSample, device: DeviceInfo, host: HostSample | None
 ) -> frozenset[str]:
     return frozenset(name for name in names if _present(name, sample, device, host))
+
+
+#: a set of reading names -> how to read them: per place (the GPU's sample, its facts, the
+#: host), the names read there and one attrgetter for all of them; worked out once a set
+_Reader = tuple[tuple[str, ...], Callable[[object], tuple[object, ...]]]
+_READERS: dict[frozenset[str], tuple[_Reader, _Reader, _Reader]] = {}
+
+
+def _reader(names: Sequence[str], attributes: Sequence[str]) -> _Reader:
+    """``names`` and a getter of their ``attributes`` as one tuple."""
+    if not attributes:
+        return (), lambda _obj: ()
+    if len(attributes) == 1:
+        one = attrgetter(attributes[0])
+        return tuple(names), lambda obj: (one(obj),)
+    return tuple(names), attrgetter(*attributes)
+
+
+def _readers(names: frozenset[str]) -> tuple[_Reader, _Reader, _Reader]:
+    """Where ``_present`` looks for each name: a host reading, else the sample's attribute
+    where it has one, else the GPU's facts' (a name found nowhere is never present)."""
+    found = _READERS.get(names)
+    if found is None:
+        ordered = sorted(names)
+        host = [n for n in ordered if n.startswith("host.") and hasattr(HostSample, n[5:])]
+        gpu = [n for n in ordered if not n.startswith("host.") and hasattr(GpuSample, n)]
+        facts = [
+            n
+            for n in ordered
+            if not n.startswith("host.") and n not in gpu and hasattr(DeviceInfo, n)
+        ]
+        found = _READERS[names] = (
+            _reader(gpu, gpu),
+            _reader(facts, facts),
+            _reader(host, [n[5:] for n in host]),
+        )
+    return found
+
+
+def _present_of(
+    names: frozenset[str], sample: GpuSample, device: DeviceInfo, host: HostSample | None
+) -> frozenset[str]:
+    """``_readings_present`` of a set of names, each place read in one call."""
+    (gpu, of_sample), (facts, of_device), (hosted, of_host) = _readers(names)
+    present = [n for n, v in zip(gpu, of_sample(sample), strict=True) if v is not None]
+    present += [n for n, v in zip(facts, of_device(device), strict=True) if v is not None]
+    if host is not None:
+        present += [n for n, v in zip(hosted, of_host(host), strict=True) if v is not None]
+    return frozenset(present)
 
 
 def _missing(
@@ -176,6 +226,44 @@ def too_few_readings(
     return out
 
 
+_Plan = tuple[
+    Sequence[Rule],
+    Thresholds,
+    float,
+    tuple[Rule, ...],
+    tuple[Rule, ...],
+    tuple[RuleId, ...],
+    frozenset[str],
+]
+_PLANS: list[_Plan] = []
+
+
+def _plan(rules: Sequence[Rule], t: Thresholds) -> _Plan:
+    """What ``judge_coverage`` works out of its rules before looking at a GPU: the history
+    they need (at ``t``), the host's rules, the GPUs' rules, their ids and the readings
+    they name. An advisor asks with the same rules and, but where the cadence changes,
+    the same thresholds every judgement: the last few kept, found by identity."""
+    if not isinstance(rules, tuple):
+        rules = tuple(rules)  # a list may change: a copy, never found again
+    for plan in _PLANS:
+        if plan[0] is rules and plan[1] is t:
+            return plan
+    host_rules = tuple(r for r in rules if r.needs and all(n.startswith("host.") for n in r.needs))
+    gpu_rules = tuple(r for r in rules if r not in host_rules)
+    plan = (
+        rules,
+        t,
+        max((r.history_needed_s(t) for r in rules), default=0.0),
+        host_rules,
+        gpu_rules,
+        tuple(r.id for r in gpu_rules),
+        frozenset(name for rule in gpu_rules for options in _options(rule) for name in options),
+    )
+    _PLANS.insert(0, plan)
+    del _PLANS[8:]
+    return plan
+
+
 def judge_coverage(
     rules: Sequence[Rule],
     devices: Mapping[int, DeviceInfo],
@@ -185,24 +273,21 @@ def judge_coverage(
     undecided: Iterable[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]] = (),
     sparse: Iterable[NotJudged] = (),
 ) -> Judgement:
-    needed = max((r.history_needed_s(t) for r in rules), default=0.0)
+    plan = _plan(rules, t)
+    needed, host_rules, gpu_rules, ids, names = plan[2:]
     seen = times[-1] - times[0] if len(times) > 1 else 0.0
     items: dict[tuple[RuleId, int | None], NotJudged] = {}
-    host_rules = [r for r in rules if r.needs and all(n.startswith("host.") for n in r.needs)]
     if frame is not None and any(not s.lost for s in frame.gpus):
         for rule in host_rules:  # judged once, for the host
             lack = missing_readings(rule, GpuSample(index=-1), DeviceInfo(-1, ""), frame.host)
             if lack is not None:
                 items[(rule.id, None)] = NotJudged(rule.id, None, *lack)
     if frame is not None:
-        gpu_rules = tuple(r for r in rules if r not in host_rules)
-        ids = tuple(r.id for r in gpu_rules)
-        names = {name for rule in gpu_rules for options in _options(rule) for name in options}
         for sample in frame.gpus:
             device = devices.get(sample.index)
             if device is None or sample.lost:
                 continue
-            present = _readings_present(names, sample, device, frame.host)
+            present = _present_of(names, sample, device, frame.host)
             lacks = _gpu_missing(
                 gpu_rules, ids, present, not_offered(sample, device), bool(device.mig_mode)
             )

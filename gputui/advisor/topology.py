@@ -24,8 +24,24 @@ def bus_key(bus_id: str) -> str:
 
 def nvswitch_links(device: DeviceInfo, devices: Mapping[int, DeviceInfo]) -> int:
     """How many of the GPU's NVLinks end at something other than a GPU: an NVSwitch."""
-    gpus = {bus_key(d.pci_bus_id) for d in devices.values() if d.pci_bus_id}
-    return sum(1 for r in device.nvlink_remote or () if r and bus_key(r) not in gpus)
+    remote = device.nvlink_remote
+    if not remote:
+        return 0
+    buses = tuple(d.pci_bus_id for d in devices.values())
+    key = (remote, buses)
+    found = _SWITCH_LINKS.get(key)
+    if found is None:
+        gpus = {bus_key(b) for b in buses if b}
+        found = sum(1 for r in remote if r and bus_key(r) not in gpus)
+        if len(_SWITCH_LINKS) > 1024:
+            _SWITCH_LINKS.clear()
+        _SWITCH_LINKS[key] = found
+    return found
+
+
+#: (a GPU's NVLink far ends, every GPU's bus id) -> its links to an NVSwitch: the same
+#: question every judgement, of facts read once
+_SWITCH_LINKS: dict[tuple[tuple[str | None, ...], tuple[str | None, ...]], int] = {}
 
 
 # -- numa-mismatch ------------------------------------------------------------------------

@@ -6,16 +6,20 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import operator
 import types
 import typing
+from collections.abc import Callable
 
-from gputui.core.sanitize import clean
+from gputui.core.sanitize import MAX_TEXT, clean
 
 
 def clean_text_fields(obj: object) -> None:
     """Every string of a model object (and every string in its tuples) made safe once,
     where it is built: from NVML, psutil, a remote page or a replay file alike
     (gputui.core.sanitize). Fields added later are covered without being named here."""
+    if _all_plain(obj):
+        return
     for name in _text_fields(type(obj)):
         value = getattr(obj, name)
         if isinstance(value, str):
@@ -29,6 +33,40 @@ def clean_text_fields(obj: object) -> None:
 
 
 _TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+#: per class, its text fields' values in one call (a tuple of them, whatever their number)
+_TEXT_GETTERS: dict[type, Callable[[object], tuple[object, ...]]] = {}
+
+
+def _all_plain(obj: object) -> bool:
+    """Whether every text of ``obj`` is one ``clean`` would leave as it is, told cheaply:
+    printable ASCII (no control character, no DEL) within ``MAX_TEXT``. Most text is, and
+    a model object's texts are checked each time one is built (a week's report builds
+    millions of them); anything else goes through ``clean``."""
+    cls = type(obj)
+    getter = _TEXT_GETTERS.get(cls)
+    if getter is None:
+        names = _text_fields(cls)
+        get = operator.attrgetter(*names) if names else (lambda _obj: ())
+        getter = _TEXT_GETTERS[cls] = (
+            get if len(names) != 1 else (lambda o: (get(o),))  # one name: not a tuple
+        )
+    for value in getter(obj):
+        if value is None:
+            continue
+        if value.__class__ is str:
+            if not (value.isascii() and value.isprintable() and len(value) <= MAX_TEXT):
+                return False
+        elif value.__class__ is tuple:
+            for item in value:
+                if item.__class__ is not str:
+                    if isinstance(item, str):
+                        return False  # a str subclass: the full path
+                    continue
+                if not (item.isascii() and item.isprintable() and len(item) <= MAX_TEXT):
+                    return False
+        else:
+            return False
+    return True
 
 
 def _reading(value: object, ceiling: float = math.inf) -> float | None:

@@ -194,6 +194,8 @@ class History:
         self._last_seen: dict[int, float] = {}  # GPU -> frame time of its last reading
         self._counts: dict[float, int] = {}  # window length -> ticks in it, until the next add
         self._time_tails: dict[int, list[float]] = {}  # likewise, the window's times
+        #: likewise, a window's times and where it lies in every ring (``_window``)
+        self._windows: dict[float, tuple[list[float], int, int, int]] = {}
 
     @property
     def capacity(self) -> int:
@@ -236,6 +238,7 @@ class History:
         self._times._data[slot] = frame.time
         self._counts.clear()
         self._time_tails.clear()
+        self._windows.clear()
         for index, rings in self._gpus.items():
             sample = present.get(index)
             if sample is None or sample.lost:
@@ -342,12 +345,34 @@ class History:
         """Readings of the last ``seconds``, oldest first, missing ones left out."""
         return [v for v in self.series(gpu, metric, self._count_since(seconds)) if v == v]
 
+    def _window(self, seconds: float) -> tuple[list[float], int, int, int]:
+        """The ticks of the last ``seconds``: their times, and where their values lie in
+        every ring (they share one cursor): slots ``[a:b]``, then ``[0:c]`` where the ring
+        wraps (``c`` 0 where it does not). The advisor asks a few windows of many rings
+        each judgement: worked out once a window until the next tick."""
+        found = self._windows.get(seconds)
+        if found is None:
+            n = self._count_since(seconds)
+            cursor = self._cursor
+            a = (cursor.start + cursor.size - n) % cursor.capacity
+            b, c = (
+                (a + n, 0)
+                if a + n <= cursor.capacity
+                else (cursor.capacity, a + n - cursor.capacity)
+            )
+            found = self._windows[seconds] = (self._time_tail(n), a, b, c)
+        return found
+
     def stats(self, gpu: int, metric: Metric, seconds: float) -> WindowStats | None:
         rings = self._gpus.get(gpu)
         if rings is None:
             return None
-        n = self._count_since(seconds)
-        return _stats(self._time_tail(n), rings.metrics[metric].tail(n))
+        times, a, b, c = self._window(seconds)
+        data = rings.metrics[metric]._data
+        values = data[a:b].tolist()
+        if c:
+            values += data[:c].tolist()
+        return _stats(times, values)
 
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
         n = self._count_since(seconds)

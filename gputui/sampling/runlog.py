@@ -63,12 +63,19 @@ class RunLog:
         self._running: dict[tuple[int, int, str], Span] = {}
         self.dropped = 0  # episodes and spans past the caps, left out
         self._trimmed_at = 0.0
+        #: the findings of the last judgement seen, as the advisor handed them over
+        self._last: tuple[Finding, ...] | None = None
 
     def add(self, frame: Frame, findings: tuple[Finding, ...] | None) -> None:
         """One frame, and the findings judged with it (None: not judged, e.g. catching up
         after a seek: the episodes stay as they were)."""
-        if findings is not None:
+        if findings is not None and findings is not self._last:
+            dropped = self.dropped
             self._findings(frame.time, findings)
+            # the same tuple again (the advisor did not judge that tick) would change
+            # nothing: each of its findings has its open episode, which holds it and
+            # reaches its update; unless one had none (past the cap): then it is counted
+            self._last = findings if self.dropped == dropped else None
         self._processes(frame.time, frame.processes)
         if self.horizon_s is not None and frame.time - self._trimmed_at > 60.0:
             self._trim(frame.time - self.horizon_s)

@@ -74,3 +74,33 @@ def test_a_failing_rule_does_not_silence_the_others() -> None:
         advisor.update(history)
     assert "power-cap" in {f.rule for f in advisor.findings}
     assert advisor.rule_errors == {"broken": "ZeroDivisionError: bug"}
+
+
+def test_the_readings_a_gpu_has_are_read_as_the_slow_way_reads_them() -> None:
+    """The coverage's readers (one attrgetter a place, made once a set of names) find the
+    same readings as asking each name in turn, on every demo scenario's GPUs, with and
+    without a host reading, and for names no record has."""
+    from gputui.advisor import RULES
+    from gputui.advisor.coverage import _options, _present_of, _readings_present
+    from gputui.core.model import DeviceInfo, GpuSample
+    from gputui.sources.simulated.scenarios import SCENARIOS
+    from tests.factories import demo_monitor
+
+    names = frozenset(
+        {n for rule in RULES for options in _options(rule) for n in options}
+        | {"mem_used_pct", "no_such_reading", "host.no_such_reading", "host.hostname"}
+    )
+    checked = 0
+    for scenario in SCENARIOS:
+        monitor = demo_monitor(scenario, seconds=3, gpus=2)
+        frame = monitor.latest
+        assert frame is not None
+        devices = {d.index: d for d in monitor.devices}
+        for sample in (*frame.gpus, GpuSample(index=0)):
+            device = devices.get(sample.index, DeviceInfo(0, ""))
+            for host in (frame.host, None):
+                assert _present_of(names, sample, device, host) == _readings_present(
+                    names, sample, device, host
+                )
+                checked += 1
+    assert checked > 50

@@ -192,3 +192,32 @@ def test_a_gpu_that_appears_late_gets_rings_as_long_as_the_others() -> None:
     assert history.window(1, Metric.TEMP_C, 1000) == [60.0] * 400
     assert len(history.window(0, Metric.TEMP_C, 1000)) == 700
     assert len(history.resized(500).window(1, Metric.TEMP_C, 1000)) == 400
+
+
+def test_a_windows_stats_are_those_of_its_readings_before_and_after_the_ring_wraps() -> None:
+    """Each window's figures are those of the readings the series holds for it, whatever
+    the ring's state: filling, full, wrapped at any point; several windows asked each tick
+    (the advisor's), each worked out once a tick."""
+    history = History(7)
+    for i in range(30):
+        temp = None if i % 5 == 3 else 40.0 + (i * 7) % 11
+        history.add(frame(100.0 + i, temp_c=temp, util_gpu=float(i)))
+        for seconds in (0.0, 2.0, 4.0, 6.0, 60.0, 2.0):
+            for metric in (Metric.TEMP_C, Metric.UTIL_GPU):
+                stats = history.stats(0, metric, seconds)
+                n = min(i + 1, 7, int(seconds) + 1)
+                times = history.times()[-n:]
+                values = history.series(0, metric)[-n:]
+                known = [(t, v) for t, v in zip(times, values, strict=True) if v == v]
+                if not known:
+                    assert stats is None
+                    continue
+                assert stats is not None
+                assert stats.values == [v for _, v in known]
+                assert list(stats.times) == [t for t, _ in known]
+                assert (stats.count, stats.min, stats.max) == (
+                    len(known),
+                    min(v for _, v in known),
+                    max(v for _, v in known),
+                )
+    assert history.stats(5, Metric.TEMP_C, 60.0) is None  # a GPU it never saw

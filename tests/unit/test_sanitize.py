@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gputui.core.model import (
     DeviceInfo,
@@ -114,3 +116,35 @@ def test_a_short_p_password_is_masked_and_a_port_is_not() -> None:
     assert mask_secrets("sshpass -p s3cret ssh node") == "sshpass -p *** ssh node"
     assert mask_secrets("server -p 8080 --workers 4") == "server -p 8080 --workers 4"
     assert mask_secrets("nvidia-smi -i 0 -pl 700") == "nvidia-smi -i 0 -pl 700"
+
+
+_TEXTS = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.characters(max_codepoint=0xA0), max_size=40),
+    st.sampled_from(
+        [
+            "x" * MAX_TEXT,
+            "x" * (MAX_TEXT + 1),
+            "é" * (MAX_TEXT + 1),
+            "\x7f",
+            "a\x9fb",
+            "",
+            *CORPUS.values(),
+        ]
+    ),
+)
+
+
+@given(one=_TEXTS, other=_TEXTS, listed=st.lists(_TEXTS, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_a_model_objects_texts_come_out_as_clean_makes_them(
+    one: str, other: str, listed: list[str]
+) -> None:
+    """The cheap check that most text needs no cleaning (printable ASCII) decides as
+    ``clean`` does: every text field holds exactly ``clean`` of what it was given."""
+    proc = ProcessSample(pid=1, gpu_index=0, name=one, command=other, user=one, env=tuple(listed))
+    assert (proc.name, proc.command, proc.user) == (clean(one), clean(other), clean(one))
+    assert proc.env == tuple(clean(t) for t in listed)
+    assert HostSample(hostname=other).hostname == clean(other)
+    finding = Finding(RuleId.GPU_ERRORS, Severity.INFO, 0, one, tuple(listed), (other,), 0, 0)
+    assert (finding.title, finding.evidence) == (clean(one), tuple(clean(t) for t in listed))
