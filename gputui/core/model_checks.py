@@ -50,7 +50,13 @@ def _all_plain(obj: object) -> bool:
         getter = _TEXT_GETTERS[cls] = (
             get if len(names) != 1 else (lambda o: (get(o),))  # one name: not a tuple
         )
-    for value in getter(obj):
+    values = getter(obj)
+    try:
+        if values in _PLAIN:
+            return True
+    except TypeError:  # something unhashable where a text belongs: the full path
+        return False
+    for value in values:
         if value is None:
             continue
         if value.__class__ is str:
@@ -66,7 +72,17 @@ def _all_plain(obj: object) -> bool:
                     return False
         else:
             return False
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    _PLAIN.add(values)
     return True
+
+
+#: texts found plain before, as a record's tuple of them: a record built again and again
+#: (a process, tick after tick) has the same ones, and a tuple of texts equal to a plain
+#: one is plain (str's own equality: the same characters). Only exact ``str`` (and tuples
+#: of them) are let in by ``_all_plain``; bounded.
+_PLAIN: set[tuple[object, ...]] = set()
 
 
 def _reading(value: object, ceiling: float = math.inf) -> float | None:

@@ -489,14 +489,16 @@ def _stats(times: list[float], values: list[float]) -> WindowStats | None:
             return None
         times = [t for t, v in zip(times, values, strict=True) if v == v]
         total = sum(known)
+    count = len(known)
+    # count, mean, min, max, first, last, span_s, times, values (positional: cheaper)
     return WindowStats(
-        count=len(known),
-        mean=total / len(known),
-        min=min(known),
-        max=max(known),
-        first=known[0],
-        last=known[-1],
-        span_s=times[-1] - times[0],
-        times=times,
-        values=known,
+        count,
+        total / count,
+        min(known),
+        max(known),
+        known[0],
+        known[-1],
+        times[-1] - times[0],
+        times,
+        known,
     )

@@ -148,3 +148,19 @@ def test_a_model_objects_texts_come_out_as_clean_makes_them(
     assert HostSample(hostname=other).hostname == clean(other)
     finding = Finding(RuleId.GPU_ERRORS, Severity.INFO, 0, one, tuple(listed), (other,), 0, 0)
     assert (finding.title, finding.evidence) == (clean(one), tuple(clean(t) for t in listed))
+
+
+def test_texts_seen_plain_before_do_not_let_other_texts_through() -> None:
+    """Records built again and again with the same texts are told plain from the texts
+    seen before; a record whose texts differ in any way (a control character, one more
+    entry) is cleaned; a value that is not text where text belongs is left as it was."""
+    command = "python train.py --lr 0.1"
+    for _ in range(3):
+        assert ProcessSample(pid=1, gpu_index=0, command=command, env=("A=1",)).command == command
+    assert ProcessSample(pid=1, gpu_index=0, command=command + "\x1b[2J").command == (
+        command + "␛[2J"
+    )
+    odd = ProcessSample(pid=1, gpu_index=0, command=command, env=("A=1", "B=\x07"))
+    assert odd.env == ("A=1", "B=␇")
+    listed = ProcessSample(pid=1, gpu_index=0, command=["not", "text"])  # type: ignore[arg-type]
+    assert listed.command == ["not", "text"]  # type: ignore[comparison-overlap]
