@@ -164,3 +164,19 @@ def test_texts_seen_plain_before_do_not_let_other_texts_through() -> None:
     assert odd.env == ("A=1", "B=␇")
     listed = ProcessSample(pid=1, gpu_index=0, command=["not", "text"])  # type: ignore[arg-type]
     assert listed.command == ["not", "text"]  # type: ignore[comparison-overlap]
+
+
+def test_the_texts_remembered_as_plain_stay_few_and_short() -> None:
+    """A host whose processes come and go with long command lines does not grow the
+    memory of plain texts: so many records, so many characters each, at most."""
+    from gputui.core import model_checks
+
+    for k in range(3 * model_checks._PLAIN_MOST):
+        ProcessSample(pid=k, gpu_index=0, command=f"python run.py --seed {k}")
+        ProcessSample(pid=k, gpu_index=0, command="x" * 5000 + str(k))
+    assert len(model_checks._PLAIN) <= model_checks._PLAIN_MOST
+    longest = max(
+        sum(len(t) for v in texts for t in (v if isinstance(v, tuple) else (v,)) if t)
+        for texts in model_checks._PLAIN
+    )
+    assert longest <= model_checks._PLAIN_CHARS
