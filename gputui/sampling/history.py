@@ -11,7 +11,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from operator import attrgetter, mul
 from typing import Final, cast
@@ -131,23 +130,56 @@ READING_METRICS: Final = (
 )
 
 
-@dataclass(slots=True)
 class WindowStats:
     """A window's figures. Immutable by contract (``Final``, checked by mypy): the advisor
     asks for a hundred of these a judgement, and a frozen dataclass costs six times as
-    much to build."""
+    much to build. The least and greatest reading are worked out when first asked (few
+    rules do): ``min``/``max`` given as None at construction."""
 
-    count: Final[int]
-    mean: Final[float]
-    min: Final[float]
-    max: Final[float]
-    first: Final[float]
-    last: Final[float]
-    span_s: Final[float]  # time between the first and last reading in the window
-    # The readings behind the figures, for the slope. Shared with the history's per-tick
-    # caches rather than copied: nothing may change them.
-    times: Final[Sequence[float]]
-    values: Final[Sequence[float]]
+    __slots__ = ("_max", "_min", "count", "first", "last", "mean", "span_s", "times", "values")
+
+    def __init__(
+        self,
+        count: int,
+        mean: float,
+        min: float | None,
+        max: float | None,
+        first: float,
+        last: float,
+        span_s: float,
+        times: Sequence[float],
+        values: Sequence[float],
+    ) -> None:
+        self.count: Final = count
+        self.mean: Final = mean
+        self._min = min
+        self._max = max
+        self.first: Final = first
+        self.last: Final = last
+        #: time between the first and last reading in the window
+        self.span_s: Final = span_s
+        # The readings behind the figures, for the slope. Shared with the history's
+        # per-tick caches rather than copied: nothing may change them.
+        self.times: Final = times
+        self.values: Final = values
+
+    @property
+    def min(self) -> float:
+        if self._min is None:
+            self._min = min(self.values)
+        return self._min
+
+    @property
+    def max(self) -> float:
+        if self._max is None:
+            self._max = max(self.values)
+        return self._max
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowStats(count={self.count}, mean={self.mean}, min={self.min}, "
+            f"max={self.max}, first={self.first}, last={self.last}, span_s={self.span_s})"
+        )
 
     @property
     def slope_per_s(self) -> float | None:
@@ -490,12 +522,12 @@ def _stats(times: list[float], values: list[float]) -> WindowStats | None:
         times = [t for t, v in zip(times, values, strict=True) if v == v]
         total = sum(known)
     count = len(known)
-    # count, mean, min, max, first, last, span_s, times, values (positional: cheaper)
+    # count, mean, min, max (None: when asked), first, last, span_s, times, values
     return WindowStats(
         count,
         total / count,
-        min(known),
-        max(known),
+        None,
+        None,
         known[0],
         known[-1],
         times[-1] - times[0],
