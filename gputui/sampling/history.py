@@ -375,7 +375,21 @@ class History:
 
     def window(self, gpu: int, metric: Metric, seconds: float) -> list[float]:
         """Readings of the last ``seconds``, oldest first, missing ones left out."""
-        return [v for v in self.series(gpu, metric, self._count_since(seconds)) if v == v]
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return []
+        values = self._in_window(rings.metrics[metric], seconds)[1]
+        total = sum(values)  # no NaN among them (the common case): nothing to leave out
+        return values if total == total else [v for v in values if v == v]
+
+    def _in_window(self, ring: Ring, seconds: float) -> tuple[list[float], list[float]]:
+        """The times of the last ``seconds`` and ``ring``'s values at them."""
+        times, a, b, c = self._window(seconds)
+        data = ring._data
+        values = data[a:b].tolist()
+        if c:
+            values += data[:c].tolist()
+        return times, values
 
     def _window(self, seconds: float) -> tuple[list[float], int, int, int]:
         """The ticks of the last ``seconds``: their times, and where their values lie in
@@ -399,16 +413,10 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return None
-        times, a, b, c = self._window(seconds)
-        data = rings.metrics[metric]._data
-        values = data[a:b].tolist()
-        if c:
-            values += data[:c].tolist()
-        return _stats(times, values)
+        return _stats(*self._in_window(rings.metrics[metric], seconds))
 
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
-        n = self._count_since(seconds)
-        return _stats(self._time_tail(n), self._host[metric].tail(n))
+        return _stats(*self._in_window(self._host[metric], seconds))
 
     def reading_times(self, gpu: int, seconds: float | None = None) -> list[float]:
         """The times of a GPU's distinct readings in the last ``seconds`` (all without).
@@ -485,7 +493,7 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return []
-        window = cast("list[int]", rings.reasons.tail(self._count_since(seconds)))  # a "q" ring
+        window = cast("list[int]", self._in_window(rings.reasons, seconds)[1])  # a "q" ring
         if NO_REASONS not in window:
             return window
         return [r for r in window if r != NO_REASONS]
