@@ -356,6 +356,12 @@ class History:
         n = None if seconds is None else self._count_since(seconds)
         return self._times.tail(n)
 
+    def span_s(self, seconds: float) -> float:
+        """The time from the first to the last tick of the last ``seconds`` (0 with fewer
+        than two)."""
+        times = self._window(seconds)[0]
+        return times[-1] - times[0] if len(times) > 1 else 0.0
+
     def _time_tail(self, n: int) -> list[float]:
         """The newest ``n`` times; every rule asks for the same few windows each tick."""
         tail = self._time_tails.get(n)

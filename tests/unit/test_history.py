@@ -215,6 +215,7 @@ def test_a_windows_stats_are_those_of_its_readings_before_and_after_the_ring_wra
                 values = history.series(0, metric)[-n:]
                 known = [(t, v) for t, v in zip(times, values, strict=True) if v == v]
                 assert history.window(0, metric, seconds) == [v for _, v in known]
+                assert history.span_s(seconds) == (times[-1] - times[0] if n > 1 else 0.0)
                 if not known:
                     assert stats is None
                     continue
