@@ -134,8 +134,7 @@ class Context:
 
     def sampled_s(self, seconds: float | None = None) -> float:
         """The history actually sampled, up to ``seconds`` (the window by default)."""
-        times = self.history.times(self.t.window_s if seconds is None else seconds)
-        return times[-1] - times[0] if len(times) > 1 else 0.0
+        return self.history.span_s(self.t.window_s if seconds is None else seconds)
 
     def readings(self, gpu: int, seconds: float | None = None) -> tuple[int, float]:
         """Distinct readings of a GPU in the window, and the time they span.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 from gputui.advisor.context import Context, ProcessCpu
 from gputui.advisor.finding import Candidate
@@ -247,7 +248,12 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
 def job_of(proc: ProcessSample) -> tuple[str, ...] | None:
     """The distributed job a process is a rank of, from its launcher's environment; None
     for a process that is no rank of one (independent runs of one script are not peers)."""
-    env = dict(e.split("=", 1) for e in proc.env if "=" in e)
+    return _job_of(proc.env, proc.ppid)
+
+
+@lru_cache(maxsize=1024)  # asked of every process every judgement; both rarely change
+def _job_of(environment: tuple[str, ...], ppid: int | None) -> tuple[str, ...] | None:
+    env = dict(e.split("=", 1) for e in environment if "=" in e)
     world = env.get("WORLD_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("PMI_SIZE")
     if world is not None and world.strip() in ("", "0", "1"):
         return None  # a world of one: nobody to wait for
@@ -255,8 +261,8 @@ def job_of(proc: ProcessSample) -> tuple[str, ...] | None:
         return ("torch", env["MASTER_ADDR"], env["MASTER_PORT"], world or "?")
     if "SLURM_JOB_ID" in env and "SLURM_STEP_ID" in env and world is not None:
         return ("slurm", env["SLURM_JOB_ID"], env["SLURM_STEP_ID"])
-    if ("OMPI_COMM_WORLD_SIZE" in env or "PMI_SIZE" in env) and proc.ppid is not None:
-        return ("mpi", str(proc.ppid), world or "?")
+    if ("OMPI_COMM_WORLD_SIZE" in env or "PMI_SIZE" in env) and ppid is not None:
+        return ("mpi", str(ppid), world or "?")
     return None
 
 

@@ -50,23 +50,45 @@ def _all_plain(obj: object) -> bool:
         getter = _TEXT_GETTERS[cls] = (
             get if len(names) != 1 else (lambda o: (get(o),))  # one name: not a tuple
         )
-    for value in getter(obj):
+    values = getter(obj)
+    try:
+        if values in _PLAIN:
+            return True
+    except TypeError:  # something unhashable where a text belongs: the full path
+        return False
+    size = 0  # characters: only records with short texts are remembered
+    for value in values:
         if value is None:
             continue
         if value.__class__ is str:
             if not (value.isascii() and value.isprintable() and len(value) <= MAX_TEXT):
                 return False
+            size += len(value)
         elif value.__class__ is tuple:
             for item in value:
-                if item.__class__ is not str:
-                    if isinstance(item, str):
-                        return False  # a str subclass: the full path
-                    continue
-                if not (item.isascii() and item.isprintable() and len(item) <= MAX_TEXT):
-                    return False
+                if item.__class__ is str:
+                    if not (item.isascii() and item.isprintable() and len(item) <= MAX_TEXT):
+                        return False
+                    size += len(item)
+                elif isinstance(item, str):
+                    return False  # a str subclass: the full path
         else:
             return False
+    if size <= _PLAIN_CHARS:
+        if len(_PLAIN) >= _PLAIN_MOST:
+            _PLAIN.clear()
+        _PLAIN.add(values)
     return True
+
+
+#: texts found plain before, as a record's tuple of them: a record built again and again
+#: (a process, tick after tick) has the same ones, and a tuple of texts equal to a plain
+#: one is plain (str's own equality: the same characters). Only exact ``str`` (and tuples
+#: of them) are let in by ``_all_plain``. Bounded: at most ``_PLAIN_MOST`` records of at
+#: most ``_PLAIN_CHARS`` characters each (a few MB however long a host's command lines).
+_PLAIN: set[tuple[object, ...]] = set()
+_PLAIN_MOST = 1024
+_PLAIN_CHARS = 4096
 
 
 def _reading(value: object, ceiling: float = math.inf) -> float | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from operator import attrgetter, mul
 from typing import Final, cast
@@ -131,23 +130,56 @@ READING_METRICS: Final = (
 )
 
 
-@dataclass(slots=True)
 class WindowStats:
     """A window's figures. Immutable by contract (``Final``, checked by mypy): the advisor
     asks for a hundred of these a judgement, and a frozen dataclass costs six times as
-    much to build."""
+    much to build. The least and greatest reading are worked out when first asked (few
+    rules do): ``min``/``max`` given as None at construction."""
 
-    count: Final[int]
-    mean: Final[float]
-    min: Final[float]
-    max: Final[float]
-    first: Final[float]
-    last: Final[float]
-    span_s: Final[float]  # time between the first and last reading in the window
-    # The readings behind the figures, for the slope. Shared with the history's per-tick
-    # caches rather than copied: nothing may change them.
-    times: Final[Sequence[float]]
-    values: Final[Sequence[float]]
+    __slots__ = ("_max", "_min", "count", "first", "last", "mean", "span_s", "times", "values")
+
+    def __init__(
+        self,
+        count: int,
+        mean: float,
+        min: float | None,
+        max: float | None,
+        first: float,
+        last: float,
+        span_s: float,
+        times: Sequence[float],
+        values: Sequence[float],
+    ) -> None:
+        self.count: Final = count
+        self.mean: Final = mean
+        self._min = min
+        self._max = max
+        self.first: Final = first
+        self.last: Final = last
+        #: time between the first and last reading in the window
+        self.span_s: Final = span_s
+        # The readings behind the figures, for the slope. Shared with the history's
+        # per-tick caches rather than copied: nothing may change them.
+        self.times: Final = times
+        self.values: Final = values
+
+    @property
+    def min(self) -> float:
+        if self._min is None:
+            self._min = min(self.values)
+        return self._min
+
+    @property
+    def max(self) -> float:
+        if self._max is None:
+            self._max = max(self.values)
+        return self._max
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowStats(count={self.count}, mean={self.mean}, min={self.min}, "
+            f"max={self.max}, first={self.first}, last={self.last}, span_s={self.span_s})"
+        )
 
     @property
     def slope_per_s(self) -> float | None:
@@ -324,6 +356,12 @@ class History:
         n = None if seconds is None else self._count_since(seconds)
         return self._times.tail(n)
 
+    def span_s(self, seconds: float) -> float:
+        """The time from the first to the last tick of the last ``seconds`` (0 with fewer
+        than two)."""
+        times = self._window(seconds)[0]
+        return times[-1] - times[0] if len(times) > 1 else 0.0
+
     def _time_tail(self, n: int) -> list[float]:
         """The newest ``n`` times; every rule asks for the same few windows each tick."""
         tail = self._time_tails.get(n)
@@ -343,7 +381,21 @@ class History:
 
     def window(self, gpu: int, metric: Metric, seconds: float) -> list[float]:
         """Readings of the last ``seconds``, oldest first, missing ones left out."""
-        return [v for v in self.series(gpu, metric, self._count_since(seconds)) if v == v]
+        rings = self._gpus.get(gpu)
+        if rings is None:
+            return []
+        values = self._in_window(rings.metrics[metric], seconds)[1]
+        total = sum(values)  # no NaN among them (the common case): nothing to leave out
+        return values if total == total else [v for v in values if v == v]
+
+    def _in_window(self, ring: Ring, seconds: float) -> tuple[list[float], list[float]]:
+        """The times of the last ``seconds`` and ``ring``'s values at them."""
+        times, a, b, c = self._window(seconds)
+        data = ring._data
+        values = data[a:b].tolist()
+        if c:
+            values += data[:c].tolist()
+        return times, values
 
     def _window(self, seconds: float) -> tuple[list[float], int, int, int]:
         """The ticks of the last ``seconds``: their times, and where their values lie in
@@ -367,16 +419,10 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return None
-        times, a, b, c = self._window(seconds)
-        data = rings.metrics[metric]._data
-        values = data[a:b].tolist()
-        if c:
-            values += data[:c].tolist()
-        return _stats(times, values)
+        return _stats(*self._in_window(rings.metrics[metric], seconds))
 
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
-        n = self._count_since(seconds)
-        return _stats(self._time_tail(n), self._host[metric].tail(n))
+        return _stats(*self._in_window(self._host[metric], seconds))
 
     def reading_times(self, gpu: int, seconds: float | None = None) -> list[float]:
         """The times of a GPU's distinct readings in the last ``seconds`` (all without).
@@ -453,7 +499,7 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return []
-        window = cast("list[int]", rings.reasons.tail(self._count_since(seconds)))  # a "q" ring
+        window = cast("list[int]", self._in_window(rings.reasons, seconds)[1])  # a "q" ring
         if NO_REASONS not in window:
             return window
         return [r for r in window if r != NO_REASONS]
@@ -489,14 +535,16 @@ def _stats(times: list[float], values: list[float]) -> WindowStats | None:
             return None
         times = [t for t, v in zip(times, values, strict=True) if v == v]
         total = sum(known)
+    count = len(known)
+    # count, mean, min, max (None: when asked), first, last, span_s, times, values
     return WindowStats(
-        count=len(known),
-        mean=total / len(known),
-        min=min(known),
-        max=max(known),
-        first=known[0],
-        last=known[-1],
-        span_s=times[-1] - times[0],
-        times=times,
-        values=known,
+        count,
+        total / count,
+        None,
+        None,
+        known[0],
+        known[-1],
+        times[-1] - times[0],
+        times,
+        known,
     )

@@ -11,7 +11,7 @@ from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, GpuSample, XidEvent
 from gputui.core.names import Metric
-from gputui.sampling.history import MAX_XIDS, History, Ring
+from gputui.sampling.history import MAX_XIDS, NO_REASONS, History, Ring
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 
@@ -201,7 +201,12 @@ def test_a_windows_stats_are_those_of_its_readings_before_and_after_the_ring_wra
     history = History(7)
     for i in range(30):
         temp = None if i % 5 == 3 else 40.0 + (i * 7) % 11
-        history.add(frame(100.0 + i, temp_c=temp, util_gpu=float(i)))
+        reasons = None if i % 4 == 1 else i % 3
+        history.add(frame(100.0 + i, temp_c=temp, util_gpu=float(i), clock_reasons=reasons))
+        for seconds in (0.0, 3.0, 60.0):
+            n = min(i + 1, 7, int(seconds) + 1)
+            masks = history.reasons(0)[-n:]
+            assert history.known_reasons(0, seconds) == [r for r in masks if r != NO_REASONS]
         for seconds in (0.0, 2.0, 4.0, 6.0, 60.0, 2.0):
             for metric in (Metric.TEMP_C, Metric.UTIL_GPU):
                 stats = history.stats(0, metric, seconds)
@@ -209,6 +214,8 @@ def test_a_windows_stats_are_those_of_its_readings_before_and_after_the_ring_wra
                 times = history.times()[-n:]
                 values = history.series(0, metric)[-n:]
                 known = [(t, v) for t, v in zip(times, values, strict=True) if v == v]
+                assert history.window(0, metric, seconds) == [v for _, v in known]
+                assert history.span_s(seconds) == (times[-1] - times[0] if n > 1 else 0.0)
                 if not known:
                     assert stats is None
                     continue

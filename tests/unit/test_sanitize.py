@@ -148,3 +148,35 @@ def test_a_model_objects_texts_come_out_as_clean_makes_them(
     assert HostSample(hostname=other).hostname == clean(other)
     finding = Finding(RuleId.GPU_ERRORS, Severity.INFO, 0, one, tuple(listed), (other,), 0, 0)
     assert (finding.title, finding.evidence) == (clean(one), tuple(clean(t) for t in listed))
+
+
+def test_texts_seen_plain_before_do_not_let_other_texts_through() -> None:
+    """Records built again and again with the same texts are told plain from the texts
+    seen before; a record whose texts differ in any way (a control character, one more
+    entry) is cleaned; a value that is not text where text belongs is left as it was."""
+    command = "python train.py --lr 0.1"
+    for _ in range(3):
+        assert ProcessSample(pid=1, gpu_index=0, command=command, env=("A=1",)).command == command
+    assert ProcessSample(pid=1, gpu_index=0, command=command + "\x1b[2J").command == (
+        command + "␛[2J"
+    )
+    odd = ProcessSample(pid=1, gpu_index=0, command=command, env=("A=1", "B=\x07"))
+    assert odd.env == ("A=1", "B=␇")
+    listed = ProcessSample(pid=1, gpu_index=0, command=["not", "text"])  # type: ignore[arg-type]
+    assert listed.command == ["not", "text"]  # type: ignore[comparison-overlap]
+
+
+def test_the_texts_remembered_as_plain_stay_few_and_short() -> None:
+    """A host whose processes come and go with long command lines does not grow the
+    memory of plain texts: so many records, so many characters each, at most."""
+    from gputui.core import model_checks
+
+    for k in range(3 * model_checks._PLAIN_MOST):
+        ProcessSample(pid=k, gpu_index=0, command=f"python run.py --seed {k}")
+        ProcessSample(pid=k, gpu_index=0, command="x" * 5000 + str(k))
+    assert len(model_checks._PLAIN) <= model_checks._PLAIN_MOST
+    longest = max(
+        sum(len(t) for v in texts for t in (v if isinstance(v, tuple) else (v,)) if t)
+        for texts in model_checks._PLAIN
+    )
+    assert longest <= model_checks._PLAIN_CHARS
