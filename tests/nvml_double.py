@@ -823,13 +823,10 @@ class FakeNvmlLib:
         elif name.endswith(("_v2", "_v3")):
             layout = DriverProcessInfoV2
         # A driver leaves no Python garbage behind: ctypes.cast would tie the caller's
-        # buffer into a reference cycle, so an array is written through from_buffer.
+        # buffer into a reference cycle, so its entries are written through from_buffer.
         size = ctypes.sizeof(layout)
-        entries = (
-            None if isinstance(array, ctypes.Array) else ctypes.cast(array, ctypes.POINTER(layout))
-        )
         for i, proc in enumerate(procs):
-            entry: Any = layout.from_buffer(array, i * size) if entries is None else entries[i]
+            entry: Any = layout.from_buffer(array, i * size)
             entry.pid = proc.pid
             entry.usedGpuMemory = proc.used_memory
             if layout is not DriverProcessInfoV1:

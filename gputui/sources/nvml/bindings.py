@@ -391,10 +391,11 @@ def text(value: bytes | str) -> str:
 
 def handle_key(handle: Any) -> int | None:
     """A device handle as a number (event data names its device by handle)."""
-    if not isinstance(handle, ctypes._Pointer):
-        return None
     # a copy of the pointer's bytes: ctypes.cast would tie the handle into a reference cycle
-    return ctypes.c_void_p.from_buffer_copy(handle).value
+    try:
+        return ctypes.c_void_p.from_buffer_copy(handle).value
+    except (TypeError, ValueError):  # not a ctypes object, or smaller than a pointer
+        return None
 
 
 def celsius(value: int | None) -> float | None:
