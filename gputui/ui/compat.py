@@ -1,6 +1,6 @@
 """Every private or undocumented Textual name gputui leans on, in one place, with a way out.
 
-gputui takes five shortcuts through Textual's internals to stay cheap while it idles and
+gputui takes a handful of shortcuts through Textual's internals to stay cheap while it idles and
 redraws a few panels once a second. Each has a public fallback, and setting
 ``GPUTUI_TEXTUAL_PUBLIC=1`` takes every fallback at once (read once, when this module is
 imported): the way out if a Textual release renames one of these. tests/test_textual_compat.py
@@ -19,6 +19,9 @@ Private name (who uses it): why / public fallback
 - ``Widget.render_lines`` override (lines.py): the compositor's way into a widget; LineView
   answers content rows from its own row cache / the Line API: ``render_line`` through
   Textual's styles cache.
+- ``Strip``'s slots (lines.py, ``BARE_ROWS``): the rows LineView hands the compositor are
+  made without Strip's constructor, which makes seven caches a row is never asked again;
+  used only while the slots are the ones it knows / Strip's own constructor.
 - ``DOMNode.notify_style_update`` override (lines.py): the hook Textual calls when CSS
   changes, where LineView drops the styles it resolved / ``rich_style`` read for every line.
 - ``textual.keys.unicodedata`` (here, ``spare_unicode_names``): Textual looks key names up

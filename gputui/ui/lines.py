@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -43,14 +43,51 @@ _NARROW = "".join(
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
 
 
+class _NoCache:
+    """A cache that keeps nothing: every lookup misses, every store is dropped."""
+
+    __slots__ = ()
+
+    def get(self, key: object, default: None = None) -> None:
+        return None
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+_NO_CACHE = _NoCache()
+#: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
+#: one builds rows through Strip's own constructor instead.
+_STRIP_SLOTS: Final = frozenset(
+    {
+        *("_segments", "_cell_length", "_render_cache", "_link_ids", "_cell_count"),
+        *("_divide_cache", "_crop_cache", "_style_cache", "_filter_cache"),
+        *("_line_length_cache", "_crop_extend_cache", "_offsets_cache"),
+    }
+)
+BARE_ROWS: Final = compat.FAST_LINES and frozenset(Strip.__slots__) == _STRIP_SLOTS
+
+
 class _Row(Strip):
-    """A row handed to the compositor. Strip.divide keeps its answer in the strip's own
-    cache, and for the usual single cut at its end that answer is ``[self]``: a reference
-    cycle, so every repainted row (seven caches and its segments) waited for the garbage
-    collector. Here that answer is given without keeping it; reference counting frees the
+    """A row handed to the compositor, which asks a panel for every row each tick (a
+    hundred) and keeps each for one frame. A Strip makes seven caches when it is made,
+    for crops and styles it may be asked for again; a row is asked once, so here they are
+    one shared cache that keeps nothing (``BARE_ROWS``). And Strip.divide keeps its answer
+    in the strip's own cache, for the usual single cut at its end ``[self]``: a reference
+    cycle; here that answer is given without keeping it, so reference counting frees the
     row as soon as the frame is written."""
 
     __slots__ = ()
+
+    if BARE_ROWS:
+
+        def __init__(self, segments: list[Segment], cell_length: int) -> None:
+            self._segments = segments
+            self._cell_length = cell_length
+            self._render_cache = self._link_ids = self._cell_count = None
+            self._divide_cache = self._crop_cache = self._style_cache = _NO_CACHE  # type: ignore[assignment]
+            self._filter_cache = self._line_length_cache = _NO_CACHE  # type: ignore[assignment]
+            self._crop_extend_cache = self._offsets_cache = _NO_CACHE  # type: ignore[assignment]
 
     def divide(self, cuts: Iterable[int]) -> Sequence[Strip]:
         cuts = list(cuts)

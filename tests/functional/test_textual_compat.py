@@ -184,6 +184,33 @@ async def test_the_compositor_asks_render_lines_for_rows_in_widget_coordinates()
         assert marked.crops and all(whole.contains_region(crop) for crop in marked.crops)
 
 
+def test_a_bare_row_behaves_as_a_strip_of_the_same_segments() -> None:
+    """Strip's private slots (lines.BARE_ROWS): a row built without Strip's constructor
+    crops, divides, styles, joins and renders as Textual's own strip does."""
+    from rich.console import Console
+    from rich.style import Style
+
+    from gputui.ui.lines import _STRIP_SLOTS, BARE_ROWS, _Row
+
+    assert BARE_ROWS is compat.FAST_LINES, (
+        f"Strip's slots changed: {sorted(set(Strip.__slots__) ^ _STRIP_SLOTS)}"
+    )
+    segments = [Segment("GPU 0 ", Style(bold=True)), Segment("72 °C", Style(color="red"))]
+    row, strip = _Row(list(segments), 11), Strip(list(segments), 11)
+    console = Console(width=40, color_system="truecolor", force_terminal=True)
+    assert row.render(console) == strip.render(console)
+    for _ in range(2):  # the second time from the cache, where a strip keeps one
+        assert list(row.crop(2, 9)) == list(strip.crop(2, 9))
+        assert [list(s) for s in row.divide([3, 11])] == [list(s) for s in strip.divide([3, 11])]
+        assert list(row.crop_extend(1, 14, None)) == list(strip.crop_extend(1, 14, None))
+        assert list(row.apply_style(Style(dim=True))) == list(strip.apply_style(Style(dim=True)))
+        assert list(row.adjust_cell_length(14)) == list(strip.adjust_cell_length(14))
+        assert list(row.apply_offsets(1, 2)) == list(strip.apply_offsets(1, 2))
+    assert row.cell_length == strip.cell_length == 11
+    assert list(Strip.join([row, row])) == list(Strip.join([strip, strip]))
+    assert list(row) == segments  # nothing above changed the row's own segments
+
+
 async def test_notify_style_update_is_called_when_the_css_changes() -> None:
     styled = _Styled()
     app = _Probe(styled)
