@@ -31,7 +31,7 @@ from gputui.sources.placement import allowed_cpus
 from gputui.sources.proc_stat import read_small, read_stat
 from gputui.sources.shm import read_shm
 
-JOB_PERIOD_S = 5.0  # a job's cgroup, shared memory and limits, re-read this often
+JOB_PERIOD_S = 10.0  # a job's cgroup, shared memory and limits, re-read this often
 HOST_PERIOD_S = 30.0  # the host's settings (and who holds an exclusive GPU)
 WINDOW_S = 30.0  # the throttling counters are reported over this span
 MAX_JOBS = 64

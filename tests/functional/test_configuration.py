@@ -29,7 +29,7 @@ from gputui.core.config import Thresholds
 from gputui.core.model import Frame, HostSettings, ProcessSample
 from gputui.exporters.doctor import config_report_lines
 from gputui.sources.host import GpuProcess, HostReader
-from gputui.sources.settings import SettingsReader
+from gputui.sources.settings import JOB_PERIOD_S, SettingsReader
 from tests.advisor_kit import BUSY, H100, HOST
 from tests.nvml_double import driver, hgx, install
 
@@ -121,7 +121,9 @@ def test_a_throttled_cgroup_is_read_and_judged_live() -> None:
             assert (job.cpu_throttled_periods or 0) / job.cpu_periods > 0.5
             assert job.window_periods is None  # one reading: no window yet
             time.sleep(1.0)
-            clock.now += 6.0  # past the reader's period: read again, the window opens
+            clock.now += (
+                JOB_PERIOD_S + 1.0
+            )  # past the reader's period: read again, the window opens
             jobs, settings = reader.read(procs, host.workers_of)
             job = jobs[0]
             assert job.window_periods is not None and job.window_periods >= 8
@@ -134,7 +136,7 @@ def test_a_throttled_cgroup_is_read_and_judged_live() -> None:
     finding = next(f for f in verdict.findings if f.rule == "cpu-throttled")
     assert finding.gpu == 0 and finding.severity == "warning"
     assert "CPU quota 0.2 cores" in finding.evidence[0]
-    assert "scheduler periods over the last 6 s" in finding.evidence[1]
+    assert f"scheduler periods over the last {JOB_PERIOD_S + 1:.0f} s" in finding.evidence[1]
 
 
 # -- a private mount namespace with a 64 MB /dev/shm and two workers ----------------------

@@ -331,7 +331,7 @@ def test_settings_reader_groups_jobs_and_opens_a_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gputui.core.model import ProcessSample
-    from gputui.sources.settings import SettingsReader
+    from gputui.sources.settings import JOB_PERIOD_S, SettingsReader
 
     leaf = "/job.slice"
     proc = _proc(tmp_path, 42, f"0::{leaf}\n", fixture("mountinfo_v2"))
@@ -358,10 +358,10 @@ def test_settings_reader_groups_jobs_and_opens_a_window(
     stat.write_text("usage_usec 25000000\nnr_periods 400\nnr_throttled 250\nthrottled_usec 9\n")
     now[0] = 3.0
     assert reader.read(ranks, lambda pid: ())[0][0] is job  # read a moment ago: kept
-    now[0] = 6.0
+    now[0] = JOB_PERIOD_S + 1.0
     job = reader.read(ranks, lambda pid: ())[0][0]
-    assert (job.window_s, job.window_periods, job.window_throttled) == (6.0, 300, 240)
+    assert (job.window_s, job.window_periods, job.window_throttled) == (now[0], 300, 240)
     assert job.window_cpu_s == pytest.approx(24.0)  # 4 cores used of the quota's 4
     (proc / "self" / "cgroup").write_text(f"0::{leaf}\n")  # doctor runs inside the job
-    now[0] = 12.0
+    now[0] += JOB_PERIOD_S
     assert [j.own for j in reader.read(ranks, lambda pid: ())[0]] == [False]
