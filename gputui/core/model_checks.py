@@ -37,6 +37,11 @@ _TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
 _TEXT_GETTERS: dict[type, Callable[[object], tuple[object, ...]]] = {}
 
 
+def _plain(text: str) -> bool:
+    """Printable ASCII within ``MAX_TEXT``: a text ``clean`` leaves as it is."""
+    return text.isascii() and text.isprintable() and len(text) <= MAX_TEXT
+
+
 def _all_plain(obj: object) -> bool:
     """Whether every text of ``obj`` is one ``clean`` would leave as it is, told cheaply:
     printable ASCII (no control character, no DEL) within ``MAX_TEXT``. Most text is, and
@@ -61,13 +66,13 @@ def _all_plain(obj: object) -> bool:
         if value is None:
             continue
         if value.__class__ is str:
-            if not (value.isascii() and value.isprintable() and len(value) <= MAX_TEXT):
+            if not _plain(value):
                 return False
             size += len(value)
         elif value.__class__ is tuple:
             for item in value:
                 if item.__class__ is str:
-                    if not (item.isascii() and item.isprintable() and len(item) <= MAX_TEXT):
+                    if not _plain(item):
                         return False
                     size += len(item)
                 elif isinstance(item, str):
