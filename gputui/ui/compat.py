@@ -16,6 +16,10 @@ Private name (who uses it): why / public fallback
 - ``LinuxDriver.run_input_thread``, ``.exit_event``, ``Driver._debug`` (driver.py): the
   input loop replaced, the event Textual sets to stop it, the debug flag for the parser /
   Textual's own driver.
+- ``LinuxDriver._sigtstp_application`` / ``._sigcont_application`` overrides (driver.py):
+  the handlers Textual installs for Ctrl+Z and fg suspend and resume inside the signal
+  handler, which can deadlock on the writer's lock mid-frame; the quiet driver runs them
+  on the event loop / Textual's own driver (and its handlers).
 - ``Widget.render_lines`` override (lines.py): the compositor's way into a widget; LineView
   answers content rows from its own row cache / the Line API: ``render_line`` through
   Textual's styles cache.

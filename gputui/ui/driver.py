@@ -13,6 +13,7 @@ all reached through ``compat``. Where one is missing, or with ``GPUTUI_TEXTUAL_P
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
@@ -49,12 +50,35 @@ class _WakingEvent(threading.Event):
 class QuietLinuxDriver(LinuxDriver):
     """The wake-up pipe lives as long as application mode: made when it starts, closed
     with the driver. Ctrl+Z closes the driver (Textual's suspend) and fg starts it again,
-    so each start makes its own pipe rather than reading one closed at the suspend."""
+    so each start makes its own pipe rather than reading one closed at the suspend.
+
+    Ctrl+Z and fg are handled on the event loop, not in the signal handler. Textual
+    suspends inside the handler, and Python runs a handler between two bytecodes of
+    whatever the main thread was doing: in the middle of writing a frame, that is
+    ``Queue.put`` holding the writer queue's lock, and the suspend's own writes then wait
+    for that lock forever (the app hangs and the terminal is never given back; seen on a
+    loaded machine, where a frame's write takes longer)."""
 
     def __init__(self, app: Any, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
         self._pipe: tuple[int, int] | None = None
         self._waking: _WakingEvent | None = None
+        self._signal_loop: asyncio.AbstractEventLoop | None = None
+
+    def _sigtstp_application(self, *_: Any) -> None:
+        self._on_loop(super()._sigtstp_application)
+
+    def _sigcont_application(self, *_: Any) -> None:
+        self._on_loop(super()._sigcont_application)
+
+    def _on_loop(self, handle: Any) -> None:
+        """``handle`` as soon as the signal handler has returned and the main thread holds
+        no lock; inline (Textual's way) before application mode has started a loop."""
+        loop = self._signal_loop
+        if loop is None or loop.is_closed():
+            handle()
+            return
+        loop.call_soon_threadsafe(handle)
 
     def _open_pipe(self) -> None:
         if self._pipe is not None:
@@ -66,6 +90,8 @@ class QuietLinuxDriver(LinuxDriver):
         self._waking = self.exit_event = _WakingEvent(write)
 
     def start_application_mode(self) -> None:
+        with contextlib.suppress(RuntimeError):  # Textual starts it on its loop
+            self._signal_loop = asyncio.get_running_loop()
         self._open_pipe()
         super().start_application_mode()  # type: ignore[no-untyped-call]
 

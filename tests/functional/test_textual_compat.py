@@ -7,6 +7,7 @@ compat.py is the one place to mend.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import os
@@ -116,6 +117,53 @@ async def test_linux_driver_input_loop_and_its_stop_event() -> None:
         assert isinstance(driver.exit_event, threading.Event)
         assert compat.driver_debug(driver) is True
         assert compat.driver_debug(LinuxDriver(object())) is False  # type: ignore[arg-type]
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+@pytest.mark.skipif(compat.PUBLIC_ONLY, reason="Textual's own driver with the switch on")
+async def test_ctrl_z_and_fg_wait_until_the_main_thread_holds_no_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual installs its bound ``_sigtstp_application``/``_sigcont_application`` as the
+    handlers and suspends inside them; a handler runs between two bytecodes of the main
+    thread, which may hold the writer queue's lock mid-frame (the suspend's writes then wait
+    on it forever). The quiet driver hands both to the event loop."""
+    assert "signal.signal(signal.SIGTSTP, self._sigtstp_application)" in inspect.getsource(
+        LinuxDriver
+    )
+    assert "signal.signal(signal.SIGCONT, self._sigcont_application)" in inspect.getsource(
+        LinuxDriver
+    )
+    writing = threading.Lock()  # stands for the writer queue's lock, as Queue.put holds it
+    handled: list[tuple[str, bool]] = []
+
+    def textuals(name: str) -> Any:
+        def handle(_driver: LinuxDriver, *_args: object) -> None:
+            free = writing.acquire(blocking=False)  # what the suspend's writes need
+            handled.append((name, free))
+            if free:
+                writing.release()
+
+        return handle
+
+    monkeypatch.setattr(LinuxDriver, "_sigtstp_application", textuals("suspend"))
+    monkeypatch.setattr(LinuxDriver, "_sigcont_application", textuals("resume"))
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTSTP, signal.SIGCONT)}
+    try:
+        driver = QuietLinuxDriver(object())
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)  # nothing here is sent a signal
+        driver._signal_loop = asyncio.get_running_loop()  # as start_application_mode does
+        with writing:  # the main thread in the middle of writing a frame
+            driver._sigtstp_application(signal.SIGTSTP, None)
+            driver._sigcont_application(signal.SIGCONT, None)
+            assert handled == []
+        await asyncio.sleep(0)
+        assert handled == [("suspend", True), ("resume", True)]
+        driver._signal_loop = None  # before application mode: Textual's way, inline
+        driver._sigtstp_application(signal.SIGTSTP, None)
+        assert handled[-1] == ("suspend", True)
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
