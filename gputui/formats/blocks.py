@@ -324,13 +324,12 @@ def _columns(data: Mapping[str, Any], ticks: int) -> dict[tuple[str, str], Any]:
     listed = data.get("columns")
     if not isinstance(listed, list) or len(listed) > 100 * (MAX_GPUS + MAX_PROCESSES):
         raise FormatError("a block's columns are not a list")
-    specs = [parse_spec(item) for item in listed]
-    view = unpack_blob(data.get("data"), specs, ticks)
+    plan = _plan(listed)
+    view = unpack_blob(data.get("data"), [spec for spec, _ in plan], ticks)
     out: dict[tuple[str, str], Any] = {}
     offset = 0
-    for spec in specs:
+    for spec, expected in plan:
         size = spec.size(ticks)
-        expected = _expected(spec)
         if expected is not None:
             if spec.code != expected.code:
                 raise FormatError(f"column {spec.field}: code {spec.code}, not {expected.code}")
@@ -339,6 +338,31 @@ def _columns(data: Mapping[str, Any], ticks: int) -> dict[tuple[str, str], Any]:
             )
         offset += size  # a field this gputui does not know (a newer writer): skipped
     return out
+
+
+#: the checked specs of a block's column list, by its ``repr``: a recording's blocks list
+#: the same columns block after block. ``repr`` tells JSON's values apart where ``==``
+#: does not (``1``, ``1.0`` and ``true``); bounded in entries and in each key's size.
+_PLANS: dict[str, list[tuple[Spec, _Field | None]]] = {}
+_PLANS_MOST: Final = 32
+_PLAN_KEY_MOST: Final = 256 * 1024
+
+
+def _plan(listed: list[Any]) -> list[tuple[Spec, _Field | None]]:
+    """Each column's spec (checked by ``parse_spec``) and the field it fills (None: one
+    this gputui does not know)."""
+    try:
+        key = repr(listed)
+    except RecursionError:  # nested too deeply: parse_spec says what is wrong with it
+        key = ""
+    plan = _PLANS.get(key) if key else None
+    if plan is None:
+        plan = [(spec, _expected(spec)) for spec in map(parse_spec, listed)]
+        if key and len(key) <= _PLAN_KEY_MOST:
+            if len(_PLANS) >= _PLANS_MOST:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan
 
 
 def _expected(spec: Spec) -> _Field | None:

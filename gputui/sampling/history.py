@@ -407,8 +407,8 @@ class History:
     def span_s(self, seconds: float) -> float:
         """The time from the first to the last tick of the last ``seconds`` (0 with fewer
         than two)."""
-        times = self._window(seconds)[0]
-        return times[-1] - times[0] if len(times) > 1 else 0.0
+        n = self._count_since(seconds)  # its ends only: no list of its times
+        return self._times[-1] - self._times[-n] if n > 1 else 0.0
 
     def _time_tail(self, n: int) -> list[float]:
         """The newest ``n`` times; every rule asks for the same few windows each tick."""
