@@ -80,7 +80,8 @@ def columns_of(block: Block) -> Columns | None:
 
 
 def _floats(values: Sequence[Any]) -> array[float]:
-    return array("f", [NAN if v is None else v for v in values])
+    """As the history stores them: float32, NaN where None (told in C: mostly none)."""
+    return array("f", values if None not in values else [NAN if v is None else v for v in values])
 
 
 def ingest(monitor: Monitor, block: Block, columns: Columns) -> bool:
