@@ -40,6 +40,7 @@ from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import recording_collector, report_text
 from gputui.exporters.report.segments import judge_recording, workers
+from gputui.formats.blocks import Block
 from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -88,7 +89,9 @@ def _repeat(out: BinaryIO | gzip.GzipFile, lines: list[bytes], total: int) -> No
                 return
 
 
-def timed(items: Iterator[Header | Tick], took: dict[str, float]) -> Iterator[Header | Tick]:
+def timed(
+    items: Iterator[Header | Tick | Block], took: dict[str, float]
+) -> Iterator[Header | Tick | Block]:
     """The stream, the time spent getting each item added to ``took["read the file"]``."""
     while True:
         t0 = time.perf_counter()
@@ -114,15 +117,19 @@ def report(path: Path, processes: int) -> tuple[int, int, int, dict[str, float]]
     took = {"read the file": 0.0, "columns and the advisor": 0.0}
     notices: list[str] = []
     stream = timed(
-        stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False), took
+        stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False, columns=True),
+        took,
     )
     header = next(stream)
     assert isinstance(header, Header)
     collector = recording_collector(header, path.name)
     for tick in stream:
-        assert isinstance(tick, Tick)
+        assert not isinstance(tick, Header)
         t0 = time.perf_counter()
-        collector.add(tick.frame)
+        if isinstance(tick, Block):
+            collector.add_block(tick)
+        else:
+            collector.add(tick.frame)
         took["columns and the advisor"] += time.perf_counter() - t0
     t0 = time.perf_counter()
     run = collector.finish(notices)

@@ -18,7 +18,7 @@ from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement
-from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
+from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
 from gputui.core.names import RuleId, Severity
 from gputui.core.units import fmt_duration
 from gputui.sampling.history import History
@@ -84,14 +84,9 @@ class Advisor:
         if frame is None:
             return self.findings
         if self._kept_at is None or frame.time > self._kept_at:  # each frame once
-            self._kept_at = frame.time
-            self._keep_driver_samples(frame)
-            self._keep_process_cpu(frame)
-        last = self._judged_at
-        # Within a tolerance of a tick's jitter: "every 2 s" must not become every 3 ticks.
+            self.keep(frame.time, [(s.index, s.util_samples) for s in frame.gpus], frame.processes)
         # A lost GPU is judged at once: that one cannot wait.
-        early = last is not None and last <= frame.time < last + self._t.judge_every_s - 0.25
-        if early and not force and not any(s.lost for s in frame.gpus):
+        if not self.due(frame.time) and not force and not any(s.lost for s in frame.gpus):
             return self.findings
         self._judged_at = now = frame.time
         t = self._at_cadence(history, now)
@@ -131,6 +126,25 @@ class Advisor:
             )
         )
         return self.findings
+
+    def due(self, now: float) -> bool:
+        """Whether a frame at ``now`` is judged (``update`` without force, no GPU lost):
+        ``judge_every_s`` after the last judgement, within a tolerance of a tick's jitter
+        ("every 2 s" must not become every 3 ticks)."""
+        last = self._judged_at
+        return last is None or not last <= now < last + self._t.judge_every_s - 0.25
+
+    def keep(
+        self,
+        now: float,
+        utilisation: Iterable[tuple[int, tuple[float, ...]]],
+        processes: Sequence[ProcessSample],
+    ) -> None:
+        """What the advisor keeps of every frame, judged or not (``update`` does it once a
+        frame): each GPU's (index) driver utilisation samples and each process's CPU."""
+        self._kept_at = now
+        self._keep_driver_samples(now, utilisation)
+        self._keep_process_cpu(now, processes)
 
     def _candidates(self, ctx: Context) -> dict[tuple[RuleId, int | None], Candidate]:
         """What every rule says now, one candidate per (rule, GPU)."""
@@ -181,46 +195,47 @@ class Advisor:
             if not state.active or now - state.last >= t.end_after_s:
                 del self._states[key]
 
-    def _keep_driver_samples(self, frame: Frame) -> None:
+    def _keep_driver_samples(
+        self, now: float, utilisation: Iterable[tuple[int, tuple[float, ...]]]
+    ) -> None:
         """Every frame's driver utilisation samples, as counts: the advisor judges every
         few seconds, but a stall between two judgements must still count."""
         t = self._t
         keep = max(t.under_used_s, t.window_s) * 1.1
-        for sample in frame.gpus:
-            if not sample.util_samples:
+        for index, values in utilisation:
+            if not values:
                 continue
-            values = sample.util_samples
             busy = sum(1 for v in values if v > t.sample_busy_pct)
             waiting = sum(1 for v in values if v <= t.starved_idle_util_pct)
-            ring = self._driver_samples.setdefault(sample.index, deque())
-            ring.append((frame.time, busy, waiting, len(values), sum(values)))
-            while ring and ring[0][0] < frame.time - keep:
+            ring = self._driver_samples.setdefault(index, deque())
+            ring.append((now, busy, waiting, len(values), sum(values)))
+            while ring and ring[0][0] < now - keep:
                 ring.popleft()
 
-    def _keep_process_cpu(self, frame: Frame) -> None:
+    def _keep_process_cpu(self, now: float, processes: Sequence[ProcessSample]) -> None:
         """Each GPU process's CPU, every frame, over the window: a starved job is judged on
         its loaders' CPU over the window, not one tick's reading."""
         keep = self._t.window_s * 1.1
         seen = set()
-        for proc in frame.processes:
+        for proc in processes:
             if proc.pid in seen or proc.cpu_percent is None:
                 continue  # a process on several GPUs: one reading a frame
             seen.add(proc.pid)
             ring = self._process_cpu.setdefault(proc.pid, deque())
             ring.append(
                 (
-                    frame.time,
+                    now,
                     proc.cpu_percent,
                     proc.workers_cpu_percent,
                     proc.workers_active,
                     proc.children,
                 )
             )
-            while ring and ring[0][0] < frame.time - keep:
+            while ring and ring[0][0] < now - keep:
                 ring.popleft()
         for pid in [p for p, ring in self._process_cpu.items() if p not in seen]:
             ring = self._process_cpu[pid]
-            while ring and ring[0][0] < frame.time - keep:
+            while ring and ring[0][0] < now - keep:
                 ring.popleft()
             if not ring:
                 del self._process_cpu[pid]

@@ -63,6 +63,8 @@ _MISSING: Final = dataclasses.MISSING
 #: the records kept in columns, by the name of their part ("gpu3": the fourth GPU of a tick)
 _PARTS: Final[dict[str, type]] = {"gpu": GpuSample, "host": HostSample, "proc": ProcessSample}
 Pair = tuple[Frame, tuple[Finding, ...]]
+#: a GpuSample field's place in its constructor's arguments
+_POSITION: Final = {f.name: k for k, f in enumerate(dataclasses.fields(GpuSample))}
 
 
 @frozen
@@ -200,6 +202,13 @@ def parse_block(data: Mapping[str, Any], findings: bool = True) -> tuple[list[Pa
     """The ticks of one block line, every value checked; and how many recorded findings
     were not understood (a rule this gputui does not know), skipped. ``findings=False``
     leaves the recorded findings unread (the report judges the frames itself)."""
+    block, skipped = parse_columns(data, findings)
+    return block.pairs(), skipped
+
+
+def parse_columns(data: Mapping[str, Any], findings: bool = True) -> tuple[Block, int]:
+    """As ``parse_block``, every value checked alike, the ticks kept as a ``Block``: the
+    GPUs' readings as one list a field, a tick's records built when asked."""
     ticks = data.get("block")
     if isinstance(ticks, bool) or not isinstance(ticks, int) or not 0 < ticks <= MAX_BLOCK_TICKS:
         raise FormatError(f"a block of {ticks!r} ticks")
@@ -209,7 +218,7 @@ def parse_block(data: Mapping[str, Any], findings: bool = True) -> tuple[list[Pa
     if not isinstance(shape, Mapping):
         raise FormatError("a block without its shape")
     counts = _expand(shape.get("gpus"), ticks, _count)
-    slots = _slots(GpuSample, "gpu", columns, data.get("gpus"), counts)
+    gpus = _gpu_slots(columns, data.get("gpus"), counts)
     hosted = _expand(shape.get("host"), ticks, _flag)
     hosts = _build(HostSample, columns, "host", _object(data.get("host"), "host"), hosted)
     running = _expand(shape.get("processes"), ticks, _process_count)
@@ -223,22 +232,57 @@ def parse_block(data: Mapping[str, Any], findings: bool = True) -> tuple[list[Pa
         if findings
         else [()] * ticks,
     )
-    pairs = [
-        (
-            Frame(
-                times[k],
-                tuple(slot[k] for slot in slots[: counts[k]]),
-                hosts[k],
-                tuple(slot[k] for slot in processes[: running[k]]),
-                parts[0][k],
-                parts[1][k],
-                parts[2][k],
-            ),
-            parts[3][k],
+    procs = [tuple(slot[k] for slot in processes[: running[k]]) for k in range(ticks)]
+    return Block(times, counts, gpus, hosts, procs, parts), skipped[0]
+
+
+class Block:
+    """One block's ticks, read and checked: each GPU slot's fields as lists (one value a
+    tick, in ``GpuSample``'s field order), the host's and the processes' records, and the
+    rest one value a tick. A tick's ``Frame`` is built when asked (a reader that takes the
+    readings as columns, the report, needs few of them)."""
+
+    __slots__ = ("counts", "gpus", "hosts", "parts", "processes", "times")
+
+    def __init__(
+        self,
+        times: list[float],
+        counts: list[int],
+        gpus: list[list[list[Any]]],
+        hosts: list[Any],
+        processes: list[tuple[ProcessSample, ...]],
+        parts: tuple[list[Any], list[Any], list[Any], list[Any]],
+    ) -> None:
+        self.times = times
+        #: how many GPUs each tick holds: slots ``gpus[:counts[k]]``
+        self.counts = counts
+        self.gpus = gpus
+        self.hosts = hosts
+        self.processes = processes
+        #: notes, jobs, settings and findings, one value a tick
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def field(self, slot: int, name: str) -> list[Any]:
+        """A GPU slot's values of one field, one a tick (whatever where it holds none)."""
+        return self.gpus[slot][_POSITION[name]]
+
+    def frame(self, k: int) -> Frame:
+        return Frame(
+            self.times[k],
+            tuple(GpuSample(*[v[k] for v in lists]) for lists in self.gpus[: self.counts[k]]),
+            self.hosts[k],
+            self.processes[k],
+            self.parts[0][k],
+            self.parts[1][k],
+            self.parts[2][k],
         )
-        for k in range(ticks)
-    ]
-    return pairs, skipped[0]
+
+    def pairs(self) -> list[Pair]:
+        """Every tick's frame and recorded findings."""
+        return [(self.frame(k), self.parts[3][k]) for k in range(len(self.times))]
 
 
 def _slots(
@@ -255,6 +299,18 @@ def _slots(
     return slots
 
 
+def _gpu_slots(
+    columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
+) -> list[list[list[Any]]]:
+    """Each GPU slot's fields as lists (``_lists``), checked as ``_slots`` checks them."""
+    changes = _object(listed, "gpu")
+    return [
+        _lists(GpuSample, columns, f"gpu{j}", _object(changes.get(str(j)), "gpu"), present)
+        for j in range(max(counts))
+        for present in ([c > j for c in counts],)
+    ]
+
+
 def _object(value: Any, what: str) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -268,13 +324,12 @@ def _columns(data: Mapping[str, Any], ticks: int) -> dict[tuple[str, str], Any]:
     listed = data.get("columns")
     if not isinstance(listed, list) or len(listed) > 100 * (MAX_GPUS + MAX_PROCESSES):
         raise FormatError("a block's columns are not a list")
-    specs = [parse_spec(item) for item in listed]
-    view = unpack_blob(data.get("data"), specs, ticks)
+    plan = _plan(listed)
+    view = unpack_blob(data.get("data"), [spec for spec, _ in plan], ticks)
     out: dict[tuple[str, str], Any] = {}
     offset = 0
-    for spec in specs:
+    for spec, expected in plan:
         size = spec.size(ticks)
-        expected = _expected(spec)
         if expected is not None:
             if spec.code != expected.code:
                 raise FormatError(f"column {spec.field}: code {spec.code}, not {expected.code}")
@@ -283,6 +338,31 @@ def _columns(data: Mapping[str, Any], ticks: int) -> dict[tuple[str, str], Any]:
             )
         offset += size  # a field this gputui does not know (a newer writer): skipped
     return out
+
+
+#: the checked specs of a block's column list, by its ``repr``: a recording's blocks list
+#: the same columns block after block. ``repr`` tells JSON's values apart where ``==``
+#: does not (``1``, ``1.0`` and ``true``); bounded in entries and in each key's size.
+_PLANS: dict[str, list[tuple[Spec, _Field | None]]] = {}
+_PLANS_MOST: Final = 32
+_PLAN_KEY_MOST: Final = 256 * 1024
+
+
+def _plan(listed: list[Any]) -> list[tuple[Spec, _Field | None]]:
+    """Each column's spec (checked by ``parse_spec``) and the field it fills (None: one
+    this gputui does not know)."""
+    try:
+        key = repr(listed)
+    except RecursionError:  # nested too deeply: parse_spec says what is wrong with it
+        key = ""
+    plan = _PLANS.get(key) if key else None
+    if plan is None:
+        plan = [(spec, _expected(spec)) for spec in map(parse_spec, listed)]
+        if key and len(key) <= _PLAN_KEY_MOST:
+            if len(_PLANS) >= _PLANS_MOST:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan
 
 
 def _expected(spec: Spec) -> _Field | None:
@@ -352,8 +432,20 @@ def _build(
     changes: Mapping[str, Any],
     present: Sequence[bool],
 ) -> list[Any]:
-    """One GPU slot's (or the host's) records, one a tick (None where ``present`` says the
+    """One slot's (or the host's) records, one a tick (None where ``present`` says the
     tick has none): built from the columns and changes, every field checked."""
+    rows = zip(*_lists(cls, columns, part, changes, present), strict=True)
+    return [cls(*row) if here else None for row, here in zip(rows, present, strict=True)]
+
+
+def _lists(
+    cls: type,
+    columns: Mapping[tuple[str, str], Any],
+    part: str,
+    changes: Mapping[str, Any],
+    present: Sequence[bool],
+) -> list[list[Any]]:
+    """One slot's fields, each one value a tick, in field order, every value checked."""
     ticks = len(present)
     lists = []
     for f in _fields(cls):
@@ -371,8 +463,7 @@ def _build(
         else:
             values = [f.default] * ticks
         lists.append(values)
-    rows = zip(*lists, strict=True)
-    return [cls(*row) if here else None for row, here in zip(rows, present, strict=True)]
+    return lists
 
 
 def _nullable(f: _Field) -> Callable[[Any], Any]:

@@ -183,28 +183,35 @@ def read_column(
     if _BIG_ENDIAN:
         column.byteswap()
     nulls = bytes(view[size : size + ticks]) if spec.nulls else None
+    low, high = (min(column), max(column)) if column else (0, 0)  # once, for every check
     if spec.code == "b":
-        if column and (min(column) < 0 or max(column) > 1):
+        if low < 0 or high > 1:
             raise FormatError(f"column {spec.field}: a bool that is neither 0 nor 1")
-        values: list[Any] = [v == 1 for v in column]
+        values: list[Any] = list(map(bool, column))  # 0 or 1: False or True
     else:
-        values = _checked_numbers(column, spec)
+        values = _checked_numbers(column, spec, low, high)
     if nulls is not None:
         if max(nulls, default=0) > 1:
             raise FormatError(f"column {spec.field}: a null byte that is neither 0 nor 1")
         values = [None if z else v for v, z in zip(values, nulls, strict=True)]
     # the writer fills a null's place with a value of the column: the whole column within
     # bounds is the common case, checked in two C loops; the rest value by value
-    if bounds is not None and column and not bounds[0] <= min(column) <= max(column) <= bounds[1]:
+    if bounds is not None and column and not bounds[0] <= low <= high <= bounds[1]:
         values = _bounded(values, bounds)
     return values, nulls
 
 
-def _checked_numbers(column: array[Any], spec: Spec) -> list[Any]:
+def _checked_numbers(
+    column: array[Any], spec: Spec, low: float | None = None, high: float | None = None
+) -> list[Any]:
+    """The column's values; a float column's all finite and within what a file may
+    claim (``low``/``high``: its least and greatest, where known already)."""
     if spec.code == "d" and column:
         if not math.isfinite(sum(column)) and not all(math.isfinite(v) for v in column):
             raise FormatError(f"column {spec.field}: not a finite number")
-        if min(column) <= -MAX_FLOAT or max(column) >= MAX_FLOAT:
+        low = min(column) if low is None else low
+        high = max(column) if high is None else high
+        if low <= -MAX_FLOAT or high >= MAX_FLOAT:
             raise FormatError(f"column {spec.field}: not a finite number in range")
     return column.tolist()
 

@@ -23,7 +23,7 @@ from typing import Any
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.core.records import frozen
-from gputui.formats.blocks import parse_block
+from gputui.formats.blocks import Block, parse_block, parse_columns
 from gputui.formats.values import (
     MAX_GPUS,
     FormatError,
@@ -148,7 +148,8 @@ def stream_recording(
     max_ticks: int | None = None,
     findings: bool = True,
     blocks: tuple[float, float] | None = None,
-) -> Iterator[Header | Tick]:
+    columns: bool = False,
+) -> Iterator[Header | Tick | Block]:
     """The header, then each tick as it is read, checked as ``read_recording`` checks it:
     a reader of a long file (the report) holds one block at a time. What the reader had to
     say (a cut last line, findings not understood) is appended to ``notices`` by the end.
@@ -156,6 +157,8 @@ def stream_recording(
     without findings), for a reader that judges the frames itself. ``blocks=(a, b)``: of a
     version-3 file only the blocks whose first tick lies in [a, b), the others skipped
     unread (``block_marks`` says where they start): a reader of one stretch of a long run.
+    ``columns=True``: a version-3 block comes whole, as a ``Block`` (checked alike; a
+    block past ``max_ticks`` still comes tick by tick, up to it).
     """
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
@@ -167,8 +170,17 @@ def stream_recording(
             header = _header(path, data)
             yield header
             continue
-        ticks, skipped = _ticks(path, number, data, header.version, findings)
+        ticks, skipped = _ticks(path, number, data, header.version, findings, columns)
         skipped_findings += skipped
+        if isinstance(ticks, Block):
+            if count + len(ticks) <= max_ticks:
+                if last is not None and ticks.times[0] < last:
+                    raise RecordingError(f"{path}:{number}: time goes backwards")
+                last = ticks.times[-1]
+                count += len(ticks)
+                yield ticks
+                continue
+            ticks = [Tick(frame, found) for frame, found in ticks.pairs()]
         for tick in ticks:
             if count >= max_ticks:
                 break
@@ -267,16 +279,18 @@ def block_marks(path: Path) -> list[tuple[float, int]] | None:
 
 
 def _ticks(
-    path: Path, number: int, data: Any, version: int, findings: bool
-) -> tuple[list[Tick], int]:
-    """The ticks of one line (one tick before version 3, a block since), and how many
-    recorded findings were not understood."""
+    path: Path, number: int, data: Any, version: int, findings: bool, columns: bool = False
+) -> tuple[list[Tick] | Block, int]:
+    """The ticks of one line (one tick before version 3, a block since: a ``Block`` with
+    ``columns``), and how many recorded findings were not understood."""
     if version < 3:
         tick, skipped = _tick(path, number, data)
         return [tick], skipped
     try:
         if not isinstance(data, dict):
             raise FormatError("a block is not an object")
+        if columns:
+            return parse_columns(data, findings)
         pairs, skipped = parse_block(data, findings)
     except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise RecordingError(f"{path}:{number}: not a block of ticks ({exc})") from exc

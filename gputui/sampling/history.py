@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
 from operator import attrgetter, mul
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from gputui.core.model import Frame, GpuSample, HostSample, XidEvent
 from gputui.core.names import HostMetric, Metric
@@ -294,6 +294,54 @@ class History:
                 column[slot] = NAN if value is None else value
         self.latest = frame
 
+    def add_columns(
+        self,
+        times: Sequence[float],
+        gpus: dict[int, tuple[list[array[float]], array[int]]],
+        host: list[array[float]],
+        latest: Frame,
+        at: int = 0,
+    ) -> None:
+        """Ticks at ``times`` at once, as ``add`` of each would leave the history: each GPU
+        of ``gpus`` read (not lost, no Xid) at every one, its readings a column a Metric
+        (NaN where none) and its clock-event masks; the host's a column a HostMetric; the
+        columns' values from ``at`` on are those of ``times``. ``latest``: the last tick's
+        frame."""
+        for index in gpus:
+            if index not in self._gpus:
+                self._gpus[index] = _GpuRings(self._cursor)
+        runs: list[list[int]] = []  # [first slot, slots, first tick], contiguous slots
+        for k in range(len(times)):
+            slot = self._cursor.advance()
+            if runs and runs[-1][0] + runs[-1][1] == slot:
+                runs[-1][1] += 1
+            else:
+                runs.append([slot, 1, k])
+        blank = array("f", [NAN]) * len(times)
+        unknown: array[Any] = array("q", [NO_REASONS]) * len(times)
+        self._counts.clear()
+        self._time_tails.clear()
+        self._windows.clear()
+        filled = array("d", times)
+        for a, n, k in runs:
+            self._times._data[a : a + n] = filled[k : k + n]
+            for index, rings in self._gpus.items():
+                given = gpus.get(index)
+                if given is None:
+                    for column in rings.columns:
+                        column[a : a + n] = blank[:n]
+                    rings.reasons._data[a : a + n] = unknown[:n]
+                    continue
+                for column, values in zip(rings.columns, given[0], strict=True):
+                    column[a : a + n] = values[at + k : at + k + n]
+                masks: array[Any] = given[1]
+                rings.reasons._data[a : a + n] = masks[at + k : at + k + n]
+            for column, values in zip(self._host_columns, host, strict=True):
+                column[a : a + n] = values[at + k : at + k + n]
+        for index in gpus:
+            self._last_seen[index] = times[-1]
+        self.latest = latest
+
     def fill(self, frame: Frame) -> bool:
         """An earlier frame's readings, placed at the tick nearest its time (within half
         the gap to the next tick on its side) for each GPU that had no reading there: the
@@ -359,8 +407,8 @@ class History:
     def span_s(self, seconds: float) -> float:
         """The time from the first to the last tick of the last ``seconds`` (0 with fewer
         than two)."""
-        times = self._window(seconds)[0]
-        return times[-1] - times[0] if len(times) > 1 else 0.0
+        n = self._count_since(seconds)  # its ends only: no list of its times
+        return self._times[-1] - self._times[-n] if n > 1 else 0.0
 
     def _time_tail(self, n: int) -> list[float]:
         """The newest ``n`` times; every rule asks for the same few windows each tick."""

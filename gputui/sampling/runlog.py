@@ -69,17 +69,23 @@ class RunLog:
     def add(self, frame: Frame, findings: tuple[Finding, ...] | None) -> None:
         """One frame, and the findings judged with it (None: not judged, e.g. catching up
         after a seek: the episodes stay as they were)."""
+        self.add_at(frame.time, frame.processes, findings)
+
+    def add_at(
+        self, now: float, processes: tuple[ProcessSample, ...], findings: tuple[Finding, ...] | None
+    ) -> None:
+        """``add`` of a frame at ``now`` with these processes (all it reads of a frame)."""
         if findings is not None and findings is not self._last:
             dropped = self.dropped
-            self._findings(frame.time, findings)
+            self._findings(now, findings)
             # the same tuple again (the advisor did not judge that tick) would change
             # nothing: each of its findings has its open episode, which holds it and
             # reaches its update; unless one had none (past the cap): then it is counted
             self._last = findings if self.dropped == dropped else None
-        self._processes(frame.time, frame.processes)
-        if self.horizon_s is not None and frame.time - self._trimmed_at > 60.0:
-            self._trim(frame.time - self.horizon_s)
-            self._trimmed_at = frame.time
+        self._processes(now, processes)
+        if self.horizon_s is not None and now - self._trimmed_at > 60.0:
+            self._trim(now - self.horizon_s)
+            self._trimmed_at = now
 
     def _findings(self, now: float, findings: tuple[Finding, ...]) -> None:
         seen = set()

@@ -356,3 +356,20 @@ def test_a_block_whose_start_says_another_time_than_its_body_is_refused(tmp_path
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(RecordingError, match=r"run.jsonl:2: a block whose start and body"):
         read_recording(path)
+
+
+def test_a_column_list_checked_once_still_tells_json_types_apart(tmp_path: Path) -> None:
+    """The reader keeps the checked column list of blocks that repeat it: a later block
+    whose list equals it by ``==`` but not by JSON type (``false`` for ``0``, ``0.0`` for
+    ``0``) is checked on its own, and refused."""
+    path = write(tmp_path / "run.jsonl", TICKS)
+    head, documents = _blocks(path)
+    assert documents[0]["columns"][1][3:] == [0, 0]  # no null byte, no count
+    for place, odd in ((3, False), (4, 0.0)):
+        later = json.loads(json.dumps(documents[0]))
+        later["t0"] = documents[-1]["t0"] + 100.0
+        later["columns"][1][place] = odd
+        lines = [*head, *(json.dumps(d).encode() for d in documents), json.dumps(later).encode()]
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        with pytest.raises(RecordingError, match=r"run.jsonl:5: not a block of ticks \(column"):
+            read_recording(path)

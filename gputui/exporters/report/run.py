@@ -14,6 +14,7 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from operator import attrgetter
 from typing import Final
 
@@ -21,6 +22,9 @@ from gputui.advisor import make_monitor
 from gputui.core.config import Config, Thresholds
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import Metric
+from gputui.exporters.report import columnar
+from gputui.exporters.report.columnar import columns_of
+from gputui.formats.blocks import Block
 from gputui.formats.recording import Header
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.monitor import Monitor
@@ -43,6 +47,8 @@ METRICS: Final[tuple[Metric, ...]] = (
     Metric.PCIE_WIDTH,
 )
 _READINGS: Final = attrgetter(*(m.value for m in METRICS))
+#: where each of METRICS lies among all the Metrics (the history's order)
+_PLACES: Final = tuple(list(Metric).index(m) for m in METRICS)
 
 
 @dataclass
@@ -169,12 +175,7 @@ class Collector:
             if frame.time < self._record_from:
                 self.monitor.ingest(frame)
                 return
-            # the stretch begins: what the run log holds now is the stretch before's, but
-            # for the episodes and spans going on here, which continue the ones it left
-            log = self.monitor.runlog
-            self._before = {id(e) for e in log.episodes} | {id(s) for s in log.spans}
-            self._open = {id(e) for e in log.episodes if e.open}
-            self._record_from = None
+            self._begin()
         self.monitor.ingest(frame)
         self.times.append(frame.time)
         present = {s.index: s for s in frame.gpus if not s.lost}
@@ -189,6 +190,48 @@ class Collector:
                 column.append(NAN if reading is None else float(reading))
             reasons = sample.clock_reasons
             self._reasons[index].append(NO_REASONS if reasons is None else reasons)
+
+    def _begin(self) -> None:
+        """The stretch begins: what the run log holds now is the stretch before's, but for
+        the episodes and spans going on here, which continue the ones it left."""
+        log = self.monitor.runlog
+        self._before = {id(e) for e in log.episodes} | {id(s) for s in log.spans}
+        self._open = {id(e) for e in log.episodes if e.open}
+        self._record_from = None
+
+    def add_block(self, block: Block) -> None:
+        """A recording's block of ticks, as ``add`` of each of its frames would take them:
+        in columns where it can (``columnar``), frame by frame where it cannot."""
+        times = block.times
+        start = self._record_from
+        plain = (self._last is None or times[0] > self._last) and all(
+            a < b for a, b in pairwise(times)
+        )
+        columns = columns_of(block) if plain else None
+        if columns is None or (start is not None and times[0] < start <= times[-1]):
+            for k in range(len(block)):
+                self.add(block.frame(k))
+            return
+        if start is not None and times[0] >= start:
+            self._begin()
+        if not columnar.ingest(self.monitor, block, columns):
+            for k in range(len(block)):
+                self.add(block.frame(k))
+            return
+        self._last = times[-1]
+        if self._record_from is not None:
+            return  # warming up: no columns yet
+        self.times.extend(times)
+        for index, kept in self._columns.items():
+            given = columns.gpus.get(index)
+            if given is None:
+                for column in kept:
+                    column.extend(array("f", self._blank[:1]) * len(times))
+                self._reasons[index].extend(array("q", [NO_REASONS]) * len(times))
+                continue
+            for column, place in zip(kept, _PLACES, strict=True):
+                column.extend(given[0][place])
+            self._reasons[index].extend(given[1])
 
     def add_all(self, frames: Iterable[Frame]) -> None:
         for frame in frames:

@@ -25,6 +25,7 @@ from typing import Any, Final
 from gputui.core.config import DEFAULT_HISTORY_S
 from gputui.core.records import frozen
 from gputui.exporters.report.run import Run, Track, recording_collector
+from gputui.formats.blocks import Block
 from gputui.formats.recording import Header, block_marks, stream_recording
 from gputui.sampling.runlog import MAX_EPISODES, MAX_SPANS, Episode, Span
 
@@ -87,14 +88,21 @@ def judged(path: Path, stretch: Stretch, max_ticks: int) -> Part:
     notices: list[str] = []
     warm = stretch.start - WARMUP_S
     stream = stream_recording(
-        path, notices, max_ticks=max_ticks, findings=False, blocks=(warm, stretch.end)
+        path,
+        notices,
+        max_ticks=max_ticks,
+        findings=False,
+        blocks=(warm, stretch.end),
+        columns=True,
     )
     header = next(stream)
     assert isinstance(header, Header)
     first = None if stretch.start == -math.inf else stretch.start
     collector = recording_collector(header, path.name, record_from=first)
     for tick in stream:
-        if not isinstance(tick, Header):
+        if isinstance(tick, Block):
+            collector.add_block(tick)
+        elif not isinstance(tick, Header):
             collector.add(tick.frame)
     if not len(collector):
         return Part(None, [], [], notices)
