@@ -9,9 +9,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from hypothesis import HealthCheck, settings
+
 from gputui.core.model import DeviceInfo, Frame, Note
 from gputui.core.names import NoteKind
 from gputui.sources.simulated import SimulatedSource
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Hypothesis as the fuzz tests run it: the same examples every run (CI reproduces a
+    failure), no example database, no deadline on a shared machine."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
 
 CORPUS: dict[str, str] = {
     "CSI colour": "\x1b[31mred\x1b[0m",

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gputui.core.dcgm import BY_NAME
@@ -40,15 +40,10 @@ from gputui.sources.remote import (
     parse_exposition,
 )
 from gputui.sources.simulated import SimulatedSource
+from tests.hostile import fuzz_settings
 
 MEMORY_BOUND = 64 * 1024 * 1024  # bytes allocated at the peak of one example
-FUZZ = settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzz_settings(100)
 
 
 @contextmanager

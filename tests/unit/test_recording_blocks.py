@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gputui import cli
@@ -30,7 +30,7 @@ from gputui.exporters.recorder import RecordWriter
 from gputui.formats import columns
 from gputui.formats.recording import Header, RecordingError, read_recording, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES
+from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES, fuzz_settings
 
 START = 1_800_000_000.0
 
@@ -270,13 +270,7 @@ def test_a_finding_this_gputui_does_not_know_is_skipped_with_a_notice(tmp_path: 
 
 # -- fuzzing -------------------------------------------------------------------------------
 
-FUZZ = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = fuzz_settings(60)
 
 
 def _leaves(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
