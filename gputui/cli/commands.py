@@ -202,8 +202,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             print(f"gputui: cannot finish {args.output}: {exc.strerror or exc}", file=sys.stderr)
             status = 1
         source.close()
-    print(f"gputui: recorded {writer.lines - 1} ticks to {args.output}", file=sys.stderr)
-    if writer.lines > 1:
+    print(f"gputui: recorded {writer.ticks} ticks to {args.output}", file=sys.stderr)
+    if writer.ticks:
         from gputui.cli.report import report_command
 
         print(f"gputui: its report: {report_command(args.output)}", file=sys.stderr)

@@ -59,6 +59,9 @@ class RecordWriter:
         self._raw: io.BufferedIOBase | None = None
         self._out: io.BufferedIOBase | None = None
         self.lines = 0
+        #: ticks written to the files so far, rotated ones included (a block's once its
+        #: line is written)
+        self.ticks = 0
         #: what the caller should tell the user (once each)
         self.notices: list[str] = []
         self._open(replace)
@@ -80,6 +83,7 @@ class RecordWriter:
     def write(self, frame: Frame, findings: Sequence[Finding] = ()) -> None:
         if self.version < 3:
             self._line(tick_line(frame, findings, self._keep_secrets))
+            self.ticks += 1
         else:
             self._block.append((frame, tuple(findings)))
             if not self._block_full():
@@ -147,6 +151,7 @@ class RecordWriter:
                 pending[:0] = [ticks[:half], ticks[half:]]
                 continue
             self._line(line)
+            self.ticks += len(ticks)
         if self._raw is not None:
             self._tick_bytes = (self._raw.tell() - before) / count
 

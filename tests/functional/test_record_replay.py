@@ -145,6 +145,7 @@ def test_rotation_keeps_the_newest_files(tmp_path: Path) -> None:
         writer.write(source.read())
         clock.advance(1.0)
     writer.close()
+    assert writer.ticks == 60  # across the rotations, the oldest files gone included
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["run.1.jsonl", "run.2.jsonl", "run.jsonl"]
     for p in tmp_path.iterdir():  # every file stands alone, with its own header

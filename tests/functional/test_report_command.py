@@ -92,6 +92,10 @@ def test_record_prints_the_command_that_makes_its_report(
     said = capsys.readouterr().err
     command = re.search(r"its report: (gputui report .*)", said)
     assert command, said
+    # the ticks it says it wrote, not the file's lines (a line holds a block of ticks)
+    recorded = re.search(r"recorded (\d+) ticks", said)
+    assert recorded, said
+    assert int(recorded.group(1)) == len(read_recording(path).ticks) >= 2
     argv = shlex.split(command.group(1))
     assert argv[:3] == ["gputui", "report", str(path)]
     os.chdir(tmp_path)
