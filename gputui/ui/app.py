@@ -373,7 +373,12 @@ class GpuTuiApp(App[int]):
         self.navigation.clicked(message)
 
     def action_open_finding(self) -> None:
-        self.modals.open_finding()
+        """Enter: the selected process's page right after a move in the process table,
+        else the selected finding in full."""
+        if self.process_keys.in_table and self.process_keys.selected() is not None:
+            self.process_keys.inspect()
+        else:
+            self.modals.open_finding()
 
     def action_help(self) -> None:
         self.modals.help()

@@ -99,7 +99,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "overview": "overview: every GPU as a card (8-GPU nodes) / back to detail",
     "finding": "next / previous finding; its evidence and remedies show below the list",
     "goto_finding": "go to the GPU of the selected finding",
-    "open_finding": "the selected finding in full",
+    "open_finding": "the selected finding in full; right after ↓ ↑ in the process table,"
+    " the selected process looked into (as i)",
     "all_processes": (
         "every GPU process on the machine, full screen: the same keys as the table, ← → "
         "scroll the command sideways, Enter looks into the selected process, workers folded "

@@ -34,6 +34,7 @@ class Navigation:
 
     def finding(self, step: int) -> None:
         app = self._app
+        app.process_keys.in_table = False
         app.choose(app.choices.step_finding(len(app.monitor.findings), step))
 
     def window(self) -> None:
@@ -52,8 +53,10 @@ class Navigation:
         if isinstance(key, GpuKey):
             app.choose(app.choices.jump(self._indices(), key.index))
         elif isinstance(key, FindingKey):
+            app.process_keys.in_table = False
             app.choose(replace(app.choices, finding=key.position))
         elif isinstance(key, PidKey):
+            app.process_keys.in_table = True
             app.choose(app.choices.with_procs(replace(app.choices.procs, pid=key.pid)))
         elif isinstance(key, CardsKey) and (gpu := key.gpu_at(message.x)) is not None:
             app.choose(app.choices.jump(self._indices(), gpu))

@@ -31,6 +31,9 @@ SIGNAL_NAMES = {2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
 class ProcessKeys:
     def __init__(self, app: GpuTuiApp) -> None:
         self._app = app
+        #: the user's last move was into the process table (↓ ↑, a click on a process):
+        #: Enter then opens the selected process, as in nvitop, not the selected finding
+        self.in_table = False
 
     @property
     def choices(self) -> ProcessChoices:
@@ -48,6 +51,7 @@ class ProcessKeys:
         return None if page or self.choices.all_gpus else self._app.choices.selected
 
     def move(self, step: int, page: bool = False) -> None:
+        self.in_table = True
         lines = listing(self._processes(), self.choices, self._gpu(page))
         self._set(self.choices.select(pids_in_order(lines), step))
 
@@ -72,6 +76,7 @@ class ProcessKeys:
 
     def clear(self) -> bool:
         """Esc: the selection, filters and scroll gone; False when there was none."""
+        self.in_table = False
         procs = self.choices
         if procs == procs.cleared():
             return False

@@ -22,6 +22,7 @@ from gputui.sources.process_access import LocalProcesses
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
 from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
+from gputui.ui.screens import FindingScreen
 from tests.nvml_double import FakeGpu, FakeNvmlLib, FakeProcess, install
 
 MIB = 1 << 20
@@ -198,6 +199,21 @@ async def test_the_every_process_page_has_the_same_keys_and_scrolls_sideways() -
         assert "simulated process: nothing more is read" in app.screen.plain
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, AllProcessesScreen)
+
+
+async def test_enter_opens_what_the_last_move_selected() -> None:
+    """Right after ↓ ↑ in the process table Enter looks into the selected process (as in
+    nvitop); after n or Esc it opens the selected finding, as before."""
+    app = make_demo_app(None, 4, ascii=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "enter")
+        assert isinstance(app.screen, ProcessScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ProcessScreen)
+        await pilot.press("n", "enter")  # moved in the findings: the finding
+        assert isinstance(app.screen, FindingScreen)
+        await pilot.press("escape", "down", "escape", "enter")  # Esc left the table
+        assert isinstance(app.screen, FindingScreen)
 
 
 async def test_a_demo_process_is_never_signalled() -> None:
