@@ -22,6 +22,26 @@ from gputui.sampling.history import History
 CAUSE = "3 configuration"
 #: a check's state when nothing was found and nothing kept it from judging
 OK = "ok"
+#: a check's state where the source reads none of what it looks at
+NOT_READ = "not read"
+#: the checks that look only at the jobs' and the node's settings (cgroups, /dev/shm,
+#: limits, the host's files), which only a local source reads: from a simulated, remote or
+#: recorded source they find nothing because they were given nothing, which is no "ok"
+SETTINGS_ONLY = frozenset(
+    {
+        RuleId.CPU_THROTTLED,
+        RuleId.CGROUP_MEMORY,
+        RuleId.CPUSET_SMALL,
+        RuleId.SHM_SMALL,
+        RuleId.OPEN_FILES,
+        RuleId.JOB_SWAPPED,
+        RuleId.P2P_UNAVAILABLE,
+        RuleId.NCCL_IB_OFF,
+        RuleId.CPU_GOVERNOR,
+        RuleId.THP_DEFRAG,
+        RuleId.NUMA_BALANCING,
+    }
+)
 _STATES = {
     Undecided.UNREADABLE: "not judged",
     Undecided.NOT_OFFERED: "not applicable",
@@ -130,13 +150,23 @@ def check_once(
         )
     )
     judgement = judge_coverage(rules, ctx.devices, frame, history.times(), t, ctx.undecided.items())
-    return ConfigVerdict(findings, judgement, check_states(rules, findings, judgement))
+    checks = check_states(rules, findings, judgement, settings_read(frame))
+    return ConfigVerdict(findings, judgement, checks)
+
+
+def settings_read(frame: Frame | None) -> bool:
+    """Whether the source read the node's and the jobs' settings (a local one does)."""
+    return frame is not None and (frame.settings is not None or bool(frame.jobs))
 
 
 def check_states(
-    rules: Iterable[Rule], findings: Sequence[Finding], judgement: Judgement
+    rules: Iterable[Rule],
+    findings: Sequence[Finding],
+    judgement: Judgement,
+    read_settings: bool = True,
 ) -> tuple[CheckState, ...]:
-    """Each rule's state: its worst finding, else what kept it from judging, else ok."""
+    """Each rule's state: its worst finding, else what kept it from judging, else ok (or
+    "not read", for a check of settings ``read_settings`` says the source did not read)."""
     out = []
     for rule in rules:
         found = [f for f in findings if f.rule is rule.id]
@@ -156,6 +186,9 @@ def check_states(
             where = gpu_list(gpus) if gpus else "host"
             text = first.missing.removeprefix(f"{rule.id}: ")
             out.append(CheckState(rule.id, _STATES[first.kind], where, text))
+            continue
+        if not read_settings and rule.id in SETTINGS_ONLY:
+            out.append(CheckState(rule.id, NOT_READ))  # the report says why, once
             continue
         out.append(CheckState(rule.id, OK))
     return tuple(out)

@@ -93,10 +93,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _configuration(monitor: Monitor, findings: Sequence[Finding]) -> dict[str, object]:
     from gputui.advisor import judgement_of
-    from gputui.advisor.config_check import check_states, configuration_rules
+    from gputui.advisor.config_check import check_states, configuration_rules, settings_read
     from gputui.exporters.configuration import config_document
 
-    checks = check_states(configuration_rules(), findings, judgement_of(monitor))
+    read = settings_read(monitor.latest)
+    checks = check_states(configuration_rules(), findings, judgement_of(monitor), read)
     return config_document(monitor.devices, monitor.latest, checks)
 
 

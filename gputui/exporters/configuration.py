@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from gputui.advisor.config_check import OK, CheckState
+from gputui.advisor.config_check import NOT_READ, OK, CheckState
 from gputui.advisor.jobs import job_name
 from gputui.core.judgement import gpu_list
 from gputui.core.model import DeviceInfo, Frame, HostSettings, JobSettings
@@ -27,6 +27,7 @@ _STYLE = {
     "not judged": "yellow",
     "not applicable": "dim",
     "watching": "dim",
+    NOT_READ: "dim",
 }
 
 

@@ -16,10 +16,12 @@ from rich.text import Text
 
 from gputui.advisor import Judgement, describe, judgement_of, point_in_time_findings
 from gputui.advisor.config_check import (
+    NOT_READ,
     CheckState,
     ConfigVerdict,
     check_states,
     configuration_rules,
+    settings_read,
 )
 from gputui.advisor.coverage import context_lines
 from gputui.advisor.groups import group as finding_groups
@@ -284,7 +286,7 @@ def report_lines(
         lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
     lines += finding_blocks(findings, width)
     if frame is not None and (frame.settings is not None or frame.jobs):
-        checks = check_states(configuration_rules(), findings, judgement)
+        checks = check_states(configuration_rules(), findings, judgement, settings_read(frame))
         lines += configuration_section(monitor.devices, frame, checks, width)
     context = context_lines(judgement)
     if context:
@@ -334,8 +336,8 @@ def configuration_section(
     read = settings_lines(devices, frame)
     if frame is not None and frame.settings is None:
         read.append(
-            "this source does not read the node's configuration (simulated, remote or "
-            "recorded): only the GPUs' settings it reports were checked"
+            "this source does not read the node's or the jobs' settings (simulated, remote "
+            'or recorded): the checks of them say "not read"'
         )
     for item in read:
         lines += wrapped(Text(f"  {item}", style="dim"), width, 4)
@@ -355,8 +357,11 @@ def _found(findings: Sequence[Finding], judgement: Judgement) -> tuple[int, str,
     return status, said, Text(f"verdict: {said} (exit {status})", style=f"bold {style}")
 
 
-def config_verdict(findings: Sequence[Finding], judgement: Judgement, checks: int) -> Text:
-    """`doctor --config`'s verdict line: what its exit status says."""
+def config_verdict(
+    findings: Sequence[Finding], judgement: Judgement, checks: Sequence[CheckState]
+) -> Text:
+    """`doctor --config`'s verdict line: what its exit status says, and how many checks
+    the source gave nothing to look at."""
     status, said, found = _found(findings, judgement)
     if found is not None:
         return found
@@ -367,9 +372,17 @@ def config_verdict(findings: Sequence[Finding], judgement: Judgement, checks: in
             f"(below){context} (exit {status})",
             style="bold yellow",
         )
+    unread = sum(1 for c in checks if c.state == NOT_READ)
+    if unread:
+        return Text(
+            f"verdict: nothing found in what this source reports ({len(checks) - unread} of "
+            f"{len(checks)} checks; {unread} not read: it reads no job or node settings"
+            f"{context}; exit 0)",
+            style="bold green",
+        )
     return Text(
-        f"verdict: nothing in this node's or job's configuration slows training ({checks} "
-        f"checks{context}; exit 0)",
+        f"verdict: nothing in this node's or job's configuration slows training "
+        f"({len(checks)} checks{context}; exit 0)",
         style="bold green",
     )
 
@@ -394,9 +407,7 @@ def config_report_lines(
         Text(f"{len(verdict.checks)} checks in {elapsed_s:.2f} s"),
     ]
     lines = packed(header, width, len(title) + GAP)
-    lines += wrapped(
-        config_verdict(verdict.findings, verdict.judgement, len(verdict.checks)), width, 2
-    )
+    lines += wrapped(config_verdict(verdict.findings, verdict.judgement, verdict.checks), width, 2)
     lines += finding_blocks(verdict.findings, width)
     lines += configuration_section(devices, frame, verdict.checks, width)
     said = describe(verdict.judgement)

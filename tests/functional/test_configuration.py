@@ -363,7 +363,10 @@ def test_doctor_config_on_the_demo_says_it_reads_no_configuration(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["doctor", "--config", "--demo", "healthy", "--gpus", "1"]) == 0
-    assert "does not read the node's configuration" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "does not read the node's or the jobs' settings" in out
+    assert "not read shm-small" in out and "ok shm-small" not in out  # no all-clear
+    assert "nothing in this node's or job's configuration slows training" not in out
 
 
 def test_full_doctor_has_a_configuration_section(

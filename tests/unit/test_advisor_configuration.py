@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.advisor.config_check import OK, check_once, configuration_rules
+from gputui.advisor.config_check import (
+    NOT_READ,
+    OK,
+    SETTINGS_ONLY,
+    check_once,
+    configuration_rules,
+)
 from gputui.core.config import Thresholds
 from gputui.core.model import (
     DeviceInfo,
@@ -18,6 +24,7 @@ from gputui.core.model import (
     JobSettings,
     ProcessSample,
 )
+from gputui.exporters.doctor import config_verdict
 from tests.advisor_kit import BUSY, H100, HOST, TRAINER, Sim
 
 GIB = 1 << 30
@@ -90,6 +97,29 @@ def test_a_healthy_job_on_a_healthy_node_passes_every_check() -> None:
     assert findings == ()
     assert set(states.values()) == {OK}
     assert set(states) == {str(r.id) for r in configuration_rules()}
+
+
+def test_a_source_without_settings_leaves_their_checks_not_read_not_ok() -> None:
+    """A simulated, remote or recorded source reads no cgroup, /dev/shm or host files: the
+    checks of them found nothing because they were given nothing, which is no "ok"; the
+    checks of what it does report (GPU facts, the processes' environments) still run."""
+    findings, states = once(job=None, settings=None)
+    assert findings == ()
+    unread = {r for r, state in states.items() if state == NOT_READ}
+    assert unread == {str(r) for r in SETTINGS_ONLY}
+    assert {states[r] for r in set(states) - unread} == {OK}
+    bare = check_once((H100,), _bare_frame())
+    verdict = config_verdict(bare.findings, bare.judgement, bare.checks).plain
+    total = len(configuration_rules())
+    assert f"{total - len(SETTINGS_ONLY)} of {total} checks; {len(SETTINGS_ONLY)} not read" in (
+        verdict
+    )
+    # a job's settings alone (doctor in a container that hides the host's files) are read
+    assert NOT_READ not in once(settings=None)[1].values()
+
+
+def _bare_frame() -> Frame:
+    return Frame(time=1_000_000.0, gpus=(BUSY,), host=HOST, processes=(LOADER,))
 
 
 # -- the job's cgroup ---------------------------------------------------------------------
