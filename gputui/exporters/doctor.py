@@ -285,8 +285,8 @@ def report_lines(
     for line in said:
         lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
     lines += finding_blocks(findings, width)
-    if frame is not None and (frame.settings is not None or frame.jobs):
-        checks = check_states(configuration_rules(), findings, judgement, settings_read(frame))
+    if settings_read(frame):  # the configuration section: only where settings were read
+        checks = check_states(configuration_rules(), findings, judgement)
         lines += configuration_section(monitor.devices, frame, checks, width)
     context = context_lines(judgement)
     if context:
@@ -334,7 +334,7 @@ def configuration_section(
     """The configuration section: what was read of the settings, then each check's state."""
     lines = [Text(), Text(f"configuration: {len(checks)} checks", style="bold")]
     read = settings_lines(devices, frame)
-    if frame is not None and frame.settings is None:
+    if frame is not None and not settings_read(frame):
         read.append(
             "this source does not read the node's or the jobs' settings (simulated, remote "
             'or recorded): the checks of them say "not read"'
