@@ -208,19 +208,20 @@ class Collector:
             a < b for a, b in pairwise(times)
         )
         columns = columns_of(block) if plain else None
-        if columns is None or (start is not None and times[0] < start <= times[-1]):
-            for k in range(len(block)):
-                self.add(block.frame(k))
-            return
-        if start is not None and times[0] >= start:
-            self._begin()
-        if not columnar.ingest(self.monitor, block, columns):
-            for k in range(len(block)):
-                self.add(block.frame(k))
-            return
-        self._last = times[-1]
-        if self._record_from is not None:
-            return  # warming up: no columns yet
+        straddles = start is not None and times[0] < start <= times[-1]
+        if columns is not None and not straddles:
+            if start is not None and times[0] >= start:
+                self._begin()
+            if columnar.ingest(self.monitor, block, columns):
+                self._last = times[-1]
+                if self._record_from is None:  # past the warm-up: the report's columns too
+                    self._extend(times, columns)
+                return
+        for k in range(len(block)):
+            self.add(block.frame(k))
+
+    def _extend(self, times: Sequence[float], columns: columnar.Columns) -> None:
+        """The report's own columns, a block's ticks at once."""
         self.times.extend(times)
         for index, kept in self._columns.items():
             given = columns.gpus.get(index)
