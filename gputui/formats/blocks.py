@@ -218,7 +218,7 @@ def parse_columns(data: Mapping[str, Any], findings: bool = True) -> tuple[Block
     if not isinstance(shape, Mapping):
         raise FormatError("a block without its shape")
     counts = _expand(shape.get("gpus"), ticks, _count)
-    gpus = _gpu_slots(columns, data.get("gpus"), counts)
+    gpus = _slot_lists(GpuSample, "gpu", columns, data.get("gpus"), counts)
     hosted = _expand(shape.get("host"), ticks, _flag)
     hosts = _build(HostSample, columns, "host", _object(data.get("host"), "host"), hosted)
     running = _expand(shape.get("processes"), ticks, _process_count)
@@ -289,23 +289,19 @@ def _slots(
     cls: type, prefix: str, columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
 ) -> list[list[Any]]:
     """The records of each slot (the j-th GPU, the j-th process of a tick), one a tick."""
-    changes = _object(listed, prefix)
-    slots = []
-    for j in range(max(counts)):
-        present = [c > j for c in counts]
-        slots.append(
-            _build(cls, columns, f"{prefix}{j}", _object(changes.get(str(j)), prefix), present)
-        )
-    return slots
-
-
-def _gpu_slots(
-    columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
-) -> list[list[list[Any]]]:
-    """Each GPU slot's fields as lists (``_lists``), checked as ``_slots`` checks them."""
-    changes = _object(listed, "gpu")
     return [
-        _lists(GpuSample, columns, f"gpu{j}", _object(changes.get(str(j)), "gpu"), present)
+        _assembled(cls, lists, [c > j for c in counts])
+        for j, lists in enumerate(_slot_lists(cls, prefix, columns, listed, counts))
+    ]
+
+
+def _slot_lists(
+    cls: type, prefix: str, columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
+) -> list[list[list[Any]]]:
+    """Each slot's fields as lists (``_lists``), every value checked."""
+    changes = _object(listed, prefix)
+    return [
+        _lists(cls, columns, f"{prefix}{j}", _object(changes.get(str(j)), prefix), present)
         for j in range(max(counts))
         for present in ([c > j for c in counts],)
     ]
@@ -434,7 +430,12 @@ def _build(
 ) -> list[Any]:
     """One slot's (or the host's) records, one a tick (None where ``present`` says the
     tick has none): built from the columns and changes, every field checked."""
-    rows = zip(*_lists(cls, columns, part, changes, present), strict=True)
+    return _assembled(cls, _lists(cls, columns, part, changes, present), present)
+
+
+def _assembled(cls: type, lists: list[list[Any]], present: Sequence[bool]) -> list[Any]:
+    """A record a tick from its fields' lists, None where ``present`` says it has none."""
+    rows = zip(*lists, strict=True)
     return [cls(*row) if here else None for row, here in zip(rows, present, strict=True)]
 
 
