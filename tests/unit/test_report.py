@@ -19,7 +19,7 @@ import pytest
 from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, SourceInfo
-from gputui.core.names import Metric, RuleId, SourceKind
+from gputui.core.names import Metric, RuleId, Severity, SourceKind
 from gputui.exporters.report import (
     Cause,
     Collector,
@@ -125,6 +125,27 @@ def test_a_thermal_runs_throttled_share_is_what_its_history_says(
         worst = acc.worst[Cause.THERMAL]
         assert worst.gpu == index and worst.end - worst.start > 0.8 * (run.end - run.start)
         assert re.fullmatch(r"-\d+ % SM clock", worst.figure)
+
+
+def test_an_info_finding_that_says_nothing_to_fix_costs_no_time() -> None:
+    """A board at its default power limit under a heavy load is shown as info ("normal for
+    this board", nothing to fix): its ticks count as busy, not power capped, in the table
+    and in the worst stretches; the live pane stays calm and the report must agree."""
+    run = run_of("at-power-limit", 240, 1)
+    capped = [e for e in run.episodes if e.finding.rule is RuleId.POWER_CAP]
+    assert capped and all(e.finding.severity == "info" for e in capped)
+    accounting = account(run)
+    acc = accounting.gpus[0]
+    assert acc.seconds[Cause.POWER] == 0.0 and acc.lost_s[Cause.POWER] == 0.0
+    assert Cause.POWER not in acc.worst
+    assert acc.seconds[Cause.BUSY] == pytest.approx(run.end - run.start)
+    # the same episodes at warning (a cap below the default) are charged
+    warned = [
+        dataclasses.replace(e, finding=dataclasses.replace(e.finding, severity=Severity.WARNING))
+        for e in run.episodes
+    ]
+    charged = account(dataclasses.replace(run, episodes=warned)).gpus[0]
+    assert charged.seconds[Cause.POWER] > 0.5 * (run.end - run.start)
 
 
 @pytest.mark.parametrize("judge_every_s", CADENCES)

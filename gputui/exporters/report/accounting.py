@@ -4,7 +4,9 @@ shares of each GPU add up to its wall time.
 A tick's cause, first that applies:
 
 1. no reading of the GPU (absent, lost, a gap in the recording): **not running**;
-2. a finding covers it (its episode, from ``since`` to ``until``): idle-allocated gives
+2. a finding at warning or above covers it (its episode, from ``since`` to ``until``;
+   an info finding says there is nothing to act on, "at its default power limit under a
+   heavy load: normal for this board", and costs nothing): idle-allocated gives
    **idle, memory held**; thermal throttling gives **thermal** and power capping gives
    **power capped**, each only where the tick's own clock-event reasons show it (the
    finding's stretch is widened back over the throttled ticks just before it, which the
@@ -32,7 +34,7 @@ from typing import Final
 
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
-from gputui.core.names import Metric, RuleId
+from gputui.core.names import Metric, RuleId, Severity
 from gputui.core.records import frozen
 from gputui.exporters.report.run import Run, Track, judged_less_often_s
 from gputui.sampling.history import NO_REASONS
@@ -200,7 +202,7 @@ def _straggler_peers(run: Run) -> dict[int, list[Episode]]:
     out: dict[int, list[Episode]] = {}
     for episode in run.episodes:
         slow = episode.finding.gpu
-        if episode.finding.rule is not RuleId.STRAGGLER or slow is None:
+        if episode.finding.rule is not RuleId.STRAGGLER or slow is None or not _charged(episode):
             continue
         parents = _parents(by_gpu.get(slow, ()), episode)
         for gpu, spans in by_gpu.items():
@@ -217,11 +219,16 @@ def _parents(spans: Sequence[Span], episode: Episode) -> set[int]:
     }
 
 
+def _charged(episode: Episode) -> bool:
+    """Whether a finding's episode gives its ticks a cause: one at warning or above."""
+    return episode.finding.severity.rank >= Severity.WARNING.rank
+
+
 def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
     """Each tick's cause on one GPU, as an index into ``CAUSES``."""
     times = run.times
     gpu = track.device.index
-    mine = [e for e in run.episodes if e.finding.gpu == gpu]
+    mine = [e for e in run.episodes if e.finding.gpu == gpu and _charged(e)]
     cover: dict[Cause, bytearray] = {}
     later = judged_less_often_s(run.thresholds)
     reach = run.thresholds.window_s + run.thresholds.start_after_s + 2.0 * later

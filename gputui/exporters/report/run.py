@@ -22,6 +22,7 @@ from gputui.advisor import make_monitor
 from gputui.core.config import Config, Thresholds
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import Metric
+from gputui.core.sanitize import clean
 from gputui.exporters.report import columnar
 from gputui.exporters.report.columnar import columns_of
 from gputui.formats.blocks import Block
@@ -150,7 +151,7 @@ class Collector:
         self._open: set[int] = set()
         self._source = source
         self._interval = interval_s
-        self._origin = origin
+        self._origin = clean(origin)  # a file name or a URL: outside text
         self.monitor: Monitor = make_monitor(
             self.devices, Config(interval_s=interval_s), source, thresholds
         )
@@ -332,7 +333,8 @@ def _too_short(times: Sequence[float], thresholds: Thresholds) -> list[str]:
         return []
     return [
         f"the run is {span:.0f} s long, shorter than the {thresholds.window_s:g} s of "
-        "readings the advisor's rules need: they could not judge it yet"
+        "readings most of the advisor's rules need: those could not judge it yet (rules "
+        "over shorter windows did), so time no finding covers is not proof of health"
     ]
 
 
