@@ -4,7 +4,7 @@ checks its node before training starts); and each check's state for a report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from gputui.advisor import RULES
 from gputui.advisor.context import Context
@@ -14,7 +14,7 @@ from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement, Undecided, gpu_list
 from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
-from gputui.core.names import RuleId
+from gputui.core.names import NoteKind, RuleId
 from gputui.core.records import frozen
 from gputui.sampling.history import History
 
@@ -40,8 +40,27 @@ SETTINGS_ONLY = frozenset(
         RuleId.CPU_GOVERNOR,
         RuleId.THP_DEFRAG,
         RuleId.NUMA_BALANCING,
+        RuleId.CLOCKS_LOCKED,  # judged only where the configuration is read (its own guard)
     }
 )
+#: the checks of the GPU processes' environments and CUDA libraries: a source that reads
+#: no processes (a remote exporter, a Prometheus server) gives them nothing to look at
+PROCESS_ONLY = frozenset(
+    {
+        RuleId.CUDA_LAUNCH_BLOCKING,
+        RuleId.CUDA_DRIVER_MISMATCH,
+        RuleId.NO_CUDA_CACHING,
+        RuleId.DISTRIBUTED_DEBUG,
+        RuleId.NCCL_P2P_OFF,
+        RuleId.OMP_OVERSUBSCRIBED,
+        RuleId.VISIBLE_DEVICES_ORDER,
+    }
+)
+#: the checks of the GPUs' modes, by the device facts they read (one read is enough)
+DEVICE_FACTS: dict[RuleId, tuple[str, ...]] = {
+    RuleId.COMPUTE_MODE: ("compute_mode",),
+    RuleId.MODE_PENDING: ("mig_pending", "ecc_pending"),
+}
 _STATES = {
     Undecided.UNREADABLE: "not judged",
     Undecided.NOT_OFFERED: "not applicable",
@@ -150,7 +169,7 @@ def check_once(
         )
     )
     judgement = judge_coverage(rules, ctx.devices, frame, history.times(), t, ctx.undecided.items())
-    checks = check_states(rules, findings, judgement, settings_read(frame))
+    checks = check_states(rules, findings, judgement, unread_checks(frame, devices))
     return ConfigVerdict(findings, judgement, checks)
 
 
@@ -159,14 +178,38 @@ def settings_read(frame: Frame | None) -> bool:
     return frame is not None and (frame.settings is not None or bool(frame.jobs))
 
 
+def unread_checks(frame: Frame | None, devices: Iterable[DeviceInfo]) -> frozenset[RuleId]:
+    """The checks whose inputs the source did not read: found nothing because they were
+    given nothing. The settings (``settings_read``); the processes' environments, where the
+    source says it reads no processes and no job's own settings; a GPU mode no GPU's facts
+    hold (a remote exporter's page carries none)."""
+    if frame is None:
+        return SETTINGS_ONLY | PROCESS_ONLY | frozenset(DEVICE_FACTS)
+    unread: set[RuleId] = set()
+    read = settings_read(frame)
+    if not read:
+        unread |= SETTINGS_ONLY
+        if any(note.kind is NoteKind.RULES_BLIND for note in frame.notes):
+            unread |= PROCESS_ONLY
+    devices = tuple(devices)
+    for rule, facts in DEVICE_FACTS.items():
+        if devices and all(
+            getattr(device, fact) is None and fact not in device.unsupported
+            for device in devices
+            for fact in facts
+        ):
+            unread.add(rule)
+    return frozenset(unread)
+
+
 def check_states(
     rules: Iterable[Rule],
     findings: Sequence[Finding],
     judgement: Judgement,
-    read_settings: bool = True,
+    unread: Collection[RuleId] = frozenset(),
 ) -> tuple[CheckState, ...]:
     """Each rule's state: its worst finding, else what kept it from judging, else ok (or
-    "not read", for a check of settings ``read_settings`` says the source did not read)."""
+    "not read", for a check whose inputs the source did not read: ``unread_checks``)."""
     out = []
     for rule in rules:
         found = [f for f in findings if f.rule is rule.id]
@@ -187,7 +230,7 @@ def check_states(
             text = first.missing.removeprefix(f"{rule.id}: ")
             out.append(CheckState(rule.id, _STATES[first.kind], where, text))
             continue
-        if not read_settings and rule.id in SETTINGS_ONLY:
+        if rule.id in unread:
             out.append(CheckState(rule.id, NOT_READ))  # the report says why, once
             continue
         out.append(CheckState(rule.id, OK))

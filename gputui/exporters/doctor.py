@@ -22,6 +22,7 @@ from gputui.advisor.config_check import (
     check_states,
     configuration_rules,
     settings_read,
+    unread_checks,
 )
 from gputui.advisor.coverage import context_lines
 from gputui.advisor.groups import group as finding_groups
@@ -286,7 +287,8 @@ def report_lines(
         lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
     lines += finding_blocks(findings, width)
     if settings_read(frame):  # the configuration section: only where settings were read
-        checks = check_states(configuration_rules(), findings, judgement)
+        unread = unread_checks(frame, monitor.devices)
+        checks = check_states(configuration_rules(), findings, judgement, unread)
         lines += configuration_section(monitor.devices, frame, checks, width)
     context = context_lines(judgement)
     if context:

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gputui.advisor.config_check import (
+    DEVICE_FACTS,
     NOT_READ,
     OK,
+    PROCESS_ONLY,
     SETTINGS_ONLY,
     check_once,
     configuration_rules,
@@ -22,8 +24,10 @@ from gputui.core.model import (
     GpuSample,
     HostSettings,
     JobSettings,
+    Note,
     ProcessSample,
 )
+from gputui.core.names import NoteKind, RuleId
 from gputui.exporters.doctor import config_verdict
 from tests.advisor_kit import BUSY, H100, HOST, TRAINER, Sim
 
@@ -64,13 +68,15 @@ JOB = JobSettings(
     swapped=0,
 )
 LOADER = replace(TRAINER, workers_active=8, workers_cpu_percent=760.0, cpu_percent=100.0)
+#: an H100 as NVML describes it locally: its modes read (a remote exporter's page has none)
+NODE_H100 = replace(H100, compute_mode="Default", mig_pending=False, ecc_pending=False)
 
 
 def once(
     job: JobSettings | None = JOB,
     settings: HostSettings | None = SETTINGS,
     processes: tuple[ProcessSample, ...] = (LOADER,),
-    devices: tuple[DeviceInfo, ...] = (H100,),
+    devices: tuple[DeviceInfo, ...] = (NODE_H100,),
     gpus: tuple[GpuSample, ...] = (BUSY,),
 ) -> tuple[tuple[Finding, ...], dict[str, str]]:
     """doctor --config over one frame: the findings, and each check's state by rule."""
@@ -108,7 +114,7 @@ def test_a_source_without_settings_leaves_their_checks_not_read_not_ok() -> None
     unread = {r for r, state in states.items() if state == NOT_READ}
     assert unread == {str(r) for r in SETTINGS_ONLY}
     assert {states[r] for r in set(states) - unread} == {OK}
-    bare = check_once((H100,), _bare_frame())
+    bare = check_once((NODE_H100,), _bare_frame())
     verdict = config_verdict(bare.findings, bare.judgement, bare.checks).plain
     total = len(configuration_rules())
     assert f"{total - len(SETTINGS_ONLY)} of {total} checks; {len(SETTINGS_ONLY)} not read" in (
@@ -116,6 +122,25 @@ def test_a_source_without_settings_leaves_their_checks_not_read_not_ok() -> None
     )
     # a job's settings alone (doctor in a container that hides the host's files) are read
     assert NOT_READ not in once(settings=None)[1].values()
+
+
+def test_a_remote_page_leaves_the_environment_and_mode_checks_not_read() -> None:
+    """A remote exporter or a Prometheus server carries no processes (its frames say the
+    rules that need them are blind) and no GPU modes: CUDA_LAUNCH_BLOCKING, the CUDA
+    runtime, compute and pending modes were given nothing, which is no "ok" either. The
+    board facts it does carry (the power limit) are still checked."""
+    blind = Note(NoteKind.RULES_BLIND, "remote source: no process or host readings")
+    frame = Frame(time=1_000_000.0, gpus=(BUSY,), notes=(blind,))
+    states = {str(c.rule): c.state for c in check_once((H100,), frame).checks}
+    unread = {r for r, state in states.items() if state == NOT_READ}
+    expected = SETTINGS_ONLY | PROCESS_ONLY | set(DEVICE_FACTS)
+    assert unread == {str(r) for r in expected}
+    assert states[str(RuleId.POWER_LIMIT_LOWERED)] == OK
+    # the same frame from a source that reads processes: their checks run (and pass)
+    local = check_once((NODE_H100,), replace(frame, notes=(), processes=(LOADER,)))
+    assert not {str(c.rule) for c in local.checks if c.state == NOT_READ} & {
+        str(r) for r in PROCESS_ONLY | set(DEVICE_FACTS)
+    }
 
 
 def _bare_frame() -> Frame:
