@@ -23,6 +23,7 @@ from gputui.cli.parser import (
     EXIT_INTERNAL,
     EXIT_NO_SOURCE,
     EXIT_NO_TERMINAL,
+    EXIT_USAGE,
     PROMETHEUS_INTERVAL_S,
     _normalise,
     build_parser,
@@ -78,6 +79,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_NO_SOURCE",
     "EXIT_NO_TERMINAL",
+    "EXIT_USAGE",
     "build_parser",
     "main",
 ]

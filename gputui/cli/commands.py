@@ -22,7 +22,7 @@ from gputui.cli.opening import (
     simulated_warmup,
     source_detail,
 )
-from gputui.cli.parser import EXIT_NO_TERMINAL
+from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
 from gputui.sources.base import SourceUnavailable
@@ -93,11 +93,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _configuration(monitor: Monitor, findings: Sequence[Finding]) -> dict[str, object]:
     from gputui.advisor import judgement_of
-    from gputui.advisor.config_check import check_states, configuration_rules, settings_read
+    from gputui.advisor.config_check import check_states, configuration_rules, unread_checks
     from gputui.exporters.configuration import config_document
 
-    read = settings_read(monitor.latest)
-    checks = check_states(configuration_rules(), findings, judgement_of(monitor), read)
+    unread = unread_checks(monitor.latest, monitor.devices)
+    checks = check_states(configuration_rules(), findings, judgement_of(monitor), unread)
     return config_document(monitor.devices, monitor.latest, checks)
 
 
@@ -163,7 +163,7 @@ def _doctor_failure(reasons: Sequence[str], status: int) -> dict[str, object]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.exporters.recorder import RecordWriter
+    from gputui.exporters.recorder import RecordWriter, rotated_name
     from gputui.formats.recording import Header
     from gputui.sampling.sampler import Sampler
 
@@ -172,6 +172,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         return opened
     monitor, source = opened
     header = Header(monitor.source, monitor.devices, monitor.config.interval_s)
+    shown = clean(str(args.output))
     try:
         writer = RecordWriter(
             args.output,
@@ -183,31 +184,40 @@ def cmd_record(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         source.close()
-        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"gputui: cannot write {shown}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
     deadline = None if args.duration is None else time.monotonic() + args.duration
-    print(f"gputui: recording to {args.output} (Ctrl+C to stop)", file=sys.stderr)
+    print(f"gputui: recording to {shown} (Ctrl+C to stop)", file=sys.stderr)
     status = 0
     try:
         _record_until(deadline, sampler, monitor, writer)
     except KeyboardInterrupt:
         pass
     except OSError as exc:  # a full disk, a vanished directory: stop, keep what is written
-        print(f"gputui: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"gputui: cannot write {shown}: {exc.strerror or exc}", file=sys.stderr)
         status = 1
     finally:
         try:
             writer.close()
         except OSError as exc:
-            print(f"gputui: cannot finish {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"gputui: cannot finish {shown}: {exc.strerror or exc}", file=sys.stderr)
             status = 1
         source.close()
-    print(f"gputui: recorded {writer.ticks} ticks to {args.output}", file=sys.stderr)
-    if writer.ticks:
+    ticks = f"{writer.ticks} tick{'' if writer.ticks == 1 else 's'}"
+    print(f"gputui: recorded {ticks} to {shown}", file=sys.stderr)
+    if writer.ticks and writer.regular_file:
         from gputui.cli.report import report_command
 
-        print(f"gputui: its report: {report_command(args.output)}", file=sys.stderr)
+        if writer.rotations:
+            older = clean(str(rotated_name(args.output, 1)))
+            print(
+                f"gputui: rotated {writer.rotations} time{'s' if writer.rotations > 1 else ''}: "
+                f"the newest ticks are in {shown}, older ones in {older} and on (--keep "
+                f"{args.keep}); a report reads one file",
+                file=sys.stderr,
+            )
+        print(f"gputui: its report: {clean(report_command(args.output))}", file=sys.stderr)
     return status
 
 
@@ -250,7 +260,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"gputui: --start wants seconds or HH:MM[:SS], not {clean(args.start)!r}",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
+    if _no_terminal("a replay", "`gputui report` (a recording's findings and charts)"):
+        return EXIT_NO_TERMINAL
     from gputui.launch import make_replay_app, run_owned
 
     return run_owned(
@@ -264,6 +276,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
             owns_process=True,
         )
     )
+
+
+def _no_terminal(what: str, instead: str) -> bool:
+    """Whether stdin or stdout is no terminal (cron, a pipe, a log), said with what to use
+    instead: a screen there would wait for keys that never come."""
+    missing = _terminal_missing()
+    if missing is None:
+        return False
+    print(
+        f"gputui: {what} needs a terminal, and {missing} is not one. For a log, cron or a "
+        f"pipe use {instead}.",
+        file=sys.stderr,
+    )
+    return True
 
 
 def _start_offset(text: str, first: float) -> float:
@@ -308,7 +334,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit() or int(port) > 65535:
         print(f"gputui: --listen wants HOST:PORT, not {clean(args.listen)!r}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if not _loopback(host.strip("[]")):
         if not args.allow_remote:
             print(
@@ -317,7 +343,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 "tunnel)",
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_USAGE
         print(
             f"gputui: warning: serving on {clean(host)}: anyone who reaches this port reads "
             "the GPU, host and finding names",
@@ -363,14 +389,8 @@ def cmd_app(args: argparse.Namespace) -> int:
         devices = _open(source)
     except SourceUnavailable as exc:
         return _fail(str(exc))
-    missing = _terminal_missing()
-    if missing is not None:
+    if _no_terminal("the monitor", "`gputui snapshot`, `gputui doctor` or `gputui record`"):
         source.close()
-        print(
-            f"gputui: the monitor needs a terminal, and {missing} is not one. For a log, "
-            "cron or a pipe use `gputui snapshot`, `gputui doctor` or `gputui record`.",
-            file=sys.stderr,
-        )
         return EXIT_NO_TERMINAL
     history = _history(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show

@@ -151,9 +151,11 @@ def _write(text: str, output: Path | None) -> int:
     try:
         path = write_atomic(output, text)
     except OSError as exc:
-        print(f"gputui: could not write {output}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"gputui: could not write {clean(str(output))}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 1
-    print(f"gputui: written to {path}", file=sys.stderr)
+    print(f"gputui: written to {clean(str(path))}", file=sys.stderr)
     return 0
 
 

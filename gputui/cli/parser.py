@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NoReturn, TypeAlias, cast
 
 from gputui import __version__
 from gputui.core.config import (
@@ -28,7 +29,10 @@ EXIT_NO_SOURCE = 3
 PROMETHEUS_INTERVAL_S = 15.0
 #: `gputui doctor`'s exit statuses, as its --help prints them (numbers: exporters/doctor.py)
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
-EXIT_NO_TERMINAL = 2
+#: a command line that cannot run as given (sysexits' EX_USAGE): never one of doctor's
+#: verdicts, so a health gate that drains a node on 2 (critical) does not on a typo
+EXIT_USAGE = 64
+EXIT_NO_TERMINAL = EXIT_USAGE
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
 SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "completion")
@@ -56,11 +60,16 @@ def _bounded(
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
-            above = f"above {low:g}" if low_open else f"from {low:g}"
-            raise argparse.ArgumentTypeError(f"must be {above} to {high:g}, not {text}")
+            above = f"above {_figure(low)}" if low_open else f"from {_figure(low)}"
+            raise argparse.ArgumentTypeError(f"must be {above} to {_figure(high)}, not {text!r}")
         return value
 
     return parse
+
+
+def _figure(bound: float) -> str:
+    """A bound as people write it: 31,622,400 rather than 3.16224e+07."""
+    return f"{bound:,.0f}" if bound == int(bound) and abs(bound) >= 1e4 else f"{bound:g}"
 
 
 _interval = _bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
@@ -130,8 +139,18 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors exiting ``EXIT_USAGE`` instead of 2 (argparse's
+    own), which is doctor's status for critical findings. Its commands' parsers are of
+    this class too (``add_subparsers`` makes them of the parser's own)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gputui",
         description="A terminal GPU monitor that tells you why your training job is slow.",
         parents=[_source_options(for_command=False)],
@@ -147,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the app's snapshot key writes (default: current directory)",
     )
     _secrets_option(parser, for_command=False)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # its commands' parsers are _Parser too; typed as the ArgumentParser they extend
+    sub = cast("Commands", parser.add_subparsers(dest="command", metavar="COMMAND"))
     for add in (_snapshot, _doctor, _record, _replay, _export, _report):
         add(sub, common)
     _completion(sub)

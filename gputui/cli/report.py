@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.cli.opening import _fail, _write
+from gputui.cli.parser import EXIT_USAGE
 from gputui.core.sanitize import clean
 
 if TYPE_CHECKING:
@@ -61,7 +62,14 @@ def default_output(fmt: str, stem: str) -> Path:
 def report_command(recording: Path, output: Path | None = None) -> str:
     """The command that makes a recording's report, as ``gputui record`` prints it."""
     out = output or default_output("html", _stem(recording))
-    return f"gputui report {shlex.quote(str(recording))} -o {shlex.quote(str(out))}"
+    return f"gputui report {_argument(recording)} -o {_argument(out)}"
+
+
+def _argument(path: Path) -> str:
+    """A path as a shell argument that reads as a path: quoted, and "./" before a name
+    that starts with "-" (else it reads as an option)."""
+    text = str(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
 
 
 def _stem(path: Path) -> str:
@@ -80,7 +88,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     prometheus = getattr(args, "prometheus", None)
     if (args.file is None) == (prometheus is None):
         print("gputui: report wants a recording file or --prometheus URL", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    if args.file is not None:
+        refused = _file_conflicts(args)
+        if refused is not None:
+            print(f"gputui: {clean(refused)}", file=sys.stderr)
+            return EXIT_USAGE
     if prometheus is not None:
         run = _from_prometheus(args, prometheus)
         stem = "prometheus"
@@ -95,6 +108,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     # Markdown for a ticket goes to stdout unless told; an HTML page to a file beside
     output = args.output or (None if fmt == "md" else default_output(fmt, stem))
     return _write(text, output)
+
+
+def _file_conflicts(args: argparse.Namespace) -> str | None:
+    """Why a report of a recording file cannot run as asked: options that only select a
+    Prometheus server's range (silently ignored, they would read as applied), or an output
+    that is the recording itself (written over, the run would be lost)."""
+    given = [
+        option
+        for option, value in (
+            ("--since", args.since),
+            ("--until", args.until),
+            ("--step", args.step),
+            ("--match", getattr(args, "match", None)),
+        )
+        if value is not None
+    ]
+    if given:
+        return f"{', '.join(given)} select a Prometheus server's range: not for a recording file"
+    output: Path | None = args.output
+    if output is not None and output.exists() and args.file.exists():
+        try:
+            same = output.samefile(args.file)
+        except OSError:
+            same = False
+        if same:
+            return f"{output} is the recording itself: write the report to another file"
+    return None
 
 
 def _from_recording(path: Path) -> Run | int:
@@ -116,16 +156,16 @@ def _window(args: argparse.Namespace) -> tuple[float, float] | int:
         print(
             "gputui: report --prometheus wants --since (and --until, default now)", file=sys.stderr
         )
-        return 2
+        return EXIT_USAGE
     try:
         start = parse_when(args.since, now)
         end = parse_when(args.until or "now", now)
     except ValueError as exc:
         print(f"gputui: --since/--until: {clean(str(exc))}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if end <= start:
         print("gputui: --until must come after --since", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     return start, end
 
 

@@ -34,6 +34,11 @@ DOCTOR_EXITS: tuple[tuple[int, str], ...] = (
         "sampled, a reading that should be there and is not, such as no permission or a GPU "
         "that stopped answering, or a source that cannot say: the report lists what)",
     ),
+    (
+        64,
+        "the command line cannot run as given (an unknown option, a value out of range, no "
+        "terminal for a screen): no verdict at all, whatever the node's state",
+    ),
 )
 
 

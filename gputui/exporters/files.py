@@ -2,7 +2,9 @@
 
 Files gputui writes can hold command lines (which can hold secrets): mode 0600, created
 by gputui itself. A symbolic link at the target is never followed: another user on a
-shared machine could point it at a file of yours.
+shared machine could point it at a file of yours. A stream is the exception: a device or a
+FIFO at the target, or the system's own links to the standard streams (/dev/stdout,
+/proc/self/fd/1), are written as they are, never replaced.
 """
 
 from __future__ import annotations
@@ -19,14 +21,44 @@ from pathlib import Path
 _TMP_MARK = ".gputui-tmp-"
 
 
+# Links under these are the system's own (/dev/stdout, /dev/fd/N, /proc/self/fd/N): no
+# other user can plant one there, and what they point at is a stream the user chose.
+_SYSTEM_LINKS = ("/dev/", "/proc/")
+
+
+def stream_target(path: Path) -> bool:
+    """Whether ``path`` is a stream to write into as it is (a character device, a FIFO, or
+    a system link to the standard streams) rather than a file to make or replace. A block
+    device or a socket is neither: an error that says so."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return True
+    if stat.S_ISLNK(st.st_mode):
+        return os.path.abspath(path).startswith(_SYSTEM_LINKS)
+    if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        raise OSError(errno.EPERM, f"{path} is a block device or a socket: not written")
+    return False
+
+
+def open_stream(path: Path) -> io.BufferedWriter:
+    """A stream (``stream_target``) opened for writing: never created, truncated or
+    replaced; appended to where it leads to a file (stdout redirected with ``>>``)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND), "wb")
+
+
 def open_new(path: Path, replace: bool = False) -> io.BufferedWriter:
     """A file gputui creates itself for writing, mode 0600 (a recording).
 
     An existing file is never truncated or written through: without ``replace`` it is an
     error that says so; with it, a regular file of one link is removed and a new one made
     in its place (a second hard link keeps its content and mode). A symbolic link is
-    never followed. A device or a pipe (/dev/stdout, a FIFO a reader waits on) is written
-    as it is, its mode untouched."""
+    never followed. A stream (``stream_target``: /dev/stdout, a FIFO a reader waits on)
+    is written as it is, its mode untouched."""
+    if stream_target(path):
+        return open_stream(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -36,8 +68,6 @@ def open_new(path: Path, replace: bool = False) -> io.BufferedWriter:
             raise OSError(errno.ELOOP, f"{path} is a symbolic link: not written through")
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            return os.fdopen(os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)), "wb")
         if not replace:
             raise FileExistsError(errno.EEXIST, f"{path} exists: --force replaces it")
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
@@ -82,12 +112,17 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
     The temporary file is created with O_EXCL and O_NOFOLLOW (never an existing file or a
     link), mode 0600; the rename replaces a link at ``path`` instead of writing through
     it. On any error the temporary file is removed and the error propagates; one left by a
-    writer killed outright is removed by the next write to the same target.
+    writer killed outright is removed by the next write to the same target. A stream
+    (``stream_target``: /dev/stdout, a FIFO) is written into as it is, never replaced.
     """
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(f"{target} is a directory")
     payload = data.encode() if isinstance(data, str) else data
+    if stream_target(target):
+        with open_stream(target) as stream:
+            stream.write(payload)
+        return target
     _remove_leftovers(target)
     tmp = target.with_name(f".{target.name}{_TMP_MARK}{os.getpid()}.{secrets.token_hex(4)}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)

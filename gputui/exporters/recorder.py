@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputui.core.model import Finding, Frame
-from gputui.exporters.files import open_new
+from gputui.exporters.files import open_new, stream_target
 from gputui.formats.blocks import BLOCK_SECONDS, BLOCK_TICKS, block_line
 from gputui.formats.recording import MAX_LINE_BYTES, VERSION, Header, header_line, tick_line
 
@@ -62,13 +62,19 @@ class RecordWriter:
         #: ticks written to the files so far, rotated ones included (a block's once its
         #: line is written)
         self.ticks = 0
+        #: how many times the file was rotated (its older ticks moved to run.1.jsonl...)
+        self.rotations = 0
         #: what the caller should tell the user (once each)
         self.notices: list[str] = []
         self._open(replace)
 
     def _open(self, replace: bool = False) -> None:
+        #: whether it writes a file of its own (a report can be made of it), not a stream
+        self.regular_file = not stream_target(self.path)
         raw = open_new(self.path, replace)
         self._raw = raw
+        if not raw.seekable():  # a pipe or a terminal: no size to rotate at, nothing to tell
+            self._max_bytes = 0
         self._out = gzip.GzipFile(fileobj=raw, mode="wb") if self.path.suffix == ".gz" else raw
         self._line(header_line(self._header, self._keep_secrets, self.version))
 
@@ -122,6 +128,7 @@ class RecordWriter:
         if self._keep > 0:
             self.path.rename(rotated_name(self.path, 1))
         self._open(replace=True)
+        self.rotations += 1
 
     def _block_full(self) -> bool:
         """Whether the block holds enough: ``BLOCK_TICKS``, ``BLOCK_SECONDS``, or with
@@ -139,7 +146,8 @@ class RecordWriter:
 
     def _flush_block(self) -> None:
         """The ticks held so far as block lines (halved until each fits a line)."""
-        before = self._raw.tell() if self._raw is not None else 0
+        sized = self._max_bytes and self._raw is not None
+        before = self._raw.tell() if sized and self._raw is not None else 0
         count = len(self._block)
         pending = [self._block]
         self._block = []
@@ -152,7 +160,7 @@ class RecordWriter:
                 continue
             self._line(line)
             self.ticks += len(ticks)
-        if self._raw is not None:
+        if sized and self._raw is not None:
             self._tick_bytes = (self._raw.tell() - before) / count
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gputui import __version__
-from gputui.cli import EXIT_NO_SOURCE, main
+from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
 from gputui.formats.snapshot import parse_snapshot
 from tests.nvml_double import install
 
@@ -68,7 +68,7 @@ def test_plain_gputui_without_driver(
 def test_bad_scenario_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["snapshot", "--demo", "lava"])
-    assert info.value.code == 2
+    assert info.value.code == EXIT_USAGE  # never doctor's 2 (critical)
     assert "invalid choice" in capsys.readouterr().err
 
 

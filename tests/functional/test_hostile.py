@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
@@ -249,7 +250,7 @@ def test_record_rotate_keep_and_duration_are_checked(
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["record", "--demo", "-o", str(tmp_path / "r.jsonl"), *option])
-    assert exited.value.code == 2
+    assert exited.value.code == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert f"argument {option[0]}" in err and "must be" in err and "Traceback" not in err
     assert not (tmp_path / "r.jsonl").exists()
@@ -276,7 +277,7 @@ def test_every_number_on_the_command_line_is_bounded(
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(argv)
-    assert exited.value.code == 2
+    assert exited.value.code == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "must be" in err and "Traceback" not in err
 
@@ -288,7 +289,7 @@ def test_replay_start_outside_the_recording_is_refused(
     target = tmp_path / "r.jsonl"
     assert cli.main(["record", "--demo", "-o", str(target), "--duration", "2"]) == 0
     capsys.readouterr()
-    assert cli.main(["replay", str(target), "--start", start]) == 2
+    assert cli.main(["replay", str(target), "--start", start]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "--start wants" in err and "\x1b" not in err
 
@@ -297,7 +298,7 @@ def test_replay_start_outside_the_recording_is_refused(
 def test_export_port_out_of_range_is_refused(
     capsys: pytest.CaptureFixture[str], listen: str
 ) -> None:
-    assert cli.main(["export", "--demo", "--listen", listen]) == 2
+    assert cli.main(["export", "--demo", "--listen", listen]) == cli.EXIT_USAGE
     assert "--listen wants HOST:PORT" in capsys.readouterr().err
 
 
@@ -321,6 +322,65 @@ def test_snapshot_replaces_a_symlink_instead_of_writing_through(tmp_path: Path) 
     link.symlink_to(victim)
     write_atomic(link, "{}")
     assert victim.read_text() == "keep me" and not link.is_symlink()
+
+
+def _drain(read_end: Callable[[], int], into: list[bytes]) -> threading.Thread:
+    """A reader on a pipe's or FIFO's other end (opened in its thread: a FIFO's open waits
+    for its writer), as `cat` or `less` would be."""
+
+    def run() -> None:
+        with os.fdopen(read_end(), "rb") as stream:
+            into.append(stream.read())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_fifo_or_a_standard_stream_is_written_into_never_replaced(tmp_path: Path) -> None:
+    """`-o` a FIFO a reader waits on, or /dev/stdout (a system link to the process's fd):
+    the bytes go through and the stream stays what it was. Replacing it with a file made
+    the reader wait for ever, and (as root) /dev/stdout a regular file for everyone."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _drain(lambda: os.open(fifo, os.O_RDONLY), got)
+    write_atomic(fifo, "snapshot one")
+    reader.join(5)
+    assert got == [b"snapshot one"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    read_end, write_end = os.pipe()
+    through = Path(f"/proc/self/fd/{write_end}")  # what /dev/stdout leads to
+    if not through.is_symlink():
+        os.close(read_end)
+        os.close(write_end)
+        pytest.skip("no /proc/self/fd on this system")
+    got = []
+    reader = _drain(lambda: read_end, got)
+    write_atomic(through, "snapshot two")
+    os.close(write_end)
+    reader.join(5)
+    assert got == [b"snapshot two"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary left
+
+
+def test_record_into_a_fifo_writes_every_tick_and_no_report_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pipe cannot tell its position: recording into one wrote a header, then failed
+    with "Illegal seek" at the first block; a report command for it would read nothing."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _drain(lambda: os.open(fifo, os.O_RDONLY), got)
+    args = ["record", "--demo", "-o", str(fifo), "--duration", "1.2", "--interval", "0.25"]
+    assert cli.main(args) == 0
+    reader.join(5)
+    err = capsys.readouterr().err
+    recorded = re.search(r"recorded (\d+) ticks", err)
+    assert recorded and "its report" not in err and "Illegal seek" not in err, err
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(got[0])
+    assert len(read_recording(copy).ticks) == int(recorded.group(1)) >= 3
 
 
 def test_a_killed_snapshot_leaves_no_temporary_file_behind(tmp_path: Path) -> None:
@@ -542,11 +602,24 @@ def test_a_remote_node_without_gpus_is_exit_3(capsys: pytest.CaptureFixture[str]
 def test_the_exporter_will_not_listen_beyond_loopback_unless_told(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert cli.main(["export", "--demo", "--listen", "0.0.0.0:0"]) == 2
+    assert cli.main(["export", "--demo", "--listen", "0.0.0.0:0"]) == cli.EXIT_USAGE
     assert "--allow-remote" in capsys.readouterr().err
 
 
 # -- the process's lifecycle ---------------------------------------------------------
+def test_replay_without_a_terminal_says_so_instead_of_waiting_for_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay in a script or cron hung for ever, painting escape codes into its log."""
+    target = tmp_path / "r.jsonl"
+    assert cli.main(["record", "--demo", "-o", str(target), "--duration", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["replay", str(target)]) == cli.EXIT_NO_TERMINAL == cli.EXIT_USAGE
+    captured = capsys.readouterr()
+    assert "needs a terminal" in captured.err and "gputui report" in captured.err
+    assert "\x1b" not in captured.err + captured.out
+
+
 def test_plain_gputui_without_a_terminal_says_so_and_exits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.cli import main
+from gputui.cli import EXIT_USAGE, main
+from gputui.cli.report import report_command
 from gputui.core import clock_events as ce
 from gputui.exporters.report.accounting import CAUSES
 from gputui.formats.recording import read_recording
@@ -103,15 +104,54 @@ def test_record_prints_the_command_that_makes_its_report(
     assert Path(argv[-1]).read_text().startswith("<!doctype html>")
 
 
+def test_report_will_not_write_over_its_recording_nor_ignore_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report t.jsonl -o t.jsonl` wrote the HTML over the run; --since/--until/--step/
+    --match with a file were silently ignored (a report that reads as filtered is not)."""
+    path = tmp_path / "-night.jsonl"  # a name that reads as an option unless written ./-
+    args = ["record", "--demo", "thermal", "--gpus", "1", "--interval", "0.5"]
+    assert main([*args, "--duration", "1.2", "-o", str(path)]) == 0
+    capsys.readouterr()
+    before = path.read_bytes()
+    assert main(["report", str(path), "-o", str(path)]) == EXIT_USAGE
+    assert "is the recording itself" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    for option in (["--since=-8h"], ["--step", "5"], ["--match", 'job="x"']):
+        assert main(["report", str(path), *option]) == EXIT_USAGE
+        assert "not for a recording file" in capsys.readouterr().err
+    os.chdir(tmp_path)
+    argv = shlex.split(report_command(Path("-night.jsonl")))
+    assert argv[2:] == ["./-night.jsonl", "-o", "./-night.report.html"]
+    assert main(argv[1:]) == 0
+
+
+def test_names_given_on_the_command_line_reach_the_terminal_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file name is outside text too (a glob can hand gputui any name): the messages
+    that repeat it ("recording to", "recorded", "its report", "written to") show it
+    cleaned, never an escape sequence for the terminal to act on."""
+    path = tmp_path / "run\x1b[2J\x1b]0;owned\x07.jsonl"
+    args = ["record", "--demo", "--gpus", "1", "--interval", "0.5", "--duration", "1.2"]
+    assert main([*args, "-o", str(path)]) == 0
+    assert main(["report", str(path), "-o", str(tmp_path / "r\x1b[31m.html")]) == 0
+    err = capsys.readouterr().err
+    assert "recorded" in err and "written to" in err and "\x1b" not in err and "\x07" not in err
+    markdown = tmp_path / "r.md"
+    assert main(["report", str(path), "-o", str(markdown)]) == 0
+    assert "\x1b" not in markdown.read_text()
+
+
 def test_report_refuses_what_it_cannot_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["report"]) == 2
+    assert main(["report"]) == EXIT_USAGE
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a recording\n")
     assert main(["report", str(bad)]) != 0
-    assert main(["report", "--prometheus", "http://127.0.0.1:9", "--since", "x"]) == 2
-    assert main(["report", "--prometheus", "http://127.0.0.1:9"]) == 2
+    assert main(["report", "--prometheus", "http://127.0.0.1:9", "--since", "x"]) == EXIT_USAGE
+    assert main(["report", "--prometheus", "http://127.0.0.1:9"]) == EXIT_USAGE
     assert "--since" in capsys.readouterr().err
 
 
