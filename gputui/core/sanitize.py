@@ -84,21 +84,41 @@ _SECRET_WORDS: Final = frozenset(
 _SECRET_PAIRS: Final = frozenset(
     {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key")}
 )
-# --password=x, --api-key x, -token x, and NAME=value assignments
-_OPTION = re.compile(r"(?<!\S)(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?P<value>[^\s-]\S*)")
-_ASSIGNMENT = re.compile(r"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>\S+)")
+# A value: quoted (a shell line pasted into a launcher's argument keeps its quotes) or a word
+_VALUE = r"""(?:"[^"]*"|'[^']*'|\S+)"""
+# --password=x (whatever x starts with), --api-key x, -token x, and NAME=value assignments
+_OPTION = re.compile(
+    r"(?<!\S)(?P<name>--?[A-Za-z][\w.-]*)"
+    rf"(?:(?P<eq>=)(?P<value>{_VALUE})|(?P<space>\s+)(?P<word>[^\s-]\S*))"
+)
+_ASSIGNMENT = re.compile(rf"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>{_VALUE})")
 # -p VALUE: a password to mysql, sshpass, redis-cli and kin; a number there is a port
 _SHORT_PASSWORD = re.compile(r"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))[^\s-]\S*)")
+# -pVALUE, attached, to the MySQL/MariaDB clients only (elsewhere -p starts flags: tar -pxf)
+_MYSQL_PASSWORD = re.compile(
+    r"(?P<head>(?:^|[\s/])(?:mysql\w*|mariadb\w*)\b(?:\s+\S+)*?\s-p)(?P<value>[^\s\d]\S*)"
+)
+# an HTTP credential in a header given on the command line (curl -H, wget --header)
+_HTTP_CREDENTIAL = re.compile(
+    r"(?i)(?P<head>\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest)\s+)?"
+    r"|\bbearer\s+)(?P<value>[^\s\"']+)"
+)
 # scheme://user:password@host
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@")
 
 
+# Words that end in these are credentials too, written as one word (PGPASSWORD, MYSQL_PWD's
+# kin, CSRFTOKEN)
+_SECRET_ENDINGS: Final = ("password", "passwd", "passphrase", "token", "secret", "apikey")
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an option or variable name says its value is a credential: one of its
-    words (split at - _ .) is one (``HF_TOKEN``, ``--db-password``, ``WANDB_API_KEY``),
-    and not merely contains one (``max_tokens``, ``--tokenizer``)."""
+    words (split at - _ .) is one (``HF_TOKEN``, ``--db-password``, ``WANDB_API_KEY``) or
+    ends in one (``PGPASSWORD``), and not merely contains one (``max_tokens``,
+    ``--tokenizer``)."""
     words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
-    if any(w in _SECRET_WORDS for w in words):
+    if any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
@@ -108,30 +128,48 @@ def is_secret_name(name: str) -> bool:
 _VARIABLE_SECRET_ENDS: Final = frozenset({"key", "keys", "pat", "dsn"})
 
 
+def _secret_variable(name: str) -> bool:
+    """An environment variable's name that says credential: as ``is_secret_name``, or
+    ending in KEY, PAT or DSN (OPENAI_KEY, GITHUB_PAT, SENTRY_DSN)."""
+    words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
+    return is_secret_name(name) or bool(words and words[-1] in _VARIABLE_SECRET_ENDS)
+
+
 def mask_variable(entry: str) -> str:
     """One ``NAME=value`` of an environment: the value masked where the name says it is a
-    credential (as ``mask_secrets``, and any name ending in KEY), URL passwords in it too."""
+    credential (``_secret_variable``), URL passwords in it too."""
     name, sep, value = entry.partition("=")
     if not sep:
         return mask_secrets(entry)
-    words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
-    if is_secret_name(name) or (words and words[-1] in _VARIABLE_SECRET_ENDS):
+    if _secret_variable(name):
         return f"{name}={MASK}"
     return f"{name}={mask_secrets(value)}"
 
 
+def _masked_option(m: re.Match[str]) -> str:
+    if not is_secret_name(m["name"]):
+        return m[0]
+    return f"{m['name']}={MASK}" if m["eq"] else f"{m['name']}{m['space']}{MASK}"
+
+
+def _masked_assignment(m: re.Match[str]) -> str:
+    name = m["name"]
+    # a variable set on the command line (GITHUB_PAT=... cmd) reads as an environment's
+    secret = _secret_variable(name) if name.isupper() else is_secret_name(name)
+    return f"{name}={MASK}" if secret else m[0]
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with credential-looking values replaced by ``***``: values of options and
-    assignments whose names say password, token, secret, key or auth, and passwords in
-    URLs. Names stay, so the reader still sees what was passed."""
+    assignments whose names say password, token, secret, key or auth, passwords in URLs,
+    HTTP credentials in headers, and the MySQL clients' -pPASSWORD. Names stay, so the
+    reader still sees what was passed."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}@", text)
+    text = _HTTP_CREDENTIAL.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _SHORT_PASSWORD.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", text)
-    text = _OPTION.sub(
-        lambda m: f"{m['name']}{m['sep']}{MASK}" if is_secret_name(m["name"]) else m[0], text
-    )
-    return _ASSIGNMENT.sub(
-        lambda m: f"{m['name']}={MASK}" if is_secret_name(m["name"]) else m[0], text
-    )
+    text = _MYSQL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _OPTION.sub(_masked_option, text)
+    return _ASSIGNMENT.sub(_masked_assignment, text)
 
 
 def mask_optional(text: str | None) -> str | None:

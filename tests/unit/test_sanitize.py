@@ -118,6 +118,34 @@ def test_a_short_p_password_is_masked_and_a_port_is_not() -> None:
     assert mask_secrets("nvidia-smi -i 0 -pl 700") == "nvidia-smi -i 0 -pl 700"
 
 
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("PGPASSWORD=hunter2 psql -h db", "PGPASSWORD=*** psql -h db"),  # one word
+        ("GITHUB_PAT=ghp_x SENTRY_DSN=https://k@s/1 job", "GITHUB_PAT=*** SENTRY_DSN=*** job"),
+        ('curl -H "Authorization: Bearer abc.def" u', 'curl -H "Authorization: Bearer ***" u'),
+        (
+            "wget --header='Authorization: Basic dXNlcg==' u",
+            "wget --header='Authorization: Basic ***' u",
+        ),
+        ("mysql -u root -phunter2 db", "mysql -u root -p*** db"),
+        ("/usr/bin/mysqldump -h db -ps3cret x", "/usr/bin/mysqldump -h db -p*** x"),
+        ("app --passwd=-hunter2", "app --passwd=***"),  # a value may start with a dash
+        ('app --db-password="hunter 2" --x 1', "app --db-password=*** --x 1"),  # quoted
+    ],
+)
+def test_credentials_in_their_other_common_forms_are_masked(text: str, masked: str) -> None:
+    assert mask_secrets(text) == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tar -pxf data.tar", "ssh -p2222 node", "mysql -p 3306", "python x.py --sort_key=name"],
+)
+def test_flags_ports_and_keys_that_are_no_credentials_stay(text: str) -> None:
+    assert mask_secrets(text) == text
+
+
 _TEXTS = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.characters(max_codepoint=0xA0), max_size=40),
