@@ -70,7 +70,9 @@ class ReplaySource:
         pass
 
     def seek(self, time: float) -> list[Frame]:
-        """Move to the first frame at or after ``time``; return the frames before it."""
+        """Move past the frames at or before ``time`` and return them: the last of them is
+        the one shown (a seek to 1 min 40 s shows the frame of 1 min 40 s, a seek to the
+        end the last frame), the next read gives the first frame after it."""
         with self._lock:
-            self._position = bisect.bisect_left(self._times, time)
+            self._position = bisect.bisect_right(self._times, time)
             return self._frames[: self._position]

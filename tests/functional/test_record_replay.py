@@ -77,8 +77,9 @@ def test_replay_source_reads_in_order_and_seeks(tmp_path: Path) -> None:
     source = replay_of(read_recording(path))
     first = source.read()
     assert source.read().time == first.time + 1
-    before = source.seek(first.time + 10)
-    assert len(before) == 10 and source.read().time == first.time + 10
+    shown = source.seek(first.time + 10)  # up to and with the frame of that moment
+    assert len(shown) == 11 and shown[-1].time == first.time + 10
+    assert source.read().time == first.time + 11
     source.seek(first.time + 100)
     with pytest.raises(ReplayEnded):
         source.read()

@@ -139,10 +139,10 @@ def test_the_replay_controller_steps_seeks_and_paces() -> None:
     replay = ReplayController(source, monitor)
     assert replay.step() and monitor.latest is not None and monitor.latest.time == 100.0
     shown = replay.seek_to(400.0)
-    assert shown == 399.0 and len(monitor.history) == 300  # the frames before, history rebuilt
+    assert shown == 400.0 and len(monitor.history) == 301  # frames 100-400 s: history rebuilt
     assert replay.seek_by(-1000) == 100.0  # never before the first frame...
-    assert replay.seek_to(10_000) == 698.0  # ... nor past the last
-    assert replay.step() and not replay.step() and replay.at_end
+    assert replay.seek_to(10_000) == 699.0  # ... nor past the last, which is shown
+    assert not replay.step() and replay.at_end
     assert replay.change_speed(1000) == 64.0 and replay.change_speed(1e-9) == 0.125
 
 
