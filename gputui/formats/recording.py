@@ -103,8 +103,9 @@ class Recording:
     notices: tuple[str, ...]
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, complete) for each line; a truncated gzip ends quietly."""
+def _lines(path: Path, notices: list[str]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, complete) for each line; a gzip stream cut short ends the
+    lines with a notice (a recorder killed, or still writing; a copy cut in transit)."""
     with open(path, "rb") as raw:
         magic = raw.read(2)
         raw.seek(0)
@@ -114,7 +115,12 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
             try:
                 line = reader.readline(MAX_LINE_BYTES + 1)
             except (EOFError, gzip.BadGzipFile, OSError, zlib.error):
-                return  # the compressed stream stops where the recorder was killed
+                notices.append(
+                    f"{path}: the compressed stream ends early, after line {number} (the "
+                    "recorder was killed or is still writing, or the copy was cut): read up "
+                    "to there"
+                )
+                return
             if not line:
                 return
             number += 1
@@ -206,7 +212,7 @@ def _documents(
     notice, a damaged one before it is an error naming it. With ``blocks``, a block line
     whose first tick lies outside it is skipped unread (one past it ends the reading)."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
-    for number, raw, complete in _lines(path):
+    for number, raw, complete in _lines(path, notices):
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
         mark = _mark(raw) if number > 1 else None
@@ -260,7 +266,7 @@ def block_marks(path: Path) -> list[tuple[float, int]] | None:
     None for an older version, or a line that does not start as gputui writes blocks (the
     whole reading will say what is wrong with it)."""
     marks: list[tuple[float, int]] = []
-    for number, raw, complete in _lines(path):
+    for number, raw, complete in _lines(path, []):  # the whole reading says what is wrong
         if number == 1:
             try:
                 head = _json(raw)

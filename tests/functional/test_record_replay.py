@@ -95,6 +95,20 @@ def test_truncated_last_line_is_skipped_with_a_notice(tmp_path: Path) -> None:
     assert recording.notices and ":6:" in recording.notices[0]
 
 
+def test_a_gzip_recording_cut_short_says_so(tmp_path: Path) -> None:
+    """A copy cut in transit (or a recorder killed) ends the compressed stream early: the
+    ticks before the cut are read, and the reader says where it stopped, as it does for a
+    plain file's cut last line, instead of a shorter run with no word."""
+    path = tmp_path / "run.jsonl.gz"
+    record_demo(path, seconds=20, version=2)
+    data = path.read_bytes()
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    whole, short = read_recording(path), read_recording(cut)
+    assert not whole.notices and 0 < len(short.ticks) < len(whole.ticks)
+    assert any("the compressed stream ends early" in n for n in short.notices), short.notices
+
+
 def test_damaged_line_in_the_middle_is_named(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     record_demo(path, seconds=5, version=2)

@@ -332,7 +332,7 @@ def _too_short(times: Sequence[float], thresholds: Thresholds) -> list[str]:
     if span >= thresholds.window_s:
         return []
     return [
-        f"the run is {span:.0f} s long, shorter than the {thresholds.window_s:g} s of "
+        f"the run is {math.floor(span)} s long, shorter than the {thresholds.window_s:g} s of "
         "readings most of the advisor's rules need: those could not judge it yet (rules "
         "over shorter windows did), so time no finding covers is not proof of health"
     ]
