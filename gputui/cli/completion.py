@@ -75,7 +75,12 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
         return _fish(top, commands)
     body = _bash(top, commands)
     if shell == "zsh":
-        return "autoload -U +X bashcompinit && bashcompinit\n" + body
+        # bashcompinit's `complete` needs compdef, which only compinit defines: a shell
+        # started without it (zsh -f, a bare ~/.zshrc) loads it here, once
+        return (
+            "(( $+functions[compdef] )) || { autoload -Uz compinit && compinit -i; }\n"
+            "autoload -U +X bashcompinit && bashcompinit\n" + body
+        )
     return body
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,23 @@ def test_zsh_completes_through_bashcompinit() -> None:
         # bashcompinit's wrapper sets ksharrays (0-based arrays) before calling a bash function
         got = _bash_like("zsh", words, setup="setopt ksharrays")
         assert offered <= got, (words, got)
+
+
+def test_zsh_loads_it_in_a_shell_without_compinit(tmp_path: Path) -> None:
+    """The README's "the same in ~/.zshrc": a bare zsh has no compdef, and bashcompinit's
+    `complete` failed there ("command not found: compdef"); the script loads compinit."""
+    text = script("zsh", build_parser())
+    env = {**os.environ, "HOME": str(tmp_path), "ZDOTDIR": str(tmp_path)}
+    out = subprocess.run(
+        [_needs("zsh"), "-f", "-c", f"{text}\nprint -r -- ${{_comps[gputui]}}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    assert out.stdout.strip(), "no completion registered for gputui"
 
 
 def test_fish_completes_commands_options_and_choices() -> None:
