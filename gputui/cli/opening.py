@@ -14,7 +14,7 @@ from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
-from gputui.core.sanitize import clean
+from gputui.core.sanitize import clean, mask_secrets
 from gputui.sources.base import Source, SourceUnavailable
 
 if TYPE_CHECKING:
@@ -55,10 +55,13 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
 
 
 def source_detail(args: argparse.Namespace) -> str | None:
+    """What the source is, for the header and every report: URLs with their credentials
+    (user:password@, ?token=) masked, as everywhere a URL is shown."""
     if getattr(args, "prometheus", None) and args.demo is None:
-        return f"prometheus: {args.prometheus}" + (f" {args.match}" if args.match else "")
+        shown = mask_secrets(args.prometheus)
+        return f"prometheus: {shown}" + (f" {args.match}" if args.match else "")
     if args.source and args.demo is None:
-        return "sources: " + ", ".join(args.source)
+        return "sources: " + ", ".join(mask_secrets(url) for url in args.source)
     if args.demo is None:
         return None
     from gputui.sources.simulated import resolve_scenarios

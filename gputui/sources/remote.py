@@ -29,6 +29,7 @@ from gputui.core.dcgm import (
 from gputui.core.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.core.ranges import within_ranges
+from gputui.core.sanitize import mask_secrets
 from gputui.core.xid import describe_xid
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.exposition import ExpositionError, LabelCache, samples
@@ -242,21 +243,39 @@ class RemoteSource:
         devices: list[DeviceInfo] = []
         for (node, (_hostname, gpus)), name in zip(answered, names, strict=True):
             # two endpoints on one host (or unlabelled) are kept apart by their address
-            node.name = (
-                name
-                if names.count(name) == 1
-                else f"{name}@{urllib.parse.urlsplit(node.url).netloc}"
-            )
-            node.first_index = len(devices)
-            node.gpus = tuple(sorted(gpus))
-            for number in node.gpus:
-                devices.append(_device(len(devices), node.name, gpus[number]))
-            node.blind = blind_of(gpus.values())
+            node.name = name if names.count(name) == 1 else self._distinct(name, node)
+            devices += self._adopt(node, gpus, len(devices))
         if not devices:
             reasons = "; ".join(f"{n.url}: {results.get(n.url)}" for n in self._nodes)
             raise SourceUnavailable(f"no GPUs could be read from the sources ({reasons}).")
         self._devices = devices
         return tuple(devices)
+
+    def _distinct(self, name: str, node: _Node) -> str:
+        """``name`` kept apart from another node's: by the endpoint's address, and its path
+        where another endpoint shares the address (two exporters behind one proxy)."""
+        address = urllib.parse.urlsplit(node.url)
+        shared = sum(urllib.parse.urlsplit(n.url).netloc == address.netloc for n in self._nodes)
+        return f"{name}@{address.netloc}" + (address.path if shared > 1 else "")
+
+    def _adopt(self, node: _Node, gpus: dict[int, NodeGpu], first: int) -> list[DeviceInfo]:
+        """A node's GPUs numbered from ``first``: its devices, read from here on."""
+        node.first_index = first
+        node.gpus = tuple(sorted(gpus))
+        node.blind = blind_of(gpus.values())
+        return [_device(first + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
+
+    def _join_late(
+        self, node: _Node, hostname: str | None, gpus: dict[int, NodeGpu]
+    ) -> list[DeviceInfo]:
+        """A node that gave no GPUs at start (down, or not up yet) and answers with some
+        now: it joins, numbered after the GPUs known so far, instead of never being read."""
+        taken = {n.name for n in self._nodes if n.gpus}
+        name = hostname or node.name
+        node.name = name if name not in taken else self._distinct(name, node)
+        joined = self._adopt(node, gpus, len(self._devices))
+        self._devices += joined
+        return joined
 
     def _scrape(self) -> dict[str, tuple[str | None, dict[int, NodeGpu]] | ScrapeError]:
         started = time.monotonic()
@@ -297,19 +316,21 @@ class RemoteSource:
         samples: list[GpuSample] = []
         notes: list[Note] = []
         blind: list[tuple[str, Blind]] = []
+        joined: list[DeviceInfo] = []
         for node in self._nodes:
             result = results.get(node.url)
             if isinstance(result, ScrapeError) or result is None:
                 if node.gpus:
                     notes.append(Note(NoteKind.NODE_DOWN, f"node {node.name} is down: {result}"))
                 else:
+                    shown = mask_secrets(node.url)
                     notes.append(
-                        Note(
-                            NoteKind.NODE_EMPTY, f"node {node.url} gave no GPUs at start: {result}"
-                        )
+                        Note(NoteKind.NODE_EMPTY, f"node {shown} gave no GPUs yet: {result}")
                     )
                 continue
-            _hostname, gpus = result
+            hostname, gpus = result
+            if not node.gpus and gpus:
+                joined += self._join_late(node, hostname, gpus)
             duplicates = sum(entry.duplicates for entry in gpus.values())
             if duplicates:
                 notes.append(
@@ -337,7 +358,7 @@ class RemoteSource:
                 + ", ".join(RULES_NEEDING_HOST),
             )
         )
-        return Frame(time=now, gpus=tuple(samples), notes=tuple(notes))
+        return Frame(time=now, gpus=tuple(samples), notes=tuple(notes), joined=tuple(joined))
 
     def _behind(self, started: float) -> Note | None:
         """Reads that take as long as the time between them: the sampler starts the next

@@ -125,6 +125,54 @@ def test_two_endpoints_on_one_host_stay_apart(servers: dict[str, str]) -> None:
         server.shutdown()
 
 
+def test_a_node_that_comes_up_after_the_start_joins(servers: dict[str, str]) -> None:
+    """A node down when gputui started (rebooting, its exporter not up yet) and answering
+    later was never read: its "no GPUs" note went and nothing took its place, a false
+    all-clear. It joins with its GPUs, numbered after the others, and is judged."""
+    late: list[bytes] = []
+
+    def later(request: BaseHTTPRequestHandler) -> None:
+        if not late:
+            request.send_error(503)
+            return
+        answer(late[0])(request)
+
+    url, server = serve(later)
+    try:
+        source = RemoteSource([servers["healthy"], url], timeout_s=1.0)
+        devices = source.open()
+        frame = source.read()
+        assert any(n.kind is NoteKind.NODE_EMPTY for n in frame.notes) and not frame.joined
+        late.append(dcgm_payload("gpu-node-c"))
+        frame = source.read()
+        assert [d.node for d in frame.joined] == ["gpu-node-c"] * len(frame.joined)
+        assert [d.index for d in frame.joined] == list(
+            range(len(devices), len(devices) + len(frame.joined))
+        )
+        assert {s.index for s in frame.gpus} >= {d.index for d in frame.joined}
+        assert not any(n.kind is NoteKind.NODE_EMPTY for n in frame.notes)
+        monitor = make_monitor(devices, Config(), SourceInfo("REMOTE", SourceKind.REMOTE, ""))
+        monitor.ingest(frame)
+        assert len(monitor.devices) == len(devices) + len(frame.joined)
+        assert not source.read().joined  # joined once
+        source.close()
+    finally:
+        server.shutdown()
+
+
+def test_urls_are_shown_with_their_credentials_masked() -> None:
+    from gputui.cli.opening import source_detail
+    from gputui.cli.parser import build_parser
+
+    args = build_parser().parse_args(
+        ["--source", "http://user:s3cret@a:9400/metrics", "--source", "http://b/x?token=abc"]
+    )
+    shown = source_detail(args) or ""
+    assert "s3cret" not in shown and "abc" not in shown and "a:9400/metrics" in shown
+    args = build_parser().parse_args(["--prometheus", "https://u:s3cret@prom:9090"])
+    assert "s3cret" not in (source_detail(args) or "")
+
+
 def test_snapshot_command_with_sources(
     servers: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,7 +218,7 @@ def test_doctor_over_a_source_says_what_it_cannot_check(
     )
     out = " ".join(capsys.readouterr().out.split())  # the report wraps at the console width
     assert status in (0, 1, 2, 4)
-    assert "these rules cannot run" in out and "gave no GPUs at start" in out
+    assert "these rules cannot run" in out and "gave no GPUs yet" in out
     assert "CUDA n/a" in out  # an exporter does not say; never "None"
 
 
