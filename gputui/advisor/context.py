@@ -234,6 +234,16 @@ class Context:
         return cast("dict[int, tuple[ProcessSample, ...]]", by_gpu).get(gpu, ())
 
 
+def smi_target(device: DeviceInfo | None, index: int) -> tuple[str, int]:
+    """Where a remedy's nvidia-smi runs and the GPU number it takes there: on this machine,
+    ``index`` itself; a cluster's GPU, "On NODE: " and its number on that node (gputui
+    numbers a cluster's GPUs one after another; `nvidia-smi -i 4` on a node with GPUs 0-3
+    fails, or changes another card)."""
+    if device is None or device.node is None:
+        return "", index
+    return f"On {device.node}: ", device.node_index if device.node_index is not None else index
+
+
 def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB/s"
 

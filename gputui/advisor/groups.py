@@ -29,15 +29,17 @@ class FindingGroup:
         return gpu_list([g for g in self.gpus if g is not None])
 
 
-def _ids(gpus: Sequence[int]) -> str:
-    return ",".join(str(g) for g in gpus)
+_SMI_INDEX = re.compile(r"(-i\s+)(\d+)\b")
 
 
-def _generic(text: str, gpu: int | None) -> str:
-    """A remedy with its GPU's index as a placeholder: 'nvidia-smi -i 3' -> '-i {ids}'."""
-    if gpu is None:
-        return text
-    return re.sub(rf"(-i\s+){gpu}\b", r"\1{ids}", text)
+def _generic(text: str) -> tuple[str, str | None]:
+    """A remedy with its GPU's number as a placeholder ('nvidia-smi -i 3' -> '-i {ids}'),
+    and that number: the GPU's own, or (a cluster's GPU) its number on its node, which
+    only the remedy knows."""
+    numbers = {m[2] for m in _SMI_INDEX.finditer(text)}
+    if len(numbers) != 1:
+        return text, None
+    return _SMI_INDEX.sub(r"\1{ids}", text), numbers.pop()
 
 
 def group(findings: Sequence[Finding]) -> list[FindingGroup]:
@@ -54,14 +56,22 @@ def group(findings: Sequence[Finding]) -> list[FindingGroup]:
             out.append(FindingGroup(rule, severity, title, gpus, only.evidence, only.remedies))
             continue
         evidence = _merged([f.evidence for f in members], [f.gpu for f in members])
-        indices = [g for g in gpus if g is not None]
-        generic = [tuple(_generic(r, f.gpu) for r in f.remedies) for f in members]
-        if all(g == generic[0] for g in generic):
-            remedies = tuple(r.replace("{ids}", _ids(indices)) for r in generic[0])
-        else:
-            remedies = tuple(dict.fromkeys(r for f in members for r in f.remedies))
-        out.append(FindingGroup(rule, severity, title, gpus, evidence, remedies))
+        out.append(FindingGroup(rule, severity, title, gpus, evidence, _remedies(members)))
     return out
+
+
+def _remedies(members: Sequence[Finding]) -> tuple[str, ...]:
+    """The members' remedies once each, in order; those that differ only in the GPU number
+    as one command for all of them ("nvidia-smi -i 0,1,2,3"), per node on a cluster (its
+    remedies say "On NODE: ")."""
+    numbers: dict[str, list[str]] = {}
+    for finding in members:
+        for remedy in finding.remedies:
+            text, number = _generic(remedy)
+            taken = numbers.setdefault(text, [])
+            if number is not None and number not in taken:
+                taken.append(number)
+    return tuple(text.replace("{ids}", ",".join(taken)) for text, taken in numbers.items())
 
 
 def _label(gpu: int | None) -> str:

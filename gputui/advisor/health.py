@@ -181,12 +181,13 @@ def not_reporting(ctx: Context) -> Iterator[Candidate]:
             f"for {fmt_duration(ctx.frame.time - last)}" if last is not None else "since the start"
         )
         where = f" on node {device.node}" if device.node else ""
+        number = device.node_index if device.node and device.node_index is not None else index
         yield Candidate(
             rule=RuleId.NOT_REPORTING,
             severity=Severity.WARNING,
             gpu=index,
             title=f"No readings from this GPU{where}",
-            evidence=(f"no reading from GPU {index}{where} {since}, while others report",),
+            evidence=(f"no reading from GPU {number}{where} {since}, while others report",),
             remedies=(
                 "Check the node's dcgm-exporter (its pod or service) and that Prometheus "
                 "still scrapes it (up{job=...} == 1 for its target)",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from gputui.advisor.context import Context
+from gputui.advisor.context import Context, smi_target
 from gputui.advisor.finding import Candidate
 from gputui.advisor.jobs import env_holders
 from gputui.advisor.rule import Rule
@@ -130,6 +130,7 @@ def compute_mode(ctx: Context) -> Iterator[Candidate]:
     settings = ctx.frame.settings
     for sample, device in ctx.samples():
         mode = device.compute_mode
+        where, number = smi_target(device, sample.index)
         if mode == "Prohibited":
             yield Candidate(
                 RuleId.COMPUTE_MODE,
@@ -137,7 +138,7 @@ def compute_mode(ctx: Context) -> Iterator[Candidate]:
                 sample.index,
                 "Compute mode Prohibited: no CUDA program can use this GPU",
                 ("compute mode Prohibited (nvidia-smi -q -d COMPUTE)",),
-                (f"If it should run jobs: sudo nvidia-smi -i {sample.index} -c DEFAULT",),
+                (f"{where}If it should run jobs: sudo nvidia-smi -i {number} -c DEFAULT",),
             )
             continue
         if mode not in ("Exclusive_Process", "Exclusive_Thread") or settings is None:
@@ -165,7 +166,7 @@ def compute_mode(ctx: Context) -> Iterator[Candidate]:
             (
                 "Give each process its own GPU (CUDA_VISIBLE_DEVICES per rank), or keep CUDA out "
                 "of DataLoader workers and helper processes",
-                f"If sharing is intended: sudo nvidia-smi -i {sample.index} -c DEFAULT (root), "
+                f"{where}If sharing is intended: sudo nvidia-smi -i {number} -c DEFAULT (root), "
                 "or MPS for cooperative sharing",
             ),
         )
@@ -190,6 +191,7 @@ def mode_pending(ctx: Context) -> Iterator[Candidate]:
             )
         if not lines:
             continue
+        where, number = smi_target(device, sample.index)
         yield Candidate(
             RuleId.MODE_PENDING,
             severity,
@@ -197,7 +199,7 @@ def mode_pending(ctx: Context) -> Iterator[Candidate]:
             "A mode change waits for a GPU reset",
             tuple(lines),
             (
-                f"Reset the GPU while it is idle: sudo nvidia-smi -i {sample.index} -r (or "
+                f"{where}Reset the GPU while it is idle: sudo nvidia-smi -i {number} -r (or "
                 "reboot); or set the mode back if the change was a mistake",
             ),
         )
@@ -226,6 +228,7 @@ def clocks_locked(ctx: Context) -> Iterator[Candidate]:
         ]
         if sample.graphics_clock_mhz is not None:
             lines.append(f"graphics clock now {sample.graphics_clock_mhz} MHz")
+        where, number = smi_target(device, sample.index)
         yield Candidate(
             RuleId.CLOCKS_LOCKED,
             Severity.WARNING,
@@ -233,7 +236,7 @@ def clocks_locked(ctx: Context) -> Iterator[Candidate]:
             "GPU clocks locked below the maximum",
             tuple(lines),
             (
-                f"Unlock them (root): sudo nvidia-smi -i {sample.index} -rgc",
+                f"{where}Unlock them (root): sudo nvidia-smi -i {number} -rgc",
                 "Look for what locks them: a benchmark's setup script, a DCGM or "
                 "datacenter power policy, a profiler that pinned clocks",
             ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gputui.advisor import evidence
-from gputui.advisor.context import Context
+from gputui.advisor.context import Context, smi_target
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core import clock_events as ce
@@ -64,7 +64,7 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
                 gpu=sample.index,
                 title="Power capped: clocks held down to stay within the power limit",
                 evidence=tuple(lines),
-                remedies=_cap_remedies(sample.index, default, heat is not None),
+                remedies=_cap_remedies(device, sample.index, heat is not None),
             )
             continue
         which = f"its {default:.0f} W default" if default is not None else "its"
@@ -109,15 +109,17 @@ def _cap_causes(
     return causes
 
 
-def _cap_remedies(index: int, default: float | None, hot: bool) -> tuple[str, ...]:
+def _cap_remedies(device: DeviceInfo, index: int, hot: bool) -> tuple[str, ...]:
     remedies = []
+    where, number = smi_target(device, index)
+    default = device.power_default_limit_w
     if default is not None:
         remedies.append(
-            f"Check the limit: nvidia-smi -i {index} -q -d POWER; restore the default "
-            f"(root): sudo nvidia-smi -i {index} -pl {default:.0f}"
+            f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER; restore the default "
+            f"(root): sudo nvidia-smi -i {number} -pl {default:.0f}"
         )
     else:
-        remedies.append(f"Check the limit: nvidia-smi -i {index} -q -d POWER")
+        remedies.append(f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER")
     if hot:
         remedies.append(
             "Cool the board: a hot GPU leaks more power and reaches its limit at lower "
@@ -135,6 +137,7 @@ def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
             continue
         if enforced >= default - ctx.t.limit_lowered_w:
             continue
+        where, number = smi_target(device, sample.index)
         yield Candidate(
             rule=RuleId.POWER_LIMIT_LOWERED,
             severity=Severity.WARNING,
@@ -145,7 +148,7 @@ def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
                 f"({100 * (enforced / default - 1):+.0f} %)",
             ),
             remedies=(
-                f"Restore it (needs root): sudo nvidia-smi -i {sample.index} -pl {default:.0f}",
+                f"{where}Restore it (needs root): sudo nvidia-smi -i {number} -pl {default:.0f}",
                 "Check for a startup script, a datacenter power policy or DCGM that lowers it",
             ),
         )
@@ -172,6 +175,7 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
         if current is not None and default is not None:
             lines.append(f"application SM clock {current} MHz, default {default} MHz")
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.APPLICATIONS_CLOCKS, share)
+        where, number = smi_target(device, sample.index)
         yield Candidate(
             rule=RuleId.CLOCKS_LIMITED,
             severity=Severity.WARNING,
@@ -179,8 +183,8 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
             title="Clocks limited by an application-clocks or locked-clocks setting",
             evidence=tuple(lines),
             remedies=(
-                f"Reset application clocks (needs root): sudo nvidia-smi -i {sample.index} -rac",
-                f"Reset locked GPU clocks (needs root): sudo nvidia-smi -i {sample.index} -rgc",
+                f"{where}Reset application clocks (needs root): sudo nvidia-smi -i {number} -rac",
+                f"{where}Reset locked GPU clocks (needs root): sudo nvidia-smi -i {number} -rgc",
             ),
         )
 
