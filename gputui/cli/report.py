@@ -36,8 +36,8 @@ _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_when(text: str, now: float) -> float:
-    """A moment: 'now', '-8h' (before now; s, m, h, d), seconds since the epoch, or ISO
-    8601 ('2026-12-03T22:00', local time unless it names its offset)."""
+    """A moment: 'now', '-8h' (before now; s, m, h, d; '-90' is seconds), seconds since
+    the epoch, or ISO 8601 ('2026-12-03T22:00', local time unless it names its offset)."""
     text = text.strip()
     if text == "now":
         return now
@@ -50,8 +50,15 @@ def parse_when(text: str, now: float) -> float:
         pass
     else:
         if math.isfinite(number):
-            return number
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            # no moment lies before 1970: a negative number is an age, as -90s would be
+            return now + number if number < 0 else number
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is no moment: 'now', -8h (s, m, h, d before now), seconds since the "
+            "epoch, or a date and time such as 2026-12-03T22:00"
+        ) from None
     return moment.timestamp()
 
 
@@ -166,7 +173,12 @@ def _window(args: argparse.Namespace) -> tuple[float, float] | int:
     if end <= start:
         print("gputui: --until must come after --since", file=sys.stderr)
         return EXIT_USAGE
-    return start, end
+    if start >= now:
+        print("gputui: --since is in the future: there is nothing to read yet", file=sys.stderr)
+        return EXIT_USAGE
+    # Past now the server repeats each series' last sample for its lookback (5 min): time
+    # that has not happened would count as busy or throttled
+    return start, min(end, now)
 
 
 def choose_step(span_s: float, gpus: int, asked: float | None = None) -> float:
@@ -202,7 +214,7 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
         return window
     start, end = window
     try:
-        source = PrometheusSource(url, args.match, timeout_s=30.0, at=end)
+        source = PrometheusSource(url, args.match, timeout_s=30.0, at=end, history_s=end - start)
         devices = source.open()
     except SourceUnavailable as exc:
         return _fail(str(exc))

@@ -336,6 +336,10 @@ class PrometheusSource:
         return added
 
     def _window_s(self, step: float) -> float:
+        if self._at is not None and self._history:
+            # a report's range, whole: a node that stopped reporting hours before its end
+            # is the one the report is for (the live source keeps to MAX_HISTORY_S)
+            return max(step, self._history)
         window = self._history or self._readings * step
         return max(step, min(MAX_HISTORY_S, window))
 

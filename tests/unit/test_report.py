@@ -11,11 +11,13 @@ import json
 import math
 import random
 import re
+import time
 from collections.abc import Callable, Sequence
 from html.parser import HTMLParser
 
 import pytest
 
+from gputui.cli.parser import EXIT_USAGE
 from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, SourceInfo
@@ -355,6 +357,33 @@ def test_a_finding_that_comes_and_goes_keeps_the_page_small() -> None:
     assert "(1 min 20 s)" in page  # the longest stretch, in words
     data = json.loads(page.split('id="gputui-data">', 1)[1].split("</script>", 1)[0])
     assert 1 <= len(data["gpus"][0]["findings"]) <= 400
+
+
+def test_a_ranges_moments_and_a_future_end() -> None:
+    """--since/--until as people write them; a moment before 1970 is an age ('-90': 90 s
+    ago), and an end past now is now: beyond it the server repeats each series' last
+    sample for its lookback, and minutes that had not happened were counted as work."""
+    import argparse
+
+    from gputui.cli.report import _window, parse_when
+
+    now = 1_800_000_000.0
+    assert parse_when("-90", now) == now - 90 and parse_when("-2h", now) == now - 7200
+    assert parse_when(str(now - 5), now) == now - 5 and parse_when("now", now) == now
+    with pytest.raises(ValueError, match="no moment"):
+        parse_when("+1h", now)
+    ahead = argparse.Namespace(since="-10m", until=str(time.time() + 600))
+    window = _window(ahead)
+    assert isinstance(window, tuple) and window[1] <= time.time()
+    assert _window(argparse.Namespace(since=str(time.time() + 60), until=None)) == EXIT_USAGE
+    # the census of a report's source spans its whole range: a node that stopped hours
+    # before the end is listed (the live source keeps its census to the last hour)
+    from gputui.sources.promapi import MAX_HISTORY_S, PrometheusSource
+
+    night = PrometheusSource("http://prom:9090", None, at=now, history_s=8 * 3600.0)
+    assert night._window_s(15.0) == 8 * 3600.0 > MAX_HISTORY_S
+    live = PrometheusSource("http://prom:9090", None, history_s=8 * 3600.0)
+    assert live._window_s(15.0) == MAX_HISTORY_S
 
 
 def test_a_long_prometheus_range_is_read_in_slices_that_cover_it_once() -> None:
