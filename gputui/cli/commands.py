@@ -57,7 +57,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from gputui.advisor import judgement_of, point_in_time_findings
     from gputui.advisor.nodes import is_cluster, node_dict, node_rows
-    from gputui.exporters.doctor import exit_status, render_report
+    from gputui.exporters.doctor import render_report, run_status
     from gputui.formats.snapshot import snapshot_of
     from gputui.formats.values import finding_dict
 
@@ -75,7 +75,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(json.dumps(_doctor_failure(reasons, monitor), indent=2, allow_nan=False))
         return monitor
     findings = point_in_time_findings(monitor)
-    status = exit_status(findings, judgement_of(monitor))
+    status = run_status(monitor, findings, judgement_of(monitor))
     if args.json:
         document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
         document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]

@@ -43,6 +43,7 @@ SEVERITY_STYLE = {
 }
 EXIT_OK, EXIT_WARNING, EXIT_CRITICAL = 0, 1, 2
 EXIT_NOT_JUDGED = 4  # 3, no GPU could be read, is the command line's (cli.EXIT_NO_SOURCE)
+EXIT_NO_GPU_READ = 3  # ... and a run's in which none answered (``none_read``)
 #: the table's columns; the ones that may wrap inside their cell, and the gap between them
 COLUMNS = ("GPU", "name", "util", "SM MHz", "temp", "power", "VRAM", "PCIe", "clock events")
 WRAPPING = frozenset({"name", "clock events"})
@@ -63,6 +64,23 @@ def exit_status(findings: Sequence[Finding], judgement: Judgement | None = None)
     if judgement is not None and not judgement.complete:
         return EXIT_NOT_JUDGED
     return EXIT_OK
+
+
+def none_read(monitor: Monitor) -> bool:
+    """Whether the run read no GPU at all: every node down (a Prometheus server whose
+    targets all stopped, a cluster that went away). Waiting longer is no help there: exit
+    3, as when the source cannot be opened, not 4 ("still judging")."""
+    history = monitor.history
+    return bool(monitor.devices) and all(
+        history.last_seen(d.index) is None for d in monitor.devices
+    )
+
+
+def run_status(monitor: Monitor, findings: Sequence[Finding], judgement: Judgement) -> int:
+    """doctor's exit status for a run: ``exit_status``, or 3 where no GPU was read."""
+    if none_read(monitor):
+        return EXIT_NO_GPU_READ
+    return exit_status(findings, judgement)
 
 
 def wrapped(line: Text, width: int, indent: int = 0) -> list[Text]:
@@ -427,6 +445,12 @@ def _verdict(
     simulated_warmup_s: float | None,
 ) -> Text:
     """The report's first line after its header: what the exit status says, in words."""
+    if none_read(monitor):
+        return Text(
+            f"verdict: no GPU answered during the run ({len(monitor.devices)} listed at the "
+            f"start; the notes below say why) (exit {EXIT_NO_GPU_READ})",
+            style="bold red",
+        )
     status, said, found = _found(findings, judgement)
     if found is not None:
         return found

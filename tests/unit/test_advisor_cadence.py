@@ -9,7 +9,9 @@ import pytest
 
 from gputui.advisor.cadence import at_cadence, window_for
 from gputui.core.config import Thresholds
+from gputui.core.model import GpuSample
 from gputui.core.names import RuleId
+from gputui.sampling.monitor import Monitor
 from tests.advisor_kit import BUSY, H100, Sim
 
 REMOTE = replace(H100, node="node-07")
@@ -90,3 +92,27 @@ def test_a_rule_left_with_too_few_readings_says_so_never_all_clear(gap_s: float)
     found = sim.rules()
     assert RuleId.THERMAL_THROTTLE in found | said
     assert not sim.advisor.judgement.complete or RuleId.THERMAL_THROTTLE in found
+
+
+def test_a_run_in_which_no_gpu_answered_exits_3_not_still_judging() -> None:
+    """Every node down for the whole doctor run (a Prometheus server whose targets all
+    stopped): "still judging" (4) says waiting helps, and it never will; 3 is doctor's
+    "no GPUs could be read", and the verdict says so."""
+    from gputui.advisor import judgement_of, make_monitor
+    from gputui.core.config import Config
+    from gputui.core.model import Frame, SourceInfo
+    from gputui.core.names import SourceKind
+    from gputui.exporters.doctor import report_lines, run_status
+
+    def monitor_of(gpus: tuple[GpuSample, ...]) -> Monitor:
+        monitor = make_monitor((REMOTE,), Config(), SourceInfo("P", SourceKind.REMOTE, ""))
+        for second in range(40):
+            monitor.ingest(Frame(time=1_000.0 + second, gpus=gpus))
+        return monitor
+
+    silent = monitor_of(())
+    assert run_status(silent, (), judgement_of(silent)) == 3
+    text = "\n".join(line.plain for line in report_lines(silent, width=100))
+    assert "no GPU answered during the run" in text and "(exit 3)" in text
+    read = monitor_of((BUSY,))
+    assert run_status(read, (), judgement_of(read)) != 3
