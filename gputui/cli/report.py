@@ -202,6 +202,10 @@ def range_slices(start: float, end: float, step: float, gpus: int) -> Iterator[t
         first = last + step
 
 
+def _moment(when: float) -> str:
+    return datetime.fromtimestamp(when).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
 def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
     from gputui.core.model import SourceInfo
     from gputui.exporters.report import Collector, report_thresholds
@@ -217,7 +221,17 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
         source = PrometheusSource(url, args.match, timeout_s=30.0, at=end, history_s=end - start)
         devices = source.open()
     except SourceUnavailable as exc:
-        return _fail(str(exc))
+        return _fail(f"{exc} (the range asked: {_moment(start)} to {_moment(end)})")
+    try:
+        span = source.data_span(start, end)
+    except ScrapeError as exc:
+        return _fail(f"the Prometheus server's range could not be read: {exc}")
+    if span is None:
+        return _fail(
+            f"the Prometheus server holds no DCGM readings between {_moment(start)} and "
+            f"{_moment(end)}"
+        )
+    start, end = span
     step = choose_step(end - start, len(devices), args.step)
     detail = f"prometheus: {url}" + (f" {args.match}" if args.match else "")
     thresholds = report_thresholds(step)

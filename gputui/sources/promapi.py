@@ -564,5 +564,26 @@ class PrometheusSource:
         }
         return self._get("/api/v1/query_range", params, "matrix")
 
+    def data_span(self, start: float, end: float) -> tuple[float, float] | None:
+        """Where in ``start``-``end`` the server holds readings (a thousand coarse steps of
+        one count); None where it holds none. A report of the last 100 days of a cluster
+        that ran an hour reads that hour at a fine step, not 100 days at a coarse one."""
+        step = max(1.0, math.ceil((end - start) / 1000))
+        params = {
+            "query": f"count({self._queries.selector(REF)})",
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step:g}",
+        }
+        times = [
+            float(point[0])
+            for series in self._get("/api/v1/query_range", params, "matrix")
+            for point in series.get("values", ())
+            if isinstance(point, list) and point
+        ]
+        if not times:
+            return None
+        return max(start, min(times) - step), min(end, max(times) + step)
+
     def close(self) -> None:
         pass

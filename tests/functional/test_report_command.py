@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.cli import EXIT_USAGE, main
+from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
 from gputui.cli.report import report_command
 from gputui.core import clock_events as ce
 from gputui.exporters.report.accounting import CAUSES
@@ -218,6 +218,17 @@ def test_a_report_from_a_real_prometheus_server(
     assert [g["index"] for g in data["gpus"]] == [0, 1]
     temps = data["gpus"][0]["charts"][2]["series"][0]["values"]
     assert [v for v in temps if v is not None]  # the scraped temperatures, drawn
+    # the last 30 days of a server that holds a minute: that minute, at a fine step, not a
+    # month at a coarse one (one reading in 2,600 s: "nothing found", and not running)
+    month = ["report", "--prometheus", prometheus, "--match", 'job="gputui"', "--since=-30d"]
+    assert main([*month, "--format", "md"]) == 0
+    captured = capsys.readouterr()
+    step = re.search(r"read every (\d+) s from the server", captured.out + captured.err)
+    assert step and int(step.group(1)) <= 2, captured.err
+    # a range with no readings at all says so, with its moments
+    empty = ["report", "--prometheus", prometheus, "--since=-30d", "--until=-29d"]
+    assert main(empty) == EXIT_NO_SOURCE
+    assert "the range asked" in capsys.readouterr().err
 
 
 # -- a real browser ---------------------------------------------------------------------------
