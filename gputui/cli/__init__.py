@@ -6,6 +6,7 @@ arguments name and its first readings), ``commands`` (what each command does).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from gputui.cli.commands import (
 )
 from gputui.cli.parser import (
     DOCTOR_EXIT_CODES,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_NO_SOURCE,
     EXIT_NO_TERMINAL,
@@ -63,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_app(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the output's reader went away (`| head`): nothing to tell it
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug: say so plainly, and never with a status that means "ok"
         if os.environ.get("GPUTUI_DEBUG"):
             raise

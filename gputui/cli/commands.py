@@ -107,7 +107,12 @@ def _doctor_config(args: argparse.Namespace, fail: Callable[[str], int], reasons
 
     from gputui.advisor.config_check import check_once
     from gputui.exporters.configuration import config_document
-    from gputui.exporters.doctor import config_report_lines, exit_status, render_lines
+    from gputui.exporters.doctor import (
+        TextConsole,
+        config_report_lines,
+        exit_status,
+        render_lines,
+    )
     from gputui.formats.values import finding_dict, frame_dict, record
 
     started = time.monotonic()
@@ -140,9 +145,7 @@ def _doctor_config(args: argparse.Namespace, fail: Callable[[str], int], reasons
         }
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
-        from rich.console import Console
-
-        console = Console()
+        console = TextConsole()
         render_lines(
             config_report_lines(source.label, devices, frame, verdict, elapsed, console.width),
             console,

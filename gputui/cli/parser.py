@@ -34,6 +34,7 @@ DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTO
 EXIT_USAGE = 64
 EXIT_NO_TERMINAL = EXIT_USAGE
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader left
 SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "completion")
 

@@ -472,9 +472,19 @@ def _verdict(
     )
 
 
+class TextConsole(Console):
+    """Rich's console for a command's text, whose reader may go away (``| head``): Rich
+    exits 1 there, which is doctor's "warnings"; the pipe's own error goes up instead and
+    the command line gives it a status of its own."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def render_lines(lines: Sequence[Text], console: Console | None = None) -> None:
     """Print lines laid out already: Rich must neither wrap nor crop them again."""
-    console = console or Console()
+    console = console or TextConsole()
     for line in lines:
         console.print(line, soft_wrap=True)
 
@@ -485,5 +495,5 @@ def render_report(
     """Print the report at the console's width: the terminal's, or 80 columns (or $COLUMNS)
     in a pipe. ``simulated_warmup_s``: the demo's warm-up, so the report does not call
     simulated history sampled."""
-    console = console or Console()
+    console = console or TextConsole()
     render_lines(report_lines(monitor, console.width, simulated_warmup_s), console)

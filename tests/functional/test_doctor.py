@@ -192,3 +192,18 @@ def test_readme_and_the_catalogue_list_every_exit_status_as_doctor_means_it() ->
         text = page.read_text()
         for status, meaning in DOCTOR_EXITS:
             assert f"| {status} | {meaning} |" in text, (page.name, status)
+
+
+def test_a_reader_that_goes_away_is_no_verdict() -> None:
+    """`gputui doctor | head -1`: the reader leaves before the report is written. Rich
+    exited 1 there, doctor's "warnings", so a gate that reads the status saw a verdict
+    nobody reached; 141 (128 + SIGPIPE, as a shell says it) is none of them."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "gputui", "doctor", "--demo", "thermal", "--duration", "1"]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before the first line
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 141 and "Traceback" not in err, err

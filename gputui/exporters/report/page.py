@@ -109,8 +109,8 @@ def _answer(run: Run, accounting: Accounting) -> str:
         key=lambda c: -total.lost_s[c],
     )
     named = ", ".join(f"{c.label} {gpu_hours(total.lost_s[c])} GPU-h" for c in causes[:3])
-    busy = pct(total, Cause.BUSY)
-    sentence = f"Busy and unthrottled {busy} of the GPU time. " + (
+    busy = pct(total, Cause.BUSY) if total.seconds[Cause.BUSY] > 0 else "none"
+    sentence = f"Busy and unthrottled: {busy} of the GPU time. " + (
         f"{gpu_hours(lost)} GPU-hours lost to what the advisor found: {named}."
         if causes
         else "Nothing the advisor found cost GPU time."
