@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputui.core.dcgm import BY_NAME
+from gputui.core.sanitize import clean
 
 #: the series gputui counts GPUs and nodes by: every dcgm-exporter counters set has it
 REF = "DCGM_FI_DEV_GPU_TEMP"
@@ -49,16 +50,19 @@ def node_key(labels: Mapping[str, str]) -> NodeKey | None:
 
 
 def display_names(keys: Iterable[NodeKey]) -> dict[NodeKey, str]:
-    """A name for each node as the screen shows it: its value, or where two nodes share a
-    value (a Hostname equal to another's instance), the value and the label."""
+    """A name for each node as the screen shows it: its value cleaned (the name the GPUs'
+    facts carry, which the screen hands back to say what it shows: a raw one with an escape
+    in it matched none, and that node was never read), or where two nodes share a value (a
+    Hostname equal to another's instance), the value and the label."""
     keys = list(keys)
+    shown = {key: clean(key.value) for key in keys}
     count: dict[str, int] = {}
     for key in keys:
-        count[key.value] = count.get(key.value, 0) + 1
+        count[shown[key]] = count.get(shown[key], 0) + 1
     return {
-        key: key.value
-        if count[key.value] == 1 or key.label == "Hostname"
-        else f"{key.value} ({key.label})"
+        key: shown[key]
+        if count[shown[key]] == 1 or key.label == "Hostname"
+        else f"{shown[key]} ({key.label})"
         for key in keys
     }
 

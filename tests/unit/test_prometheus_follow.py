@@ -10,11 +10,12 @@ from gputui.advisor import make_monitor
 from gputui.advisor.nodes import node_rows
 from gputui.cli.opening import read_since_history
 from gputui.core.config import Config
-from gputui.core.model import SourceInfo
+from gputui.core.model import DeviceInfo, SourceInfo
 from gputui.core.names import RuleId, SourceKind
 from gputui.sources.fetching import ScrapeError
 from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promql import TAG
+from gputui.sources.promnodes import ClusterNode, wanted
+from gputui.sources.promql import TAG, NodeKey, display_names
 from gputui.view.cluster import shown_nodes
 from tests.prom_fake import FakeProm, gpu_series
 
@@ -236,3 +237,17 @@ def test_doctor_reads_the_stretch_since_the_history_until_no_gap_is_left() -> No
     assert [t - end for t in monitor.history.times()[-3:]] == [15.0, 30.0, 45.0]
     read_since_history(monitor, source)  # under 1.5 steps behind now: nothing to read
     assert monitor.history.times()[-1] - end == 45.0
+
+
+def test_a_node_with_a_hostile_name_is_read_when_shown() -> None:
+    """The screen names what it shows by the GPUs' node, cleaned like all outside text;
+    the source matched those names against the raw label value, so a Hostname holding an
+    escape sequence was never read in full: its GPUs stayed 'no data' and the advisor
+    said nothing slowed them down."""
+    hostile = NodeKey("Hostname", '\x1b[2J\x1b[31mEVIL[bold red]node\x07"q\nnl')
+    plain = NodeKey("Hostname", "n00")
+    names = display_names([hostile, plain])
+    nodes = {key: ClusterNode(key, names[key], gpus=(0, 1)) for key in (hostile, plain)}
+    device = DeviceInfo(index=0, name="H100", node=names[hostile])  # as the screen has it
+    assert device.node is not None and "\x1b" not in device.node
+    assert wanted(nodes, [device.node], {}, {}, 8) == [hostile]
