@@ -40,7 +40,12 @@ def samples(
     if len(blocks) > MAX_CACHED_BLOCKS:
         blocks.clear()
     empty: dict[str, str] = {}
-    for number, raw in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    # Every line of the format ends with a line feed: one without is a page cut short (a
+    # proxy's limit, a dropped connection), and its value may be cut inside its digits
+    # ("2.0356608502" of "2.0356608502e+09"): left out, never read as a smaller number
+    lines.pop()
+    for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line[0] == "#":
             continue

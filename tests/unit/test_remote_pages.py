@@ -282,3 +282,18 @@ def test_rule_needs_names_real_rules() -> None:
     from gputui.core.dcgm import RULE_NEEDS
 
     assert {RuleId(r) for r in RULE_NEEDS}  # every key is a RuleId value
+
+
+def test_a_page_cut_inside_its_last_line_never_reads_a_shorter_number() -> None:
+    """A page cut short (a proxy's size limit, a dropped connection) ends without its line
+    feed: its last value may be cut inside its digits, 2.03e+09 read as 2.03. That line is
+    left out; the lines before it are read."""
+    page = (
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-a",Hostname="n1"} 61\n'
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",Hostname="n1"} 2.0356608502'
+    )
+    _host, gpus = parse_exposition(page)
+    assert gpus[0].values["DCGM_FI_DEV_GPU_TEMP"] == 61
+    assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" not in gpus[0].values
+    _host, whole = parse_exposition(page + "e+09\n")
+    assert whole[0].values["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] == 2.0356608502e09
