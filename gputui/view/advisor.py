@@ -44,11 +44,22 @@ def advisor(
     note_rows = [
         Row((Cell(cut(f"! {n}", width), Role.WARN if "down" in n else Role.DIM),)) for n in notes
     ]
-    if findings and height > 0 and len(note_rows) > max(1, height // 3):
-        # a finding is never crowded out by the source's notes (a cluster has many)
-        keep = max(1, height // 3) - 1
-        rest = len(note_rows) - keep
-        note_rows = [*note_rows[:keep], Row((Cell(f"! and {rest} more notes", Role.DIM),))]
+    if findings and height > 0:
+        # a finding is never crowded out by the source's notes (a cluster has many), nor
+        # the line that says how many more findings there are
+        need = 1 if len(findings) == 1 else 2
+        allowed = max(0, min(max(1, height // 3), height - need))
+        if len(note_rows) > allowed:
+            keep = max(0, allowed - 1)
+            rest = len(note_rows) - keep
+            said = (
+                f"! and {rest} more notes"
+                if keep
+                else f"! {plural(rest, 'note')} (a taller pane shows them)"
+            )
+            note_rows = (
+                [*note_rows[:keep], Row((Cell(cut(said, width), Role.DIM),))] if allowed else []
+            )
     room = max(1, height - len(note_rows)) if height > 0 else 1_000
     if not findings:
         if waiting:

@@ -204,3 +204,26 @@ def test_a_critical_is_never_crowded_out_by_a_clusters_notes() -> None:
     text = [" ".join(c.text for c in row.cells) for row in panel.rows]
     assert len(text) <= 8 and any("Thermal" in line for line in text)
     assert any("and 29 more notes" in line for line in text)
+
+
+def test_a_short_pane_still_says_how_many_findings_it_hides() -> None:
+    """80x24 leaves the advisor two lines: a finding and a node's notes took them, and the
+    '+3 findings' line was the one cut, so three findings went unsaid."""
+    from gputui.core.model import Finding
+    from gputui.core.names import RuleId, Severity
+
+    findings = [
+        Finding(RuleId.THERMAL_THROTTLE, Severity.WARNING, i, f"Thermal {i}", (), (), 0, 1)
+        for i in range(4)
+    ]
+    notes = ["node b is down: refused", "remote source: no process readings", "node c late"]
+    for height in (2, 3):
+        panel = advisor(findings, 0, 1.0, False, 78, height, notes=notes)
+        text = [" ".join(c.text for c in row.cells) for row in panel.rows]
+        assert len(text) <= height and "Thermal 0" in text[0]
+        assert text[1].startswith("+3 findings"), text
+    text = [
+        " ".join(c.text for c in r.cells)
+        for r in advisor(findings, 0, 1.0, False, 78, 3, notes=notes).rows
+    ]
+    assert text[2].startswith("! 3 notes")  # none shown: not "and 3 more"
