@@ -202,8 +202,13 @@ def _power(s: GpuSample, d: DeviceInfo, width: int, t: Thresholds) -> Row:
     share = levels.share(s.power_w, limit)
     default = d.power_default_limit_w
     lowered = default is not None and limit is not None and limit < default - t.limit_lowered_w
-    extra = f"  default {fmt_num(default)} W" + ("  (limit lowered)" if lowered else "")
-    cells = [_extra(extra, Role.WARN if lowered else Role.DIM)]
+    # a lowered limit is the reading's meaning (why the board caps): kept before any other
+    # extra when the row is short of room; the default alone is context
+    cells = [
+        _extra(f"  lowered from {fmt_num(default)} W", Role.WARN, drop=0)
+        if lowered
+        else _extra(f"  default {fmt_num(default)} W")
+    ]
     if s.pstate is not None:
         cells.append(_extra(f"  P{s.pstate}", drop=2))
     return _gauge(

@@ -227,3 +227,25 @@ def test_a_short_pane_still_says_how_many_findings_it_hides() -> None:
         for r in advisor(findings, 0, 1.0, False, 78, 3, notes=notes).rows
     ]
     assert text[2].startswith("! 3 notes")  # none shown: not "and 3 more"
+
+
+def test_a_lowered_power_limit_is_the_last_thing_a_narrow_detail_drops() -> None:
+    """At 120 columns the detail pane is half the screen: the power row's extras went as
+    one cell, and with them the one fact that explains a power cap (the limit is below
+    the board's default). It now goes after the P-state, never before."""
+    from dataclasses import replace
+
+    from gputui.core.config import Thresholds
+    from gputui.view.cells import fit
+    from gputui.view.detail import _power
+    from tests.advisor_kit import BUSY, H100
+
+    capped = replace(BUSY, power_w=489.0, power_limit_w=490.0, pstate=0)
+    kept = set()
+    for width in range(30, 100):
+        shown = "".join(c.text for c in fit(_power(capped, H100, width, Thresholds()).cells, width))
+        assert "P0" not in shown or "lowered from 700 W" in shown, width
+        kept.add(("lowered" in shown, "P0" in shown))
+    assert (True, False) in kept  # a width where only the lowered limit stays
+    normal = _power(replace(capped, power_limit_w=700.0), H100, 58, Thresholds())
+    assert "default 700 W" in "".join(c.text for c in normal.cells)
