@@ -138,6 +138,8 @@ def _identity(d: DeviceInfo) -> Row:
     cells.append(Cell(f"  bus {d.pci_bus_id or NA}", drop=1))
     if d.node is not None:
         cells.append(Cell(f"  node {d.node}", Role.DIM, drop=2))
+    if d.pod:
+        cells.append(Cell(f"  pod {d.pod}", Role.DIM, drop=3))
     return Row(tuple(cells))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.core.config import Thresholds
-from gputui.core.model import ProcessSample
+from gputui.core.model import DeviceInfo, ProcessSample
 from gputui.view.cells import Cell, Panel, Role, Row
 from gputui.view.process_table import (
     SORTS,
@@ -47,9 +47,12 @@ def processes(
     t: Thresholds,
     mask: bool = False,
     lines: Sequence[Line] | None = None,
+    workload: str | None = None,
 ) -> Panel:
     """The table; ``mask`` hides credentials in command lines; ``lines``: the listing,
-    where the caller has worked it out already (the screen sizes the panel by it)."""
+    where the caller has worked it out already (the screen sizes the panel by it);
+    ``workload``: what a cluster's exporter says runs on the GPU (``workload_of``), said
+    where the source reads no processes."""
     if lines is None:
         lines = listing(procs, choices, None if choices.all_gpus else gpu)
     total = len({p.pid for p in procs if choices.all_gpus or p.gpu_index == gpu})
@@ -63,6 +66,8 @@ def processes(
         if choices.all_gpus and not choices.filtered:
             empty = "no GPU processes"
         rows.append(Row((Cell(empty, Role.DIM),)))
+        if workload is not None and not choices.filtered:
+            rows.append(Row((Cell(workload, Role.PLAIN, flex=True),)))
         return Panel(heading, tuple(rows))
     body = table_rows(lines, cols, choices, width, mask)
     chosen = selected_entry(lines, choices.pid)
@@ -73,3 +78,12 @@ def processes(
         command = full_command(chosen.process, mask)
         rows.append(Row((Cell("▸ ", Role.ACCENT), Cell(command, Role.DIM, flex=True))))
     return Panel(heading, tuple(rows))
+
+
+def workload_of(device: DeviceInfo | None) -> str | None:
+    """The Kubernetes workload a cluster's exporter labels the GPU with: 'pod ml/train-0
+    (container trainer)'; None without one."""
+    if device is None or not device.pod:
+        return None
+    where = f"{device.namespace}/{device.pod}" if device.namespace else device.pod
+    return f"pod {where}" + (f" (container {device.container})" if device.container else "")

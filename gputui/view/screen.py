@@ -19,7 +19,7 @@ from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.process_table import Line, listing
-from gputui.view.processes import processes
+from gputui.view.processes import processes, workload_of
 from gputui.view.timeline import Timeline
 
 
@@ -169,4 +169,7 @@ class ScreenView:
             monitor.thresholds,
             mask=choices.mask,
             lines=lines,
+            workload=workload_of(
+                next((d for d in monitor.devices if d.index == choices.selected), None)
+            ),
         )

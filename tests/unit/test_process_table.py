@@ -314,3 +314,19 @@ def test_the_text_filter_is_bounded_however_it_arrives() -> None:
     pasted = "x" * (FILTER_MAX_CHARS * 50)
     assert ProcessChoices(text=pasted).text == "x" * FILTER_MAX_CHARS
     assert replace(ProcessChoices(), text=pasted).text == "x" * FILTER_MAX_CHARS
+
+
+def test_a_cluster_gpus_pod_shows_where_its_processes_would() -> None:
+    """An exporter's page carries no processes, but names the Kubernetes pod on each GPU
+    (docs/cluster.md: 'a GPU shows the job's pod'); nothing showed it."""
+    from gputui.core.model import DeviceInfo
+    from gputui.view.processes import workload_of
+
+    device = DeviceInfo(
+        index=4, name="H100", node="node-b", pod="train-0", namespace="ml", container="trainer"
+    )
+    workload = workload_of(device)
+    assert workload == "pod ml/train-0 (container trainer)"
+    assert workload_of(DeviceInfo(index=0, name="H100")) is None
+    panel = processes([], [], 4, ProcessChoices(), NOW, 100, 6, T, workload=workload)
+    assert any("pod ml/train-0" in line for line in plain_lines(panel, 100))
