@@ -150,8 +150,10 @@ class Timeline:
         return line
 
     def covered_s(self, history: History, scale: Scale) -> float:
-        """How much of the scale's span the history reaches back over."""
-        times = history.times(scale.window_s)
+        """How much of the scale's span the history reaches back over: asked a bucket past
+        the span, since the span ends at a bucket's edge and its first reading may lie a
+        scrape before it (at 15 s, '42 s recorded so far' stayed with hours recorded)."""
+        times = history.times(scale.window_s + scale.bucket_s)
         if not times:
             return 0.0
         return max(0.0, min(scale.window_s, scale.end - times[0]))

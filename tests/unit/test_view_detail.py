@@ -143,3 +143,18 @@ def test_a_sparkline_drawn_column_by_column_matches_one_drawn_whole() -> None:
         scale = scale_for(60, 1.0, 80, t)
         kept = timeline.spark(history, 3, Metric.UTIL_GPU, scale, 1.0, 100.0)
         assert kept == Timeline().spark(history, 3, Metric.UTIL_GPU, scale, 1.0, 100.0)
+
+
+def test_a_full_history_at_a_slow_scrape_says_nothing_is_missing() -> None:
+    """Read every 15 s (a Prometheus cluster) the window's first reading lies up to a
+    scrape before the buckets' edge: 'recorded so far' stayed under the heading with hours
+    of history behind it."""
+    history = History(3600)
+    sample = GpuSample(index=DEVICE.index, util_gpu=90.0)
+    start = 1_800_000_000.0
+    for i in range(40):  # ten minutes at 15 s, the newest scrape a little late (jitter)
+        history.add(Frame(time=start + 15 * i + 7 + 0.5 * (i == 39), gpus=(sample,)))
+    for width in (100, 160):
+        panel = detail(history.latest, DEVICE, history, Timeline(), View(60, 15.0, width, 30), T)
+        heading = next(line for line in plain_lines(panel, width) if line.startswith("history:"))
+        assert "recorded so far" not in heading, heading
