@@ -268,6 +268,7 @@ def test_record_rotate_keep_and_duration_are_checked(
         ["doctor", "--demo", "--samples", "1000000000"],
         ["doctor", "--demo", "--duration", "inf"],
         ["snapshot", "--demo", "--samples", "-5"],
+        ["doctor", "--config", "--demo", "--workers", "-1"],
         ["--demo", "--interval", "nan"],
         ["--demo", "--interval", "1e-9"],
     ],
