@@ -37,10 +37,24 @@ def stream_target(path: Path) -> bool:
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return True
     if stat.S_ISLNK(st.st_mode):
-        return os.path.abspath(path).startswith(_SYSTEM_LINKS)
+        return _system_link(path)
     if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
         raise OSError(errno.EPERM, f"{path} is a block device or a socket: not written")
     return False
+
+
+def _system_link(path: Path) -> bool:
+    """A link the system made (/dev/stdout, /proc/self/fd/1): under /dev or /proc, in a
+    directory no other user may write. /dev/shm is world-writable: a link planted there
+    is a stranger's, never followed."""
+    where = os.path.abspath(path)
+    if not where.startswith(_SYSTEM_LINKS):
+        return False
+    try:
+        parent = os.stat(os.path.dirname(where))
+    except OSError:
+        return False
+    return not parent.st_mode & stat.S_IWOTH
 
 
 def open_stream(path: Path) -> io.BufferedWriter:

@@ -663,3 +663,21 @@ def test_remote_pages_are_not_read_with_urlopen() -> None:
     """urllib follows redirects anywhere and has no whole-request deadline."""
     source = Path(cli.__file__).parent.parent / "sources" / "remote.py"
     assert not re.search(r"urllib\.request|urlopen", source.read_text())
+
+
+def test_a_link_planted_in_dev_shm_is_never_written_through(tmp_path: Path) -> None:
+    """/dev/shm is under /dev but anyone may write there: a link another user plants there
+    (pointing at a file of yours) is replaced, as anywhere else, never followed the way
+    /dev/stdout is."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.stat(shm).st_mode & stat.S_IWOTH:
+        pytest.skip("no world-writable /dev/shm here")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = shm / f"gputui-test-{os.getpid()}.json"
+    link.symlink_to(victim)
+    try:
+        write_atomic(link, "{}")
+        assert victim.read_text() == "keep me" and not link.is_symlink()
+    finally:
+        link.unlink(missing_ok=True)
