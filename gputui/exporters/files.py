@@ -35,7 +35,9 @@ def stream_target(path: Path) -> bool:
     except FileNotFoundError:
         return False
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-        return True
+        # the user's own (a FIFO they made, their terminal) or the system's (/dev/null):
+        # a FIFO another user left in /tmp would read what gputui writes
+        return st.st_uid in (os.getuid(), 0)
     if stat.S_ISLNK(st.st_mode):
         return _system_link(path)
     if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):

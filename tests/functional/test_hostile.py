@@ -681,3 +681,18 @@ def test_a_link_planted_in_dev_shm_is_never_written_through(tmp_path: Path) -> N
         assert victim.read_text() == "keep me" and not link.is_symlink()
     finally:
         link.unlink(missing_ok=True)
+
+
+def test_a_fifo_another_user_left_is_not_written_into(tmp_path: Path) -> None:
+    """A FIFO is written into as a stream only when it is the user's own (or the
+    system's): one a stranger left at the output path would read the snapshot."""
+    from gputui.exporters.files import stream_target
+
+    if os.getuid() != 0:
+        pytest.skip("making a FIFO of another user needs root")
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    os.mkfifo(mine)
+    os.mkfifo(theirs)
+    os.chown(theirs, 65534, 65534)
+    assert stream_target(mine) and not stream_target(theirs)
+    assert stream_target(Path("/dev/null"))
