@@ -235,7 +235,7 @@ def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:
     )
     doctor.add_argument(
         "--workers",
-        type=_bounded(int, 0, 4096),
+        type=_bounded(int, 0, 1_000_000),
         metavar="N",
         help="the data-loader workers the job will start, for the checks of gputui's own job "
         "(a running job's workers are counted)",
