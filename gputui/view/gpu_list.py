@@ -121,6 +121,12 @@ def gpu_list(
     room = height - 1
     if height <= 0 or len(body) <= room:
         return Panel(title, (header(c), *(r for _, r in body)))
+    if room < 3:  # no room for the markers beside the selected row: they go in the title
+        at = next((i for i, (gpu, _) in enumerate(body) if gpu == selected), 0)
+        above, below = len(_gpus(body[:at])), len(_gpus(body[at + 1 :]))
+        title += f" ↑{above} ↓{below}"
+        kept = (header(c), body[at][1]) if height >= 2 else (body[at][1],)
+        return Panel(title, kept)
     shown = _window(body, selected, room)
     start, end = shown
     rows: list[Row] = [header(c)]

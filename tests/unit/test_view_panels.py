@@ -249,3 +249,14 @@ def test_a_lowered_power_limit_is_the_last_thing_a_narrow_detail_drops() -> None
     assert (True, False) in kept  # a width where only the lowered limit stays
     normal = _power(replace(capped, power_limit_w=700.0), H100, 58, Thresholds())
     assert "default 700 W" in "".join(c.text for c in normal.cells)
+
+
+def test_a_gpu_list_with_one_or_two_lines_still_shows_the_selected_gpu() -> None:
+    """64 GPUs at 80x24 leave the list one or two lines: the '↑ +10 GPUs' marker took
+    them and the selected GPU's row was cut. The row stays; the counts go in the title."""
+    for height in (1, 2, 3):
+        panel = gpu_list(_frame(64), _devices(64), (), 10, 78, height, T)
+        lines = plain_lines(panel, 78)
+        assert len(panel.rows) <= height
+        assert any("▶10" in line.replace(" ", "") for line in lines), lines
+        assert "↑10 ↓53" in panel.title
