@@ -122,7 +122,7 @@ def gpu_list(
     if height <= 0 or len(body) <= room:
         return Panel(title, (header(c), *(r for _, r in body)))
     if room < 3:  # no room for the markers beside the selected row: they go in the title
-        at = next((i for i, (gpu, _) in enumerate(body) if gpu == selected), 0)
+        at = _position(body, selected)
         above, below = len(_gpus(body[:at])), len(_gpus(body[at + 1 :]))
         title += f" ↑{above} ↓{below}"
         kept = (header(c), body[at][1]) if height >= 2 else (body[at][1],)
@@ -138,9 +138,14 @@ def gpu_list(
     return Panel(title, tuple(rows[: max(1, height)]))
 
 
+def _position(body: Sequence[tuple[int | None, Row]], selected: int) -> int:
+    """The selected GPU's row in ``body`` (the first row where it has none)."""
+    return next((i for i, (gpu, _) in enumerate(body) if gpu == selected), 0)
+
+
 def _window(body: Sequence[tuple[int | None, Row]], selected: int, room: int) -> tuple[int, int]:
     """Which rows of ``body`` show in ``room`` lines, markers for the hidden ones included."""
-    position = next((i for i, (gpu, _) in enumerate(body) if gpu == selected), 0)
+    position = _position(body, selected)
     total = len(body)
     visible = max(1, room - 1)  # one line says what is below
     start = min(max(0, position - visible // 2), total - visible)

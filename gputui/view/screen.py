@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.core.judgement import grouped
-from gputui.core.model import Frame
+from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import NoteKind
 from gputui.core.records import frozen
 from gputui.core.units import fmt_age
@@ -92,21 +92,27 @@ class ScreenView:
                 interval_s,
             )
             return Contents(box, host, overview=panel)
+        device = next((d for d in monitor.devices if d.index == choices.selected), None)
         return Contents(
             box,
             host,
             gpus=gpu_list(
                 frame, monitor.devices, monitor.findings, choices.selected, *box.gpus.inner, t
             ),
-            detail=self._detail(monitor, choices, interval_s, *box.detail.inner),
+            detail=self._detail(monitor, device, choices, interval_s, *box.detail.inner),
             advisor=self._advisor(monitor, choices, *box.advisor.inner),
-            procs=self._procs(monitor, frame, choices, lines, *box.procs.inner),
+            procs=self._procs(monitor, frame, device, choices, lines, *box.procs.inner),
         )
 
     def _detail(
-        self, monitor: Monitor, choices: Choices, interval_s: float, width: int, height: int
+        self,
+        monitor: Monitor,
+        device: DeviceInfo | None,
+        choices: Choices,
+        interval_s: float,
+        width: int,
+        height: int,
     ) -> Panel | None:
-        device = next((d for d in monitor.devices if d.index == choices.selected), None)
         if device is None:
             return None
         view = View(choices.window_s, interval_s, width, height)
@@ -152,6 +158,7 @@ class ScreenView:
         self,
         monitor: Monitor,
         frame: Frame | None,
+        device: DeviceInfo | None,
         choices: Choices,
         lines: Sequence[Line],
         width: int,
@@ -169,7 +176,5 @@ class ScreenView:
             monitor.thresholds,
             mask=choices.mask,
             lines=lines,
-            workload=workload_of(
-                next((d for d in monitor.devices if d.index == choices.selected), None)
-            ),
+            workload=workload_of(device),
         )
