@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.advisor.context import Context
+from gputui.advisor.context import Context, smi_target
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.model import GpuSample
@@ -181,7 +181,7 @@ def not_reporting(ctx: Context) -> Iterator[Candidate]:
             f"for {fmt_duration(ctx.frame.time - last)}" if last is not None else "since the start"
         )
         where = f" on node {device.node}" if device.node else ""
-        number = device.node_index if device.node and device.node_index is not None else index
+        _where, number = smi_target(device, index)  # its number on its node
         yield Candidate(
             rule=RuleId.NOT_REPORTING,
             severity=Severity.WARNING,

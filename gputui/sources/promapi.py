@@ -556,12 +556,14 @@ class PrometheusSource:
     def _range(
         self, page: list[NodeKey], start: float, end: float, step: float
     ) -> list[dict[str, Any]]:
-        params = {
-            "query": self._queries.of_nodes(self._queries.all_fields, page),
-            "start": f"{start:.3f}",
-            "end": f"{end:.3f}",
-            "step": f"{step:g}",
-        }
+        return self._query_range(
+            self._queries.of_nodes(self._queries.all_fields, page), start, end, step
+        )
+
+    def _query_range(
+        self, query: str, start: float, end: float, step: float
+    ) -> list[dict[str, Any]]:
+        params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         return self._get("/api/v1/query_range", params, "matrix")
 
     def data_span(self, start: float, end: float) -> tuple[float, float] | None:
@@ -569,15 +571,10 @@ class PrometheusSource:
         one count); None where it holds none. A report of the last 100 days of a cluster
         that ran an hour reads that hour at a fine step, not 100 days at a coarse one."""
         step = max(1.0, math.ceil((end - start) / 1000))
-        params = {
-            "query": f"count({self._queries.selector(REF)})",
-            "start": f"{start:.3f}",
-            "end": f"{end:.3f}",
-            "step": f"{step:g}",
-        }
+        counted = self._query_range(f"count({self._queries.selector(REF)})", start, end, step)
         times = [
             float(point[0])
-            for series in self._get("/api/v1/query_range", params, "matrix")
+            for series in counted
             for point in series.get("values", ())
             if isinstance(point, list) and point
         ]
