@@ -134,13 +134,12 @@ def _file_conflicts(args: argparse.Namespace) -> str | None:
     if given:
         return f"{', '.join(given)} select a Prometheus server's range: not for a recording file"
     output: Path | None = args.output
-    if output is not None and output.exists() and args.file.exists():
-        try:
-            same = output.samefile(args.file)
-        except OSError:
-            same = False
-        if same:
-            return f"{output} is the recording itself: write the report to another file"
+    try:
+        same = output is not None and output.samefile(args.file)
+    except OSError:  # either is missing (a report to a new file) or unreadable
+        same = False
+    if same:
+        return f"{output} is the recording itself: write the report to another file"
     return None
 
 

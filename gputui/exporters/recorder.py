@@ -146,8 +146,9 @@ class RecordWriter:
 
     def _flush_block(self) -> None:
         """The ticks held so far as block lines (halved until each fits a line)."""
-        sized = self._max_bytes and self._raw is not None
-        before = self._raw.tell() if sized and self._raw is not None else 0
+        # the file's size per tick, for rotation (a pipe has no size, and never rotates)
+        sized = self._raw if self._max_bytes else None
+        before = sized.tell() if sized is not None else 0
         count = len(self._block)
         pending = [self._block]
         self._block = []
@@ -160,8 +161,8 @@ class RecordWriter:
                 continue
             self._line(line)
             self.ticks += len(ticks)
-        if sized and self._raw is not None:
-            self._tick_bytes = (self._raw.tell() - before) / count
+        if sized is not None:
+            self._tick_bytes = (sized.tell() - before) / count
 
     def close(self) -> None:
         if self._block and self._out is not None:
