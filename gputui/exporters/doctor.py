@@ -396,8 +396,8 @@ def config_verdict(
     if unread:
         return Text(
             f"verdict: nothing found in what this source reports ({len(checks) - unread} of "
-            f"{len(checks)} checks; {unread} not read: it reads no job or node settings"
-            f"{context}; exit 0)",
+            f"{len(checks)} checks; {unread} not read: this source gives them nothing to look "
+            f"at{context}; exit 0)",
             style="bold green",
         )
     return Text(
