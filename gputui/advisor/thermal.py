@@ -55,13 +55,14 @@ def _memory_hot(ctx: Context, index: int, device: DeviceInfo) -> str | None:
 
 
 def _cooling(ctx: Context, index: int, memory: bool) -> tuple[str, ...]:
-    """The cooling checks, this GPU's own first when it alone is hot: its peers on the
-    same machine run cooler, so the room is not the cause."""
+    """The cooling checks, this GPU's own first when it alone is hot (its peers on the same
+    machine run cooler, so the room is not the cause), or what the hot ones share first
+    when a few of them are."""
     t = ctx.t
     mine = ctx.stats(index, Metric.TEMP_C, t.hot_mean_s)
     device = ctx.devices.get(index)
     peers = [
-        stats.mean
+        (other.index, stats.mean)
         for other, dev in ctx.samples()
         if other.index != index
         and (device is None or dev.node == device.node)
@@ -69,19 +70,36 @@ def _cooling(ctx: Context, index: int, memory: bool) -> tuple[str, ...]:
     ]
     remedies: list[str] = []
     if mine is not None and peers:
-        peer_median = median(peers)
-        if mine.mean - peer_median >= t.lone_hot_gap_c:
-            remedies.append(
-                f"Only this GPU is hot ({mine.mean:.0f} °C, its {len(peers)} peer(s) "
-                f"{peer_median:.0f} °C): check its own fan, slot and airflow path first (a blocked "
-                "intake, a failed fan, a missing blanking panel beside it), the room last"
-            )
+        remedies += _few_hot(mine.mean, peers, t.lone_hot_gap_c)
     if memory:
         remedies.append(
             "The HBM heats with memory traffic: check the airflow over the memory stacks; "
             "a board whose memory runs hot while the core is cool may need service"
         )
     return (*remedies, *COOLING)
+
+
+def _few_hot(mine: float, peers: list[tuple[int, float]], gap_c: float) -> list[str]:
+    """This GPU alone, or a few of its peers with it, run hotter than the rest by
+    ``gap_c``: the cause is where they sit, not the room. Half of them hot or more: nothing
+    to single out."""
+    cool = [temp for _, temp in peers if mine - temp >= gap_c]
+    hot = [gpu for gpu, temp in peers if mine - temp < gap_c]
+    if not cool or len(hot) + 1 >= len(cool):
+        return []
+    if not hot:
+        return [
+            f"Only this GPU is hot ({mine:.0f} °C, its {len(peers)} peer(s) "
+            f"{median(cool):.0f} °C): check its own fan, slot and airflow path first (a "
+            "blocked intake, a failed fan, a missing blanking panel beside it), the room last"
+        ]
+    named = ", ".join(str(gpu) for gpu in sorted(hot)[:6]) + (", ..." if len(hot) > 6 else "")
+    return [
+        f"{len(hot) + 1} of {len(peers) + 1} GPUs here are hot (this one {mine:.0f} °C, "
+        f"with GPU{'s' if len(hot) > 1 else ''} {named}; the other {len(cool)} "
+        f"{median(cool):.0f} °C): check what the hot ones share first (their place in the "
+        "chassis, a fan or fan wall, the airflow path behind them), the room last"
+    ]
 
 
 def _load_lines(ctx: Context, index: int) -> tuple[bool, list[str]]:

@@ -100,6 +100,27 @@ def test_one_hot_gpu_among_cool_ones_points_at_its_own_fan_and_slot_first() -> N
     assert not any(r.startswith("Only this GPU") for f in room.findings for r in f.remedies)
 
 
+def test_a_few_hot_gpus_among_many_are_not_each_called_the_only_one() -> None:
+    hot = {3, 17, 18, 40, 41, 42, 60, 63}
+    sim = Sim(devices=[replace(H100, index=i) for i in range(64)])
+    for _ in range(40):
+        sim.tick([replace(BUSY, index=i, temp_c=86.5 if i in hot else 64.0) for i in range(64)])
+    found = [f for f in sim.findings if f.rule == "thermal-hot"]
+    assert {f.gpu for f in found} == hot
+    assert not any(r.startswith("Only this GPU") for f in found for r in f.remedies)
+    (first,) = [f for f in found if f.gpu == 3]
+    assert first.remedies[0].startswith(
+        "8 of 64 GPUs here are hot (this one 86 °C, with GPUs 17, 18, 40, 41, 42, 60, ...; "
+        "the other 56 64 °C): check what the hot ones share first"
+    )
+    # half of them hot or more: nothing to single out, the room is a cause too
+    half = Sim(devices=[replace(H100, index=i) for i in range(4)])
+    for _ in range(40):
+        half.tick([replace(BUSY, index=i, temp_c=86.5 if i < 2 else 64.0) for i in range(4)])
+    assert [f.gpu for f in half.findings if f.rule == "thermal-hot"] == [0, 1]
+    assert not any(" GPUs here are hot" in r for f in half.findings for r in f.remedies)
+
+
 # -- memory ----------------------------------------------------------------------------
 def test_growing_vram_asks_what_holds_it_before_a_smaller_batch() -> None:
     sim = Sim()
