@@ -48,6 +48,10 @@ class _Vram:
     util_drop: float | None  # utilisation points lost lately, where known
     stalled: float  # share of the window's ticks at or below the idle level
     util_recent: float | None
+    #: the memory moved lately (``vram_moved_s``: it reached the ceiling, or the allocator
+    #: gave blocks back and took them again): flat at the ceiling is a reserve, and a
+    #: pause in its work (a checkpoint, an evaluation) no memory pressure
+    moved: bool
     host_filling: str | None  # host memory or swap filling in step, in words
 
     @property
@@ -93,7 +97,10 @@ def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
     share = 100.0 * used.mean / sample.mem_total
     util_drop = util_recent = None
     stalled = 0.0
+    moved = False
     if share >= t.vram_critical_pct:  # how the work went matters only at the ceiling
+        held = ctx.stats(sample.index, Metric.MEM_USED, max(t.vram_moved_s, t.vram_growth_s))
+        moved = held is None or held.max - held.min >= t.vram_moved_pct / 100 * sample.mem_total
         ticks = ctx.history.window(sample.index, Metric.UTIL_GPU, t.vram_growth_s)
         recent_n = len(ctx.history.window(sample.index, Metric.UTIL_GPU, t.judge_min_s))
         earlier = ticks[:-recent_n] if recent_n else ticks
@@ -112,6 +119,7 @@ def _work_out_vram(ctx: Context, sample: GpuSample) -> _Vram | None:
         rate=rate,
         util_drop=util_drop,
         util_recent=util_recent,
+        moved=moved,
         # only a nearly full GPU is judged by it; the host's trend is one for every GPU
         host_filling=_host_filling(ctx) if share >= t.vram_warning_pct else None,
     )
@@ -171,7 +179,7 @@ def _judged_gpus(ctx: Context) -> Iterator[tuple[GpuSample, _Vram]]:
 
 
 def _at_ceiling_and_falling(v: _Vram, t: Thresholds) -> bool:
-    if v.share < t.vram_critical_pct:
+    if v.share < t.vram_critical_pct or not v.moved:
         return False
     dropped = v.util_drop is not None and v.util_drop >= t.vram_util_drop_pct
     return dropped or v.stalled >= t.starved_idle_fraction
@@ -186,7 +194,15 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
         severity: Severity | None = None
         title = ""
         to_full = v.to_full_s
-        if v.rate is not None and to_full is not None and to_full <= t.vram_full_warning_s:
+        # memory that grows while the GPU does no work is being loaded (weights, a KV
+        # cache's reserve), not leaked step after step
+        growing = (
+            v.rate is not None
+            and to_full is not None
+            and to_full <= t.vram_full_warning_s
+            and ctx.under_load(sample.index) is not False
+        )
+        if growing and v.rate is not None and to_full is not None:
             severity = Severity.CRITICAL if to_full <= t.vram_full_critical_s else Severity.WARNING
             title = "GPU memory growing toward full: out-of-memory errors ahead"
             lines.append(
@@ -214,7 +230,6 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
         if severity is None:
             continue
         lines += _holders(ctx, sample.index)
-        growing = v.rate is not None and to_full is not None and to_full <= t.vram_full_warning_s
         yield Candidate(
             rule=RuleId.VRAM_PRESSURE,
             severity=severity,
@@ -222,9 +237,9 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
             title=title,
             evidence=tuple(lines),
             remedies=_LEAK_REMEDIES if growing else _VRAM_REMEDIES,
-            # Growth shows only once it has lasted half the growth window: a framework's
-            # warm-up climbs for a while and then stays flat.
-            hold_s=t.vram_growth_s / 2 if v.rate is not None else None,
+            # Growth shows only once it has lasted the growth window: a framework's warm-up
+            # (the first steps, a compile) climbs for tens of seconds and then stays flat.
+            hold_s=t.vram_growth_s if growing else None,
         )
 
 
@@ -240,15 +255,25 @@ def likely_allocator(procs: tuple[ProcessSample, ...]) -> str | None:
                 "vLLM reserves gpu_memory_utilization of the card (0.9 by default) for its KV cache"
             )
         if "XLA_PYTHON_CLIENT_PREALLOCATE" in env or "XLA_PYTHON_CLIENT_MEM_FRACTION" in env:
+            if _off(env.get("XLA_PYTHON_CLIENT_PREALLOCATE")):
+                return (
+                    "JAX/XLA grows its memory pool on demand and keeps what it took "
+                    "(XLA_PYTHON_CLIENT_PREALLOCATE=false)"
+                )
             fraction = env.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.75")
             return f"JAX/XLA preallocates {fraction} of the card (XLA_PYTHON_CLIENT_* set)"
         if "xla_extension" in libs or "jaxlib" in libs:
             return "JAX/XLA preallocates 75 % of the card by default"
         if "TF_FORCE_GPU_ALLOW_GROWTH" in env or "libtensorflow" in libs:
-            growth = env.get("TF_FORCE_GPU_ALLOW_GROWTH", "unset")
+            growth = env.get("TF_FORCE_GPU_ALLOW_GROWTH")
+            if growth is not None and growth.strip().lower() == "true":
+                return (
+                    "TensorFlow grows its memory on demand and keeps what it took "
+                    "(TF_FORCE_GPU_ALLOW_GROWTH=true)"
+                )
             return (
                 "TensorFlow maps nearly all GPU memory at start "
-                f"(TF_FORCE_GPU_ALLOW_GROWTH={growth})"
+                f"(TF_FORCE_GPU_ALLOW_GROWTH={growth or 'unset'})"
             )
         if "PYTORCH_CUDA_ALLOC_CONF" in env or "libtorch_cuda" in libs or "libc10_cuda" in libs:
             conf = env.get("PYTORCH_CUDA_ALLOC_CONF")
@@ -256,6 +281,11 @@ def likely_allocator(procs: tuple[ProcessSample, ...]) -> str | None:
                 f" (PYTORCH_CUDA_ALLOC_CONF={conf})" if conf else ""
             )
     return None
+
+
+def _off(value: str | None) -> bool:
+    """An environment switch turned off (JAX reads "false" and "0")."""
+    return value is not None and value.strip().lower() in ("false", "0")
 
 
 def vram_reserved(ctx: Context) -> Iterator[Candidate]:
@@ -377,19 +407,23 @@ RULES = (
         "VRAM used/total ({t.vram_mean_s:g} s mean), its growth over {t.vram_growth_s:g} s "
         "and over the last half of it, utilisation, host memory and swap, processes by memory",
         "with a process on the GPU or under load: memory growing >= {t.vram_growth_bps:mbps} "
-        "over the window and lately, full within {t.vram_full_warning_s:g} s at that rate "
-        "(warning; within {t.vram_full_critical_s:g} s critical); or >= "
-        "{t.vram_critical_pct:g} % used while utilisation fell >= {t.vram_util_drop_pct:g} "
-        "points in the last {t.judge_min_s:g} s or stalled in >= "
-        "{t.starved_idle_fraction:share} of the window (critical); or >= {t.vram_warning_pct:g} % "
-        "while host memory or swap fills in step (warning)",
+        "over the window and lately while the GPU works, for {t.vram_growth_s:g} s, full "
+        "within {t.vram_full_warning_s:g} s at that rate (warning; within "
+        "{t.vram_full_critical_s:g} s critical); or >= {t.vram_critical_pct:g} % used, the "
+        "memory moved by >= {t.vram_moved_pct:g} % of the total in the last "
+        "{t.vram_moved_s:g} s, while utilisation fell >= {t.vram_util_drop_pct:g} points in "
+        "the last {t.judge_min_s:g} s or stalled in >= {t.starved_idle_fraction:share} of the "
+        "window (critical); or >= {t.vram_warning_pct:g} % while host memory or swap fills in "
+        "step (warning)",
         "smaller batch + gradient accumulation, bf16/fp16 autocast, gradient checkpointing, "
         "expandable_segments",
         vram_pressure,
         needs_history="judge_min_s",
         needs=("mem_used", "mem_total"),
         never_claims="that high VRAM alone is a problem: PyTorch's cache, TF/JAX "
-        "preallocation and vLLM hold 75-99 % on healthy jobs; no time-to-full unless it grows",
+        "preallocation and vLLM hold 75-99 % on healthy jobs; no time-to-full unless it grows "
+        "while the GPU works (loading weights is no leak); a pause (a checkpoint, an "
+        "evaluation) of a job flat at the ceiling is no pressure",
     ),
     Rule(
         RuleId.VRAM_RESERVED,

@@ -90,6 +90,8 @@ class Thresholds:
     vram_full_warning_s: float = 1800.0  # growing and full within this: warning
     vram_full_critical_s: float = 300.0  # ... within this: critical
     vram_util_drop_pct: float = 25.0  # at the ceiling, utilisation fell by this many points
+    vram_moved_pct: float = 0.5  # ... and the memory moved by this much of the total
+    vram_moved_s: float = 300.0  # ... within this long (flat for longer: a reserve)
     host_available_pct: float = 5.0
     swap_growth_bps: float = 1.0e6  # swap use growing faster than 1 MB/s
     pcie_saturated: float = 0.8  # share of the current link's capacity

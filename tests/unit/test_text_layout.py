@@ -307,7 +307,7 @@ def test_markdown_remedies_never_double_a_word() -> None:
 def test_markdown_remedy_commands_are_whole_code_spans(scenario: str) -> None:
     """A command or a piece of code in a remedy copies as it reads: in backticks, nothing
     escaped inside, never broken across two lines."""
-    report = markdown_report(snapshot_of(demo_monitor(scenario, seconds=60, gpus=2)))
+    report = markdown_report(snapshot_of(demo_monitor(scenario, seconds=90, gpus=2)))
     spans_found = re.findall(r"`([^`\n]+)`", report)
     assert spans_found, "the remedies name no command"
     for code in spans_found:

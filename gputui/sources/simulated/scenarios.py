@@ -144,10 +144,13 @@ def at_power_limit(gpu: Gpu, t: float) -> Reading:
 def vram(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     # A leak: memory grows steadily toward the total (the plateau of a framework's
-    # cache would be calm); at the ceiling the allocator retries and the GPU stalls.
+    # cache would be calm); at the ceiling the allocator retries and the GPU stalls: a
+    # failed allocation gives the cached blocks back (NVML's "used" dips) and takes them again.
     frac = 0.55 + 0.435 * min(1.0, t / 200.0) + 0.002 * n(_MEM, t)
     full = t >= 200.0
     stall = full and n(_STEP_BUSY, t) < 0.5
+    if stall:
+        frac -= 0.015
     util = n(_STEP_IDLE_UTIL, t) * 3.0 if stall else n.around(_UTIL, t, 93.0, 4.0)
     return gpu.training(
         t,
