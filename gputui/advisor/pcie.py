@@ -94,9 +94,22 @@ def host_limited(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+def _carried_on(ctx: Context, sample: GpuSample) -> tuple[int | None, int | None]:
+    """The link the window's traffic went over: the best it trained to in the window (an
+    idle link downshifts to Gen1 at once, while the window's mean still holds the busy
+    traffic); this tick's where the window did not read it."""
+    gen = ctx.stats(sample.index, Metric.PCIE_GEN)
+    width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
+    return (
+        int(gen.max) if gen is not None else sample.pcie_gen,
+        int(width.max) if width is not None else sample.pcie_width,
+    )
+
+
 def pcie_saturated(ctx: Context) -> Iterator[Candidate]:
     for sample, _device in ctx.samples():
-        capacity = link_bandwidth(sample.pcie_gen, sample.pcie_width)
+        gen, width = _carried_on(ctx, sample)
+        capacity = link_bandwidth(gen, width)
         if not capacity:
             continue
         for metric, direction in (
@@ -113,7 +126,7 @@ def pcie_saturated(ctx: Context) -> Iterator[Candidate]:
                 title=f"PCIe link saturated ({direction})",
                 evidence=(
                     f"{direction} {gb(rate.mean)} of {gb(capacity)} on "
-                    f"{_link(sample.pcie_gen, sample.pcie_width)} "
+                    f"{_link(gen, width)} "
                     f"({100 * rate.mean / capacity:.0f} %) "
                     f"over the last {fmt_duration(rate.span_s)}",
                 ),
@@ -179,9 +192,10 @@ RULES = (
     Rule(
         RuleId.PCIE_SATURATED,
         "4 PCIe / 5 software",
-        "PCIe RX/TX throughput, current link capacity",
-        "RX or TX >= {t.pcie_saturated:share} of the current link's capacity over the last "
-        "{t.window_s:g} s",
+        "PCIe RX/TX throughput, the link's generation and width over the window",
+        "RX or TX >= {t.pcie_saturated:share} over the last {t.window_s:g} s of the capacity "
+        "of the best link the window trained to (the one its traffic went over: an idle link "
+        "downshifts at once)",
         "pinned memory + non_blocking copies, keep data on the GPU, fewer larger transfers, "
         "GPU-side augmentation",
         pcie_saturated,

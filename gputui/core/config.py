@@ -94,8 +94,10 @@ class Thresholds:
     vram_moved_s: float = 300.0  # ... within this long (flat for longer: a reserve)
     host_available_pct: float = 5.0
     swap_growth_bps: float = 1.0e6  # swap use growing faster than 1 MB/s
-    pcie_saturated: float = 0.8  # share of the current link's capacity
-    pcie_replays_per_min: float = 1.0
+    pcie_saturated: float = 0.8  # share of the capacity of the link the window's traffic used
+    # DCGM's own limit (DCGM_LIMIT_MAX_PCIREPLAY_RATE, "the maximum recommended by RM"):
+    # an occasional replay happens on healthy links
+    pcie_replays_per_min: float = 8.0
     pcie_replays_critical_per_min: float = 100.0
     pcie_replay_window_s: float = 60.0
     # Input starvation as the driver shows it: a starved job rarely reads 0 % for a whole

@@ -177,11 +177,32 @@ def test_pcie_saturated() -> None:
     assert "14.0 GB/s of 15.8 GB/s" in f.evidence[0]
 
 
+def test_traffic_is_judged_against_the_link_it_went_over_not_the_idle_one() -> None:
+    """12 GB/s on Gen5 x16 (19 %), then the GPU pauses and the link trains down to Gen1
+    at once: the window's mean traffic against Gen1's 4 GB/s read "213 %"."""
+    sim = Sim()
+    for i in range(120):
+        busy = i < 80
+        sample = replace(
+            BUSY if busy else IDLE,
+            pcie_gen=5 if busy else 1,
+            pcie_width=16,
+            pcie_rx_bps=12e9 if busy else 0.0,
+        )
+        sim.tick([sample])
+        assert "pcie-saturated" not in sim.rules(), i
+
+
 def test_pcie_errors_from_a_rising_replay_counter() -> None:
     sim = Sim()
-    sim.run(70, lambda i: replace(BUSY, pcie_replay_count=10 + i // 10))
+    sim.run(70, lambda i: replace(BUSY, pcie_replay_count=10 + i // 5))
     f = finding(sim, "pcie-errors")
-    assert "per minute" in f.evidence[0]
+    assert "(12 per minute)" in f.evidence[0]
+    # an occasional replay on a healthy link: below DCGM's 8 a minute, no warning
+    once = Sim()
+    for i in range(180):
+        once.tick([replace(BUSY, pcie_replay_count=17 if i < 100 else 18)])
+        assert "pcie-errors" not in once.rules(), i
     sim2 = Sim()
     sim2.run(70, replace(BUSY, pcie_replay_count=1234))  # high but not rising: quiet
     assert "pcie-errors" not in sim2.rules()
