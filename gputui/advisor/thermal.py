@@ -166,9 +166,10 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         if limits:
             limit, name = limits[0]
             if temp.mean >= limit - t.hot_margin_c:
+                gap = round(limit) - round(temp.mean)  # the figures as shown
+                where = f"{gap} °C from" if gap > 0 else f"{-gap} °C above" if gap < 0 else "at"
                 reasons.append(
-                    f"{temp.mean:.0f} °C, {limit - temp.mean:.0f} °C from the board's {name} "
-                    f"temperature ({limit:.0f} °C)"
+                    f"{temp.mean:.0f} °C, {where} the board's {name} temperature ({limit:.0f} °C)"
                 )
         elif temp.mean >= t.hot_temp_c:  # a board that reports no limit at all
             reasons.append(f"{temp.mean:.0f} °C and the board reports no temperature limit")
@@ -185,10 +186,8 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
             lines = [*reasons, evidence.temperature(sample, device)]
         trend = ctx.stats(sample.index, Metric.TEMP_C)
         if trend is not None and trend.slope_per_s is not None:
-            lines.append(
-                f"trend {60 * trend.slope_per_s:+.1f} °C/min over the last "
-                f"{fmt_duration(trend.span_s)}"
-            )
+            per_min = round(60 * trend.slope_per_s, 1) + 0.0  # + 0.0: never "-0.0"
+            lines.append(f"trend {per_min:+.1f} °C/min over the last {fmt_duration(trend.span_s)}")
         title = "Running hot: at the board's own temperature limit"
         if only_memory:
             title = "Running hot: the HBM memory is at its temperature limit"
@@ -214,6 +213,9 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
             continue
         seen = ctx.sampled_s()
         tick_s = seen / max(1, len(known) - 1)
+        # a reason bit is the state at one instant: a reading proves no time, two of the
+        # source's own readings (a Prometheus scrape, an exporter's collection) do
+        least_s = max(t.hw_slowdown_min_s, t.hw_slowdown_min_readings * max(tick_s, ctx.cadence_s))
         util = ctx.history.window(sample.index, Metric.UTIL_GPU, t.window_s)
         aligned = len(util) == len(known)
         if aligned:  # the share of the busy ticks, not of the window
@@ -227,7 +229,7 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
         for r in hits:
             occurred |= r
         names = ", ".join(ce.describe_reasons(occurred & bits))
-        if busy and share >= t.hw_slowdown_fraction and held_s >= t.hw_slowdown_min_s:
+        if busy and share >= t.hw_slowdown_fraction and held_s >= least_s:
             lines = evidence.clock_and_reasons(ctx, sample, device, bits, 0.0)
             lines.append(
                 f"{names} in {100 * share:.0f} % of the busy time "
@@ -235,7 +237,7 @@ def hw_slowdown(ctx: Context) -> Iterator[Candidate]:
             )
             severity = Severity.CRITICAL
             title = "Hardware slowdown under load: the board cuts its clocks (power or temperature)"
-        elif len(hits) * tick_s >= t.hw_slowdown_min_s:
+        elif len(hits) * tick_s >= least_s:
             lines = [
                 f"{names} for {fmt_duration(len(hits) * tick_s)} of the last "
                 f"{fmt_duration(seen)}, while the GPU was idle or nearly so"
@@ -295,12 +297,13 @@ RULES = (
         "1 thermal / power",
         "clock-event reasons HW slowdown and HW power brake, per tick, against utilisation",
         "critical: set in >= {t.hw_slowdown_fraction:share} of the busy ticks of the last "
-        "{t.window_s:g} s and for >= {t.hw_slowdown_min_s:g} s; info: set >= "
-        "{t.hw_slowdown_min_s:g} s on an idle GPU",
+        "{t.window_s:g} s and for >= {t.hw_slowdown_min_s:g} s over >= "
+        "{t.hw_slowdown_min_readings} of the source's readings; info: as long on an idle GPU",
         "power supply and cables, external power brake (BMC), board temperature",
         hw_slowdown,
         needs=("clock_reasons",),
         never_claims="a reason that did not occur in the window; a blip shorter than "
-        "{t.hw_slowdown_min_s:g} s (a reason bit is an instant, common at load changes)",
+        "{t.hw_slowdown_min_s:g} s or seen in one reading (a reason bit is an instant, common "
+        "at load changes; one scrape proves no time)",
     ),
 )

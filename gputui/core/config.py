@@ -74,6 +74,7 @@ class Thresholds:
     # for at least hw_slowdown_min_s; a blip (a load change) is an info line at most.
     hw_slowdown_fraction: float = 0.1
     hw_slowdown_min_s: float = 5.0
+    hw_slowdown_min_readings: int = 2  # ... and over this many of the source's readings
     limit_lowered_w: float = 1.0  # enforced below default by more than this
     held_window_s: float = 60.0  # time throttled (the driver's violation counters) over this
     xid_window_s: float = 600.0  # an Xid is news for this long

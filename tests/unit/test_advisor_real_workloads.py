@@ -233,6 +233,12 @@ def test_h100_at_86_c_with_max_operating_87_c_fires() -> None:
     f = next(f for f in sim.findings if f.rule == "thermal-hot")
     assert f.severity == "warning"
     assert any("1 °C from the board's max operating temperature (87 °C)" in e for e in f.evidence)
+    for temp, said in ((88.0, "88 °C, 1 °C above the board's"), (87.0, "87 °C, at the board's")):
+        over = Sim()
+        over.run(40, replace(BUSY, temp_c=temp, temp_margin_c=1.0))
+        hot = next(f for f in over.findings if f.rule == "thermal-hot")
+        assert any(e.startswith(said) for e in hot.evidence), hot.evidence
+        assert not any("°C/min" in e and "-0.0" in e for e in hot.evidence)
 
 
 def test_hbm_at_its_maximum_fires() -> None:
@@ -251,6 +257,21 @@ def test_one_second_hw_slowdown_blip_on_an_idle_gpu_is_calm() -> None:
         processes=(),
     )
     assert sim.findings == ()
+
+
+def test_one_reading_of_hw_slowdown_at_a_scrape_cadence_proves_no_time() -> None:
+    """At a 15 s Prometheus scrape a single reading with the bit is one instant, as at 1 s:
+    no critical for it; two readings in a row are 15 s of it at least, and count."""
+    node_gpu = replace(H100, node="node-a", node_index=0)
+    for blips in (1, 2):
+        sim = Sim(devices=[node_gpu])
+        shown = False
+        for i in range(40):
+            hw = 20 <= i < 20 + blips
+            sim.tick([replace(BUSY, clock_reasons=ce.HW_SLOWDOWN if hw else 0)])
+            sim.now += 14.0
+            shown |= "hw-slowdown" in sim.rules()
+        assert shown == (blips == 2), blips
 
 
 def test_sustained_hw_slowdown_under_load_is_critical_as_a_share_of_busy_time() -> None:
