@@ -16,10 +16,11 @@ import contextlib
 import gc
 import signal
 import socket
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.css.query import NoMatches
@@ -318,6 +319,13 @@ class GpuTuiApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return keys.in_mode(action, replay=self.replay is not None)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Of Textual's own palette commands, only those that work here (gputui's own
+        are in ``commands``): the theme, and quit."""
+        from gputui.ui.commands import system_commands
+
+        return system_commands(self)
 
     # -- every other key hands over to its group -----------------------------------------
     def action_gpu(self, step: int) -> None:

@@ -231,6 +231,40 @@ async def test_q_closes_every_page_over_the_panels_and_a_second_q_quits(
         assert not app.is_running
 
 
+async def test_the_palette_offers_no_textual_command_that_fails_or_does_not_fit(
+    demo_app: DemoApp,
+) -> None:
+    """Textual's Screenshot wrote to ~/Downloads (absent on many servers: it failed) and
+    Keys opened its own key panel over gputui's help; gputui's snapshot is s. Theme and
+    Quit stay, with gputui's own commands."""
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompts = _prompts(await _open_palette(pilot, ""))
+        names = {p.split("\n")[0] for p in prompts}
+        assert {"Theme", "Quit", "Help", "Go to GPU 3"} <= names
+        assert not names & {"Screenshot", "Keys", "Maximize", "Minimize"}
+        for query in ("screensh", "keys"):  # not found by a search either
+            await pilot.press("escape")
+            found = {p.split("\n")[0] for p in _prompts(await _open_palette(pilot, query))}
+            assert not found & {"Screenshot", "Keys"}, found
+
+
+async def test_the_palette_theme_and_quit_work(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        before = app.theme
+        await _open_palette(pilot, "theme")
+        await pilot.press("enter")  # Textual's theme picker
+        await pilot.pause(0.2)
+        await pilot.press("down", "enter")
+        await pilot.pause(0.2)
+        assert app.theme != before
+        await _open_palette(pilot, "quit")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+    assert app.return_value == 0
+
+
 async def test_the_help_scrolls_a_line_for_every_arrow_however_fast_they_come(
     demo_app: DemoApp,
 ) -> None:
