@@ -32,7 +32,7 @@ from textual.screen import Screen
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.ui import keys
 from gputui.ui.containers import _MainScreen
-from gputui.ui.driver import quiet_driver
+from gputui.ui.driver import job_control, quiet_driver
 from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
@@ -319,6 +319,16 @@ class GpuTuiApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return keys.in_mode(action, replay=self.replay is not None)
+
+    def action_suspend_process(self) -> None:
+        """Ctrl+Z (a key in raw mode): back to the shell, as Textual suspends; ``fg``
+        resumes and repaints. Where no shell can resume it (no job control), it stays."""
+        if self._driver is None or not self._driver.can_suspend:
+            return
+        if not job_control():
+            self.notify("Not suspended: no shell with job control here to resume it (fg)")
+            return
+        super().action_suspend_process()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Of Textual's own palette commands, only those that work here (gputui's own

@@ -63,6 +63,8 @@ BINDINGS: Final[list[Binding]] = [
     Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
     Binding("c", "cluster", "cluster: every node", show=False),
     Binding("ctrl+p", "command_palette", "palette", show=False),
+    # In raw mode Ctrl+Z is a key, not SIGTSTP: the app suspends itself (the shell's fg resumes)
+    Binding("ctrl+z", "suspend_process", "suspend (fg resumes)", show=False),
     # replay only
     Binding("full_stop", "step", "replay: step", key_display="."),
     Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),
@@ -134,6 +136,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
     "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
     "command_palette": "the command palette: every action by name, searched as you type",
+    "suspend_process": "suspend gputui to the shell; fg brings it back",
     "step": "replay: one frame forward (pauses first)",
     "seek": "replay: back / forward 1 min ([ ]) or 10 min ({ })",
     "speed": "replay: half / double speed",

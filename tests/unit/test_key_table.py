@@ -106,6 +106,7 @@ def test_the_rows_of_live_and_replay() -> None:
     assert live["q / Ctrl+C"] == "quit"
     assert "+ / =" in live and "-" in live
     assert live["0 … 9"] == "jump to GPU 0 … 9"
+    assert live["Ctrl+Z"].startswith("suspend gputui to the shell")
     assert not {".", "[ ] / { }", "< >"} & set(live)
     assert {".", "[ ] / { }", "< >"} <= set(replay)
     assert not {"+ / =", "-"} & set(replay)
