@@ -257,6 +257,8 @@ class GpuTuiApp(App[int]):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
+        if self.navigation.update_paging():
+            self.refresh_bindings()  # PgUp PgDn changed lists: the footer says so
 
     def notify(
         self,
@@ -318,6 +320,9 @@ class GpuTuiApp(App[int]):
         self.exit(0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # PgUp PgDn: the GPU list's pages while it hides GPUs, else the process table's
+        if action in ("gpu_page", "skip"):
+            return self.navigation.paging is (action == "gpu_page")
         return keys.in_mode(action, replay=self.replay is not None)
 
     def action_suspend_process(self) -> None:
@@ -343,6 +348,12 @@ class GpuTuiApp(App[int]):
 
     def action_jump(self, index: int) -> None:
         self.navigation.jump(index)
+
+    def action_gpu_page(self, step: int) -> None:
+        self.navigation.page(step)
+
+    def action_gpu_edge(self, step: int) -> None:
+        self.navigation.edge(step)
 
     def action_overview(self) -> None:
         self.navigation.overview()
