@@ -69,8 +69,9 @@ BINDINGS: Final[list[Binding]] = [
     Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
     Binding("c", "cluster", "cluster: every node", show=False),
     Binding("ctrl+p", "command_palette", "palette", show=False),
-    # In raw mode Ctrl+Z is a key, not SIGTSTP: the app suspends itself (the shell's fg resumes)
-    Binding("ctrl+z", "suspend_process", "suspend (fg resumes)", show=False),
+    # In raw mode Ctrl+Z is a key, not SIGTSTP: the app suspends itself (the shell's fg
+    # resumes). priority: over every page too (a page is modal: the app's keys stop there)
+    Binding("ctrl+z", "suspend_process", "suspend (fg resumes)", show=False, priority=True),
     # replay only
     Binding("full_stop", "step", "replay: step", key_display="."),
     Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),

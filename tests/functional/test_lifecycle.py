@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import os
 import pty
+import re
 import select
 import shlex
 import signal
@@ -145,8 +146,12 @@ def test_the_ctrl_z_key_suspends_to_the_shell_and_fg_repaints_it() -> None:
     pid, fd = _start_in_a_shell()
     try:
         assert b"GPUs" in _read_until(fd, b"GPUs", 20), "the app did not draw"
-        for _ in range(2):  # twice: the second suspend goes through what fg rebuilt
+        # twice: the second suspend goes through what fg rebuilt, from over the help page
+        for over_help in (False, True):
             time.sleep(0.3)
+            if over_help:
+                os.write(fd, b"?")
+                assert b"gputui keys" in _read_until(fd, b"gputui keys", 5)
             os.write(fd, b"\x1a")
             stopped = _read_until(fd, b"Stopped", 5)
             assert RESTORED[0] in stopped, "the terminal was not given back on Ctrl+Z"
@@ -154,8 +159,14 @@ def test_the_ctrl_z_key_suspends_to_the_shell_and_fg_repaints_it() -> None:
             if b"shell$ " not in stopped.rsplit(b"Stopped", 1)[1]:
                 assert b"shell$ " in _read_until(fd, b"shell$ ", 2), "no prompt after Ctrl+Z"
             os.write(fd, b"fg\n")
-            back = _read_until(fd, b"Advisor", 10)
-            assert b"\x1b[?1049h" in back and b"GPUs" in back and b"Advisor" in back
+            back = _read_until(fd, b"gputui keys" if over_help else b"Advisor", 10)
+            back += _read_until(fd, b"\xff", 0.5)  # the rest of the frame
+            text = re.sub(rb"\x1b\[[0-9;?>$]*[A-Za-z]", b"", back)  # styles and moves out
+            assert b"\x1b[?1049h" in back and b"4 GPUs" in text  # the header, painted again
+            # ... and the panels, or the page over them
+            assert b"gputui keys" in text if over_help else b"Advisor" in text
+        os.write(fd, b"\x1b")
+        time.sleep(0.3)
         os.write(fd, b"q")
         assert b"shell$ " in _read_until(fd, b"shell$ ", 5), "q did not quit after fg"
         os.write(fd, b"exit\n")
