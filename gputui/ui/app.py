@@ -16,10 +16,11 @@ import contextlib
 import gc
 import signal
 import socket
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.css.query import NoMatches
@@ -31,7 +32,7 @@ from textual.screen import Screen
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.ui import keys
 from gputui.ui.containers import _MainScreen
-from gputui.ui.driver import quiet_driver
+from gputui.ui.driver import job_control, quiet_driver
 from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
@@ -256,6 +257,8 @@ class GpuTuiApp(App[int]):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
+        if self.navigation.update_paging():
+            self.refresh_bindings()  # PgUp PgDn changed lists: the footer says so
 
     def notify(
         self,
@@ -317,7 +320,27 @@ class GpuTuiApp(App[int]):
         self.exit(0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # PgUp PgDn: the GPU list's pages while it hides GPUs, else the process table's
+        if action in ("gpu_page", "skip"):
+            return self.navigation.paging is (action == "gpu_page")
         return keys.in_mode(action, replay=self.replay is not None)
+
+    def action_suspend_process(self) -> None:
+        """Ctrl+Z (a key in raw mode): back to the shell, as Textual suspends; ``fg``
+        resumes and repaints. Where no shell can resume it (no job control), it stays."""
+        if self._driver is None or not self._driver.can_suspend:
+            return
+        if not job_control():
+            self.notify("Not suspended: no shell with job control here to resume it (fg)")
+            return
+        super().action_suspend_process()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Of Textual's own palette commands, only those that work here (gputui's own
+        are in ``commands``): the theme, and quit."""
+        from gputui.ui.commands import system_commands
+
+        return system_commands(self)
 
     # -- every other key hands over to its group -----------------------------------------
     def action_gpu(self, step: int) -> None:
@@ -325,6 +348,12 @@ class GpuTuiApp(App[int]):
 
     def action_jump(self, index: int) -> None:
         self.navigation.jump(index)
+
+    def action_gpu_page(self, step: int) -> None:
+        self.navigation.page(step)
+
+    def action_gpu_edge(self, step: int) -> None:
+        self.navigation.edge(step)
 
     def action_overview(self) -> None:
         self.navigation.overview()

@@ -1,4 +1,5 @@
-"""The command palette (Ctrl+P): gputui's actions by name, next to Textual's own commands.
+"""The command palette (Ctrl+P): gputui's actions by name, next to the two of Textual's
+own commands that work here (the theme, quit).
 
 Each command runs the very action its key runs (gputui/ui/keys.py), through
 ``app.run_action``: the palette adds names, never behaviour of its own.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from textual.actions import parse
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
@@ -74,6 +76,17 @@ def palette_commands(devices: Sequence[DeviceInfo]) -> list[PaletteCommand]:
         commands.append(PaletteCommand(f"Go to GPU {device.index}", action, help_text))
     commands += [PaletteCommand(name, action, _key_help(action)) for name, action in _AFTER_GPUS]
     return commands
+
+
+def system_commands(app: App[Any]) -> list[SystemCommand]:
+    """Textual's palette commands that fit gputui. Left out: Screenshot (it writes to
+    ~/Downloads, which a server may lack; gputui's snapshot, s, writes the screen's SVG
+    and more), Keys (Textual's key panel, over gputui's own help, ?), and Maximize /
+    Minimize (a page's scrolling panel, already as large as the screen allows)."""
+    return [
+        SystemCommand("Theme", "Change the colours: every panel follows", app.action_change_theme),
+        SystemCommand("Quit", _key_help("quit") or "Quit gputui", app.action_quit),
+    ]
 
 
 class GpuTuiCommands(Provider):

@@ -149,6 +149,39 @@ class QuietLinuxDriver(LinuxDriver):
                     pass
 
 
+def _parent(pid: int) -> int | None:
+    """The parent of ``pid`` (from /proc for another process's), None where unknown."""
+    if pid == os.getpid():
+        return os.getppid()
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def job_control() -> bool:
+    """Whether a shell can resume this process after it stops (``fg``): some process in
+    its group, found up the line of its ancestors, has a parent in another group of the
+    same session (POSIX: the group is not orphaned). Where none has (a session leader,
+    ``bash -c`` with no job control, Windows), a Ctrl+Z would stop it for good."""
+    if not hasattr(os, "getpgrp"):
+        return False
+    try:
+        group, session = os.getpgrp(), os.getsid(0)
+        pid: int | None = os.getpid()
+        for _ in range(64):  # a line of ancestors in one group is never this long
+            parent = _parent(pid) if pid is not None else None
+            if parent is None or parent <= 0:
+                return False
+            if os.getpgid(parent) != group:
+                return os.getsid(parent) == session
+            pid = parent
+    except OSError:  # a parent gone or out of reach: no one known to resume it
+        return False
+    return False
+
+
 def quiet_driver(stock: type[Driver]) -> type[Driver]:
     """The quiet driver where Textual would use its plain Linux one, else ``stock``."""
     if stock is not LinuxDriver or not compat.quiet_input_supported():

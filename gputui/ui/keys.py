@@ -45,6 +45,12 @@ BINDINGS: Final[list[Binding]] = [
     # nothing to focus); over a page, ← → belong to the page.
     Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←"),
     Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→"),
+    # Offered (and in the footer) while the GPU list hides GPUs and the last move was not
+    # in the process table; else PgUp PgDn page the processes (the app's check_action).
+    Binding("pagedown", "gpu_page(1)", "more GPUs", key_display="PgDn"),
+    Binding("pageup", "gpu_page(-1)", "GPUs up", key_display="PgUp", show=False),
+    Binding("home", "gpu_edge(-1)", "first GPU", show=False),
+    Binding("end", "gpu_edge(1)", "last GPU", show=False),
     Binding("o", "overview", "overview"),
     Binding("n", "finding(1)", "next finding"),
     Binding("N", "finding(-1)", "prev finding", show=False),
@@ -63,6 +69,9 @@ BINDINGS: Final[list[Binding]] = [
     Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
     Binding("c", "cluster", "cluster: every node", show=False),
     Binding("ctrl+p", "command_palette", "palette", show=False),
+    # In raw mode Ctrl+Z is a key, not SIGTSTP: the app suspends itself (the shell's fg
+    # resumes). priority: over every page too (a page is modal: the app's keys stop there)
+    Binding("ctrl+z", "suspend_process", "suspend (fg resumes)", show=False, priority=True),
     # replay only
     Binding("full_stop", "step", "replay: step", key_display="."),
     Binding("left_square_bracket", "seek(-60)", "replay: -1 min", key_display="["),
@@ -95,7 +104,10 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "help": "this help: every key, and what the screen's symbols and columns mean",
     "quit": "quit",
     "gpu": "previous / next GPU",
-    "jump": "jump to GPU 0 … 9",
+    "jump": "jump to GPU 0 … 9; two digits typed quickly reach GPU 10 and up (1 2: GPU 12)",
+    "gpu_page": "a page of GPUs down / up, while the GPU list hides some; right after ↓ ↑ in"
+    " the process table, ten processes (as below)",
+    "gpu_edge": "first / last GPU",
     "overview": "overview: every GPU as a card (8-GPU nodes) / back to detail",
     "finding": "next / previous finding; its evidence and remedies show below the list",
     "goto_finding": "go to the GPU of the selected finding",
@@ -112,7 +124,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "window": "history window: 1, 5, 15, 60 min",
     "sort": "sort processes by the next column",
     "process": "select a process in the table; its whole command line shows under it",
-    "skip": "ten processes down / up",
+    "skip": "ten processes down / up (while the GPU list hides GPUs: right after ↓ ↑)",
     "sort_by": "sort processes by a column: "
     + ", ".join(f"{c.key} {c.header}" for c in SORTS.values())
     + "; the same key again turns the order round",
@@ -134,6 +146,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
     "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
     "command_palette": "the command palette: every action by name, searched as you type",
+    "suspend_process": "suspend gputui to the shell; fg brings it back",
     "step": "replay: one frame forward (pauses first)",
     "seek": "replay: back / forward 1 min ([ ]) or 10 min ({ })",
     "speed": "replay: half / double speed",
@@ -270,7 +283,7 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
     (
         "GPU list",
         (
-            ("#", "the GPU's index, as NVML and nvidia-smi number it (keys 0 … 9)"),
+            ("#", "the GPU's index, as NVML and nvidia-smi number it (keys 0 … 9, 1 2: GPU 12)"),
             ("NAME", "the GPU's model"),
             ("UTIL", "GPU utilisation: the share of time a kernel ran"),
             ("VRAM", "GPU memory in use"),

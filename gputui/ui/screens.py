@@ -18,6 +18,7 @@ from gputui.advisor.nodes import NodeRow, node_rows
 from gputui.core.config import Thresholds
 from gputui.core.model import Finding
 from gputui.sampling.monitor import Monitor
+from gputui.ui.containers import PageScroll
 from gputui.ui.keys import LEGEND, key_rows
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette
@@ -35,7 +36,7 @@ class PageScreen(ModalScreen[T]):
         self._palette = palette
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="dialog"):
+        with PageScroll(id="dialog"):
             yield LineView(id="page")
 
     def build(self, width: int) -> Panel:

@@ -31,6 +31,13 @@ class Choices:
         at = indices.index(self.selected) if self.selected in indices else 0
         return replace(self, selected=indices[(at + step) % len(indices)])
 
+    def move_gpu(self, indices: Sequence[int], step: int) -> Choices:
+        """``step`` GPUs on in the list, stopping at the first and the last (a page key)."""
+        if not indices:
+            return self
+        at = indices.index(self.selected) if self.selected in indices else 0
+        return replace(self, selected=indices[max(0, min(len(indices) - 1, at + step))])
+
     def jump(self, indices: Sequence[int], index: int) -> Choices:
         """GPU ``index`` (key 3 is GPU 3); a GPU this machine lacks changes nothing."""
         return replace(self, selected=index) if index in indices else self

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from textual import events
+from textual.containers import ScrollableContainer
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import OptionList
@@ -227,3 +229,70 @@ async def test_q_closes_every_page_over_the_panels_and_a_second_q_quits(
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_the_palette_offers_no_textual_command_that_fails_or_does_not_fit(
+    demo_app: DemoApp,
+) -> None:
+    """Textual's Screenshot wrote to ~/Downloads (absent on many servers: it failed) and
+    Keys opened its own key panel over gputui's help; gputui's snapshot is s. Theme and
+    Quit stay, with gputui's own commands."""
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompts = _prompts(await _open_palette(pilot, ""))
+        names = {p.split("\n")[0] for p in prompts}
+        assert {"Theme", "Quit", "Help", "Go to GPU 3"} <= names
+        assert not names & {"Screenshot", "Keys", "Maximize", "Minimize"}
+        for query in ("screensh", "keys"):  # not found by a search either
+            await pilot.press("escape")
+            found = {p.split("\n")[0] for p in _prompts(await _open_palette(pilot, query))}
+            assert not found & {"Screenshot", "Keys"}, found
+
+
+async def test_the_palette_theme_and_quit_work(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        before = app.theme
+        await _open_palette(pilot, "theme")
+        await pilot.press("enter")  # Textual's theme picker
+        await pilot.pause(0.2)
+        await pilot.press("down", "enter")
+        await pilot.pause(0.2)
+        assert app.theme != before
+        await _open_palette(pilot, "quit")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+    assert app.return_value == 0
+
+
+async def test_the_help_scrolls_a_line_for_every_arrow_however_fast_they_come(
+    demo_app: DemoApp,
+) -> None:
+    """↓ held or typed fast arrives as several keys before the next repaint (the pilot
+    waits after each key, so they are posted here as the driver posts them): each scrolls
+    one line. Textual's animated scroll started each from the same place: 5 ↓, 1 line."""
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        dialog = app.screen.query_one("#dialog", ScrollableContainer)
+        assert dialog.max_scroll_y > 12
+        for _ in range(5):
+            app.post_message(events.Key("down", None))
+        await pilot.pause(0.3)
+        assert dialog.scroll_y == 5
+        for _ in range(2):
+            app.post_message(events.Key("up", None))
+        await pilot.pause(0.3)
+        assert dialog.scroll_y == 3
+        page = dialog.scrollable_content_region.height
+        for _ in range(2):
+            app.post_message(events.Key("pagedown", None))
+        await pilot.pause(0.3)
+        assert dialog.scroll_y == min(3 + 2 * page, dialog.max_scroll_y)
+        app.post_message(events.Key("end", None))
+        app.post_message(events.Key("up", None))
+        await pilot.pause(0.3)
+        assert dialog.scroll_y == dialog.max_scroll_y - 1
+        await pilot.press("home")
+        assert dialog.scroll_y == 0 and app.selected == 0  # Home is the page's, not a GPU's

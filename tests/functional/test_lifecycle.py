@@ -7,7 +7,9 @@ import contextlib
 import fcntl
 import os
 import pty
+import re
 import select
+import shlex
 import signal
 import struct
 import sys
@@ -123,3 +125,70 @@ def test_suspend_and_resume_ctrl_z_then_fg_keeps_the_app_running() -> None:
     os.write(fd, b"q")
     out, status, _took = _drain_and_wait(pid, fd, 5)
     assert status == 0 and b"Traceback" not in out and b"Bad file descriptor" not in out
+
+
+def _start_in_a_shell() -> tuple[int, int]:
+    """An interactive bash on its own terminal (job control on), gputui's demo started
+    from it as a user would: Ctrl+Z stops it and the shell's fg brings it back."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(TERM="xterm-256color", PS1="shell$ ", HISTFILE="/dev/null")
+        os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+    _resize(fd, 40, 120)
+    assert b"shell$ " in _read_until(fd, b"shell$ ", 10), "bash did not start"
+    os.write(fd, f"{shlex.quote(sys.executable)} -m gputui --demo\n".encode())
+    return pid, fd
+
+
+def test_the_ctrl_z_key_suspends_to_the_shell_and_fg_repaints_it() -> None:
+    """In raw mode Ctrl+Z arrives as a key (0x1a), not SIGTSTP: the app must suspend
+    itself, give the shell the terminal, and on fg take it back and paint every line."""
+    pid, fd = _start_in_a_shell()
+    try:
+        assert b"GPUs" in _read_until(fd, b"GPUs", 20), "the app did not draw"
+        # twice: the second suspend goes through what fg rebuilt, from over the help page
+        for over_help in (False, True):
+            time.sleep(0.3)
+            if over_help:
+                os.write(fd, b"?")
+                assert b"gputui keys" in _read_until(fd, b"gputui keys", 5)
+            os.write(fd, b"\x1a")
+            stopped = _read_until(fd, b"Stopped", 5)
+            assert RESTORED[0] in stopped, "the terminal was not given back on Ctrl+Z"
+            assert b"Stopped" in stopped, "the shell did not see it stop"
+            if b"shell$ " not in stopped.rsplit(b"Stopped", 1)[1]:
+                assert b"shell$ " in _read_until(fd, b"shell$ ", 2), "no prompt after Ctrl+Z"
+            os.write(fd, b"fg\n")
+            back = _read_until(fd, b"gputui keys" if over_help else b"Advisor", 10)
+            back += _read_until(fd, b"\xff", 0.5)  # the rest of the frame
+            text = re.sub(rb"\x1b\[[0-9;?>$]*[A-Za-z]", b"", back)  # styles and moves out
+            assert b"\x1b[?1049h" in back and b"4 GPUs" in text  # the header, painted again
+            # ... and the panels, or the page over them
+            assert b"gputui keys" in text if over_help else b"Advisor" in text
+        os.write(fd, b"\x1b")
+        time.sleep(0.3)
+        os.write(fd, b"q")
+        assert b"shell$ " in _read_until(fd, b"shell$ ", 5), "q did not quit after fg"
+        os.write(fd, b"exit\n")
+        out, status, _took = _drain_and_wait(pid, fd, 5)
+        assert status == 0 and b"Traceback" not in out
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def test_ctrl_z_where_no_shell_could_resume_it_leaves_the_app_running() -> None:
+    """gputui as the terminal's session leader (ssh -t host gputui, exec gputui): nothing
+    could fg it, so Ctrl+Z must not stop it; it says why and keeps running."""
+    pid, fd = _start()
+    assert b"GPUs" in _read_until(fd, b"GPUs", 20), "the app did not draw"
+    time.sleep(0.3)
+    os.write(fd, b"\x1a")
+    said = _read_until(fd, b"Not suspended", 5)
+    assert b"Not suspended" in said and RESTORED[0] not in said
+    done, raw = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+    assert not done, f"stopped or ended: {raw:#x}"
+    os.write(fd, b"q")
+    _out, status, _took = _drain_and_wait(pid, fd, 5)
+    assert status == 0

@@ -59,7 +59,7 @@ def test_the_markdown_table_has_the_live_keys_then_the_replay_keys() -> None:
     live, replay = table.split("While a recording plays")
     assert "| ← → / h l / Shift+Tab Tab | previous / next GPU |" in live
     assert "| + / = |" in live and "| q / Ctrl+C | quit |" in live
-    assert "| 0 … 9 | jump to GPU 0 … 9 |" in live
+    assert "| 0 … 9 | jump to GPU 0 … 9; two digits typed quickly" in live
     assert "| [ ] / { } |" not in live and "| [ ] / { } |" in replay
     assert "| + / = |" not in replay
 
@@ -105,7 +105,10 @@ def test_the_rows_of_live_and_replay() -> None:
     assert live["← → / h l / Shift+Tab Tab"] == "previous / next GPU"
     assert live["q / Ctrl+C"] == "quit"
     assert "+ / =" in live and "-" in live
-    assert live["0 … 9"] == "jump to GPU 0 … 9"
+    assert live["0 … 9"].startswith("jump to GPU 0 … 9; two digits typed quickly reach GPU 10")
+    assert live["Home End"] == "first / last GPU"
+    assert live["Ctrl+Z"].startswith("suspend gputui to the shell")
+    assert sum(1 for k, _ in keys.key_rows(keys.BINDINGS, False) if k == "PgDn PgUp") == 2
     assert not {".", "[ ] / { }", "< >"} & set(live)
     assert {".", "[ ] / { }", "< >"} <= set(replay)
     assert not {"+ / =", "-"} & set(replay)

@@ -57,3 +57,12 @@ def test_header_state_from_the_monitor() -> None:
     assert played.position == "59 s of 1 h 00 min"  # the demo's last frame, 59 s in
     assert position_text(replay, START + 90) == "1 min 30 s of 1 h 00 min"
     assert position_text(Replaying(1.0, 1.0, None, None), START) is None
+
+
+def test_a_page_of_gpus_stops_at_the_first_and_the_last() -> None:
+    many = list(range(64))
+    assert Choices().move_gpu(many, 8).selected == 8
+    assert Choices(selected=60).move_gpu(many, 8).selected == 63  # no wrap past the end
+    assert Choices(selected=3).move_gpu(many, -8).selected == 0
+    assert Choices(selected=5).move_gpu([4, 5, 6], 1).selected == 6  # by position, not index
+    assert Choices().move_gpu([], 1) == Choices()
