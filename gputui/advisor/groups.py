@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gputui.core.judgement import gpu_list
-from gputui.core.model import Finding
+from gputui.core.model import DeviceInfo, Finding
 from gputui.core.names import RuleId, Severity
 from gputui.core.records import frozen
 
@@ -27,6 +27,19 @@ class FindingGroup:
         if self.gpus == (None,):
             return "host"
         return gpu_list([g for g in self.gpus if g is not None])
+
+    def where_on(self, devices: Mapping[int, DeviceInfo]) -> str:
+        """``where``, and for a cluster's GPUs their nodes and numbers there, which its
+        commands take: "GPU 6 (node-b GPU 2)"."""
+        on: dict[str, list[int]] = {}
+        for gpu in self.gpus:
+            device = devices.get(gpu) if gpu is not None else None
+            if gpu is None or device is None or device.node is None:
+                return self.where
+            index = device.node_index if device.node_index is not None else gpu
+            on.setdefault(device.node, []).append(index)
+        there = "; ".join(f"{node} {gpu_list(numbers)}" for node, numbers in on.items())
+        return f"{self.where} ({there})"
 
 
 _SMI_INDEX = re.compile(r"(-i\s+)(\d+)\b")
@@ -63,15 +76,31 @@ def group(findings: Sequence[Finding]) -> list[FindingGroup]:
 def _remedies(members: Sequence[Finding]) -> tuple[str, ...]:
     """The members' remedies once each, in order; those that differ only in the GPU number
     as one command for all of them ("nvidia-smi -i 0,1,2,3"), per node on a cluster (its
-    remedies say "On NODE: ")."""
+    remedies say "On NODE: "). A remedy that names no GPU and only some members give
+    ("Only this GPU is hot ...") is theirs alone: named by its GPUs, and first, as the
+    most particular advice."""
     numbers: dict[str, list[str]] = {}
+    givers: dict[str, set[int]] = {}
     for finding in members:
         for remedy in finding.remedies:
             text, number = _generic(remedy)
             taken = numbers.setdefault(text, [])
             if number is not None and number not in taken:
                 taken.append(number)
-    return tuple(text.replace("{ids}", ",".join(taken)) for text, taken in numbers.items())
+            if finding.gpu is not None:
+                givers.setdefault(text, set()).add(finding.gpu)
+    everyone = len({f.gpu for f in members if f.gpu is not None})
+    own = [
+        f"{gpu_list(sorted(givers[text]))}: {text}"
+        for text, taken in numbers.items()
+        if not taken and len(givers.get(text, ())) not in (0, everyone)
+    ]
+    shared = [
+        text.replace("{ids}", ",".join(taken))
+        for text, taken in numbers.items()
+        if taken or len(givers.get(text, ())) in (0, everyone)
+    ]
+    return (*own, *shared)
 
 
 def _label(gpu: int | None) -> str:

@@ -52,9 +52,11 @@ def gpu_errors(ctx: Context) -> Iterator[Candidate]:
             for x, info in infos[-3:]
         ]
         remedies: list[str] = []
+        where, number = smi_target(ctx.devices.get(sample.index), sample.index)
         for _x, info in sorted(infos, key=lambda pair: -_LEVELS[pair[1].level].rank):
             for remedy in info.remedies:
-                text = remedy.format(gpu=sample.index)
+                text = remedy.format(gpu=number)
+                text = f"{where}{text}" if "{gpu}" in remedy else text
                 if text not in remedies:
                     remedies.append(text)
         only_app = all(info.origin == "application" for _x, info in infos)
@@ -100,8 +102,8 @@ def _memory_lines(ctx: Context, sample: GpuSample) -> tuple[list[str], list[str]
     if sample.retired_pages_pending:
         warning.append("a page retirement is pending: it takes effect at the next GPU reset")
     aggregate = sample.ecc_aggregate_uncorrected
-    if aggregate and not volatile:
-        warning.append(
+    if aggregate and not volatile:  # repaired since (a remap or a retirement), or pending
+        context.append(
             f"{aggregate} uncorrectable ECC error(s) over the board's life (none since the "
             "driver loaded)"
         )
@@ -127,25 +129,25 @@ def memory_health(ctx: Context) -> Iterator[Candidate]:
     """The memory's state as the driver keeps it, read whether or not it changed while
     gputui watched, with DCGM health's meaning: a remap failure or uncorrectable errors
     fail the GPU; a pending remap (or retirement) warns until a reset."""
-    for sample, _device in ctx.samples():
+    for sample, device in ctx.samples():
         critical, warning, context = _memory_lines(ctx, sample)
         if not critical and not warning:
             continue
-        index = sample.index
+        where, number = smi_target(device, sample.index)
         remedies: tuple[str, ...]
         if critical:
             remedies = (
                 "Drain the node: stop scheduling jobs on this GPU",
-                f"Reset it when idle (sudo nvidia-smi -r -i {index}) and watch the counters "
-                f"(nvidia-smi -q -d ECC,ROW_REMAPPER -i {index})",
+                f"{where}Reset it when idle (sudo nvidia-smi -r -i {number}) and watch the "
+                f"counters (nvidia-smi -q -d ECC,ROW_REMAPPER -i {number})",
                 "A remap failure, or errors that come back after a reset: run dcgmi diag -r 3 "
                 "and open an RMA with the board's serial number",
             )
             severity, title = Severity.CRITICAL, "Memory errors: this GPU's memory is failing"
         else:
             remedies = (
-                f"Reset the GPU when it is idle (sudo nvidia-smi -r -i {index}) or reboot: "
-                "the repair takes effect then",
+                f"{where}Reset the GPU when it is idle (sudo nvidia-smi -r -i {number}) or "
+                "reboot: the repair takes effect then",
                 "Drain it first so no job is on it during the reset; it may keep working "
                 "until then",
             )
@@ -156,7 +158,7 @@ def memory_health(ctx: Context) -> Iterator[Candidate]:
         yield Candidate(
             rule=RuleId.MEMORY_HEALTH,
             severity=severity,
-            gpu=index,
+            gpu=sample.index,
             title=title,
             evidence=tuple(critical + warning + context),
             remedies=remedies,

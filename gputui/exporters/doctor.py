@@ -219,6 +219,9 @@ def _device_rows(monitor: Monitor) -> list[list[Text]]:
     for device in monitor.devices:
         s = samples.get(device.index)
         name = Text(short_name(device.name))  # outside text: never markup
+        if device.node is not None:  # a cluster's GPU: its node, and its number there
+            there = device.node_index if device.node_index is not None else device.index
+            name = Text(f"{device.node}:{there} {short_name(device.name)}")
         if s is None or s.lost:
             rows.append([Text(str(device.index)), name, Text("lost" if s else NA, style="red")])
             continue
@@ -303,7 +306,7 @@ def report_lines(
         lines.append(Text())
     for line in said:
         lines += wrapped(Text(line, style="yellow"), width, _label_indent(line))
-    lines += finding_blocks(findings, width)
+    lines += finding_blocks(findings, width, monitor.devices)
     if settings_read(frame):  # the configuration section: only where settings were read
         unread = unread_checks(frame, monitor.devices)
         checks = check_states(configuration_rules(), findings, judgement, unread)
@@ -316,10 +319,14 @@ def report_lines(
     return lines
 
 
-def finding_blocks(findings: Sequence[Finding], width: int) -> list[Text]:
-    """Each finding (one block for one finding on several GPUs): severity, rule, where and
-    title, then its evidence and remedies."""
+def finding_blocks(
+    findings: Sequence[Finding], width: int, devices: Sequence[DeviceInfo] = ()
+) -> list[Text]:
+    """Each finding (one block for one finding on several GPUs): severity, rule, where
+    (on a cluster, the node and the GPU's number there too) and title, then its evidence
+    and remedies."""
     lines: list[Text] = []
+    by_index = {d.index: d for d in devices}
     for block in finding_groups(findings):
         lines.append(Text())
         severity = f"{block.severity.upper():8} "
@@ -327,7 +334,7 @@ def finding_blocks(findings: Sequence[Finding], width: int) -> list[Text]:
             (severity.rstrip(), SEVERITY_STYLE[block.severity]),
             " " * (len(severity) - len(severity.rstrip())),
             (block.rule, "bold"),
-            f" ({block.where}) ",
+            f" ({block.where_on(by_index)}) ",
             block.title,
         )
         lines += wrapped(title_line, width, len(severity))
@@ -428,7 +435,7 @@ def config_report_lines(
     ]
     lines = packed(header, width, len(title) + GAP)
     lines += wrapped(config_verdict(verdict.findings, verdict.judgement, verdict.checks), width, 2)
-    lines += finding_blocks(verdict.findings, width)
+    lines += finding_blocks(verdict.findings, width, devices)
     lines += configuration_section(devices, frame, verdict.checks, width)
     said = describe(verdict.judgement)
     if said:
