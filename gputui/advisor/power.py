@@ -9,6 +9,7 @@ from gputui.advisor.context import Context, smi_target
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core import clock_events as ce
+from gputui.core.config import Thresholds
 from gputui.core.model import DeviceInfo
 from gputui.core.names import Metric, RuleId, Severity
 
@@ -64,7 +65,7 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
                 gpu=sample.index,
                 title="Power capped: clocks held down to stay within the power limit",
                 evidence=tuple(lines),
-                remedies=_cap_remedies(device, sample.index, heat is not None),
+                remedies=_cap_remedies(device, sample.index, heat is not None, limit.mean, t),
             )
             continue
         which = f"its {default:.0f} W default" if default is not None else "its"
@@ -79,8 +80,8 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
                 "clocks are where a board at its limit holds them",
             ),
             remedies=(
-                "Nothing to fix: data-centre boards spend heavy steps at their power limit by "
-                "design",
+                "Nothing to fix: a board under a heavy load spends its steps at its power limit "
+                "by design",
                 "A limit below the default, or capping together with heat, would be worth "
                 "acting on: gputui says so when it sees one",
             ),
@@ -109,21 +110,23 @@ def _cap_causes(
     return causes
 
 
-def _cap_remedies(device: DeviceInfo, index: int, hot: bool) -> tuple[str, ...]:
-    remedies = []
+def _cap_remedies(
+    device: DeviceInfo, index: int, hot: bool, limit_w: float, t: Thresholds
+) -> tuple[str, ...]:
+    """What to do for a capped board: the limit restored where it is lowered (a root
+    command that changes nothing is no remedy at the default), the board cooled where it is
+    hot (then first: that is the cause), the power delivery checked."""
     where, number = smi_target(device, index)
     default = device.power_default_limit_w
-    if default is not None:
-        remedies.append(
-            f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER; restore the default "
-            f"(root): sudo nvidia-smi -i {number} -pl {default:.0f}"
-        )
-    else:
-        remedies.append(f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER")
+    check = f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER"
+    if default is not None and limit_w < default - t.limit_lowered_w:
+        check += f"; restore the default (root): sudo nvidia-smi -i {number} -pl {default:.0f}"
+    remedies = [check]
     if hot:
-        remedies.append(
+        remedies.insert(
+            0,
             "Cool the board: a hot GPU leaks more power and reaches its limit at lower "
-            "clocks (airflow, fan curve, inlet temperature)"
+            "clocks (airflow, fan curve, inlet temperature)",
         )
     remedies.append("Check the power delivery (PSU, cables) if clocks stay low at the limit")
     return tuple(remedies)
