@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
@@ -310,6 +311,12 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+def _below(share: float, limit: float) -> int:
+    """A share under ``limit`` as a whole percentage that reads under it too (49.7 % is
+    "49 %", never the "50 %" it would round to beside "below 50 %")."""
+    return min(round(100 * share), math.ceil(100 * limit) - 1)
+
+
 def under_used(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     host = ctx.frame.host
@@ -324,9 +331,11 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
             )
         else:
             share = sum(ticks) / len(ticks) / 100.0
-            how = f"mean utilisation {100 * share:.0f} % per tick"
+            how = f"mean utilisation {_below(share, t.under_used_busy_share)} % per tick"
         if share >= t.under_used_busy_share:
             continue
+        if 100 * share <= t.idle_util_pct:
+            continue  # no work at all: idle (with memory held, idle-allocated says so)
         if span < 0.9 * t.under_used_s:
             ctx.cannot_judge(
                 RuleId.UNDER_USED,
@@ -353,7 +362,8 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
             gpu=sample.index,
             title="Under-used, cause not visible from here: the GPU waits on something",
             evidence=(
-                f"busy {100 * share:.0f} % of the last {fmt_duration(span)}: {how}",
+                f"busy {_below(share, t.under_used_busy_share)} % of the last "
+                f"{fmt_duration(span)}: {how}",
                 "checked, and none explains it: thermal, power and clock limits, VRAM, PCIe "
                 "link and traffic, input pipeline and storage"
                 + (f" ({cpu}{host_cpu})" if cpu or host_cpu else ""),

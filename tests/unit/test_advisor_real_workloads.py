@@ -413,6 +413,22 @@ def test_under_used_with_no_known_cause_is_an_info_finding_after_minutes() -> No
     assert any("nsys profile" in r for r in f.remedies)
 
 
+def test_a_gpu_that_does_no_work_is_idle_not_under_used() -> None:
+    """A notebook's kernel holding 30 GiB at 0 %: nothing waits on anything, there is no
+    step to profile; after minutes idle-allocated says what it is."""
+    sim = Sim()
+    holder = replace(TRAINER, gpu_memory=30 * GIB, cpu_percent=0.3, children=0)
+    for i in range(330):
+        sim.tick([replace(IDLE, mem_used=30 * GIB)], [holder])
+        assert "under-used" not in sim.rules(), i
+    assert "idle-allocated" in sim.rules()
+    # just under the busy share: it reads under it ("49 %", not a rounded "50 %")
+    half = Sim()
+    half.run(150, lambda i: replace(BUSY, util_gpu=99.4 if i % 2 else 0.0), processes=(holder,))
+    (f,) = [f for f in half.findings if f.rule == "under-used"]
+    assert f.evidence[0].startswith("busy 49 % of the last")
+
+
 def test_under_used_is_silent_when_another_rule_explains_it() -> None:
     sim = Sim()
     proc = replace(TRAINER, cpu_percent=99.0, children=0)
