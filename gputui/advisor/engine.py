@@ -19,7 +19,7 @@ from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
-from gputui.core.names import RuleId, Severity
+from gputui.core.names import RULES_NEEDING_HOST, RuleId, Severity
 from gputui.core.units import fmt_duration
 from gputui.sampling.history import History
 
@@ -104,6 +104,7 @@ class Advisor:
         if self._ready_at is None and len(history) >= self._t.min_points:
             self._ready_at = now
         seen = self._candidates(ctx)
+        self._unread_processes(ctx, frame.processes_unread)
         self._hold(seen, now, t)
         self.judgement = judge_coverage(
             self._rules,
@@ -159,6 +160,16 @@ class Advisor:
         ctx.asking[0] = None  # what is asked after the rules is no rule's window
         _name_straggler_causes(seen)
         return seen
+
+    def _unread_processes(self, ctx: Context, gpus: Sequence[int]) -> None:
+        """GPUs whose process list the driver refused: no process known there is no
+        verdict of "none", so the rules that read processes did not judge them."""
+        if not gpus:
+            return
+        reading = [r.id for r in self._rules if r.id in RULES_NEEDING_HOST]
+        for gpu in gpus:
+            for rule in reading:
+                ctx.cannot_judge(rule, gpu, "the driver did not give this GPU's process list")
 
     def _at_cadence(self, history: History, now: float) -> Thresholds:
         """The thresholds with their windows at the source's own pace, the cadence measured

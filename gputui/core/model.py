@@ -504,6 +504,9 @@ class Frame:
     #: the history window of GPUs this frame is the first to carry in full (a node the
     #: screen began to show), oldest first: placed into the history at their times
     late: tuple[Frame, ...] = ()
+    #: GPUs whose process list the driver refused this tick (no permission): no process
+    #: on them is "none known", and the rules that read processes cannot judge them
+    processes_unread: tuple[int, ...] = ()
 
     def gpu(self, index: int) -> GpuSample | None:
         for sample in self.gpus:

@@ -11,8 +11,12 @@ from collections import Counter
 import pynvml
 import pytest
 
+from gputui.advisor import make_monitor
 from gputui.core import clock_events as ce
+from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
+from gputui.core.model import SourceInfo
+from gputui.core.names import RuleId, SourceKind
 from gputui.sources.nvml import NvmlSource, bindings, policy
 from gputui.sources.nvml.policy import Verdict, meaning
 from gputui.sources.nvml.sample import VIOLATION_PERIOD_S
@@ -704,3 +708,32 @@ def test_gpu_panel_shows_driver_readings(monkeypatch: pytest.MonkeyPatch) -> Non
     gpus[1].pcie_rx_total += 10**9
     frame = rig.source.read()
     assert " counted" in panel(1)  # byte counters, not a sampled window
+
+
+def test_a_refused_process_list_is_not_judged_not_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver answers NO_PERMISSION for the compute process list (a container without
+    the rights): no process known there is not "no processes", and the verdict that read
+    processes is not complete (doctor exits 4, not 0)."""
+    refused = {
+        name: NO_PERMISSION
+        for name in (
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+            "nvmlDeviceGetComputeRunningProcesses_v2",
+            "nvmlDeviceGetComputeRunningProcesses",
+        )
+    }
+    rig = Rig(monkeypatch, FakeNvmlLib([FakeGpu(errors=refused), FakeGpu()]))
+    monitor = make_monitor(rig.devices, Config(), SourceInfo("NVML", SourceKind.LIVE))
+    try:
+        for _ in range(31):
+            frame = rig.source.read()
+            monitor.ingest(frame)
+            rig.tick()
+    finally:
+        rig.close()
+    assert frame.processes_unread == (0,)
+    assert any("GPU 0: the driver did not give the process list" in n.text for n in frame.notes)
+    judgement = monitor.advisor.judgement
+    assert not judgement.complete
+    unread = {(n.rule, n.gpu) for n in judgement.not_judged}
+    assert (RuleId.INPUT_STARVED, 0) in unread and (RuleId.INPUT_STARVED, 1) not in unread

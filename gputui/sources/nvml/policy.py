@@ -108,6 +108,8 @@ class Gpu:
     process_fns: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     process_room: dict[str, int] = field(default_factory=dict)
     process_seen: dict[str, bool] = field(default_factory=dict)
+    # the driver refused the compute process list this tick (no permission)
+    processes_unread: bool = False
     # PCIe: byte counters answer; their width; the last reading; the sampled window
     counters: bool = False
     counter_bits: int = 64

@@ -104,7 +104,10 @@ def processes(q: Query, gpu: Gpu) -> list[tuple[str, Proc]]:
             for proc in gpu.cache.get("procs." + kind, ()):
                 _merge(found, kind, proc)
             continue
-        listed = _process_list(q, gpu, kind) or []
+        answer = _process_list(q, gpu, kind)
+        if kind == "compute":  # the list training runs on: unreadable is not "none"
+            gpu.processes_unread = answer is None and bool(gpu.process_fns.get(kind))
+        listed = answer or []
         gpu.process_seen[kind] = bool(listed)
         gpu.cache["procs." + kind] = listed
         for proc in listed:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pynvml
 
+from gputui.core.judgement import gpu_list
 from gputui.core.model import (
     DeviceInfo,
     Frame,
@@ -174,6 +175,9 @@ class NvmlSource:
         frame = self._host_side(now, found)
         lost = [s.index for s in samples if s.lost]
         notes = frame.notes
+        unread = tuple(g.index for g in self._gpus if g.processes_unread and not g.lost)
+        if unread:
+            notes += (_unread_note(unread),)
         if lost:
             notes += (
                 Note(
@@ -182,7 +186,7 @@ class NvmlSource:
                     "check dmesg for Xid 79; it needs a reset or a reboot.",
                 ),
             )
-        return dataclasses.replace(frame, gpus=tuple(samples), notes=notes)
+        return dataclasses.replace(frame, gpus=tuple(samples), notes=notes, processes_unread=unread)
 
     def _host_side(self, now: float, found: list[GpuProcess]) -> Frame:
         """The tick's host half: the GPU processes joined with the host's view of them, the
@@ -285,3 +289,13 @@ def _init_failure(exc: BaseException) -> str:
             "membership or container device mounts, or run `gputui --demo`."
         )
     return f"NVML failed to start ({exc}); run `gputui --demo` to see a simulated node."
+
+
+def _unread_note(gpus: tuple[int, ...]) -> Note:
+    which = gpu_list(gpus)
+    return Note(
+        NoteKind.GENERAL,
+        f"{which}: the driver did not give the process list (no permission, or an error): the "
+        "checks that read a GPU's processes cannot judge it; run gputui as root, or in the "
+        "job's container",
+    )
