@@ -47,6 +47,11 @@ class Plan:
     planted: dict[tuple[str, int], str] = field(default_factory=dict)
     #: nodes whose exporter is down (the page answers 503)
     dead: set[str] = field(default_factory=set)
+    #: nodes whose exporter stopped answering this many seconds before the written
+    #: history's end: they report until then (a range holds them), not at its end
+    stopped: dict[str, float] = field(default_factory=dict)
+    #: per node, readings that differ from the H100 SXM default (another board's limits)
+    boards: dict[str, dict[str, float]] = field(default_factory=dict)
     #: nodes whose pages carry Kubernetes' renamed workload labels
     pods: dict[str, str] = field(default_factory=dict)
     #: the optional fields an operator adds to dcgm-exporter's counters CSV
@@ -80,8 +85,10 @@ class Plan:
         capped = kind == POWER_CAP
         limit = 400.0 if capped else 700.0
         power = limit - 2.0 - jitter if capped else 560.0 + 40.0 * jitter
+        board = self.boards.get(node, {})
+        top = board.get("DCGM_FI_DEV_MAX_SM_CLOCK", 1980.0)
         out = {
-            "DCGM_FI_DEV_SM_CLOCK": 1410.0 if hot else (1300.0 if capped else 1980.0),
+            "DCGM_FI_DEV_SM_CLOCK": 1410.0 if hot else (1300.0 if capped else top),
             "DCGM_FI_DEV_MEM_CLOCK": 2619.0,
             "DCGM_FI_DEV_MEMORY_TEMP": 50.0 + round(4 * jitter),
             "DCGM_FI_DEV_GPU_TEMP": (88.0 if hot else 61.0) + round(2 * jitter),
@@ -113,6 +120,7 @@ class Plan:
                     "DCGM_FI_DEV_MAX_SM_CLOCK": 1980.0,
                 }
             )
+        out.update({k: v for k, v in board.items() if k in out})
         return out
 
     def page(self, node: str, tick: int) -> str:
@@ -148,6 +156,8 @@ class Plan:
                     labels = {**self.labels(node, gpu), "job": job, "instance": f"{node}:9400"}
                     text = f"{name}{_labels(labels)}"
                     for when in times:
+                        if when > end - self.stopped.get(node, -1.0):
+                            break
                         value = self.values(node, gpu, int(when // step))[name]
                         stamp = f"{int(when * 1000)}" if millis else f"{when:.3f}"
                         yield f"{text} {value!r} {stamp}"
@@ -156,8 +166,9 @@ class Plan:
             yield "# TYPE up gauge"
         for node in self.nodes:
             text = f"up{_labels({'job': job, 'instance': f'{node}:9400'})}"
-            value = 0.0 if node in self.dead else 1.0
             for when in times:
+                gone = node in self.dead or when > end - self.stopped.get(node, -1.0)
+                value = 0.0 if gone else 1.0
                 stamp = f"{int(when * 1000)}" if millis else f"{when:.3f}"
                 yield f"{text} {value!r} {stamp}"
         if not millis:
@@ -213,7 +224,7 @@ class Exporters:
         """The node's page for this interval (rendered at its first scrape), or None for
         a node that is not in the plan or whose exporter is down."""
         self.scrapes += 1
-        if node not in self.plan.nodes or node in self.plan.dead:
+        if node not in self.plan.nodes or node in self.plan.dead or node in self.plan.stopped:
             return None
         tick = int(time.time() // self.interval_s)
         with self._lock:
@@ -371,7 +382,8 @@ def _wait_known(server: Server, plan: Plan, interval_s: float) -> None:
     """Until the server answers for every node (its ``up``) and every live GPU: at once
     where the history was written, after the first scrape of each target where it was not
     (the server scrapes its targets at offsets spread over the interval)."""
-    live = len([n for n in plan.nodes if n not in plan.dead]) * plan.gpus
+    live = len([n for n in plan.nodes if n not in plan.dead and n not in plan.stopped])
+    live *= plan.gpus
     wanted = {"count(DCGM_FI_DEV_GPU_TEMP)": live, "count(up)": len(plan.nodes)}
     deadline = time.monotonic() + interval_s * 3 + 60
     while time.monotonic() < deadline:

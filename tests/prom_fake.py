@@ -3,8 +3,15 @@
 
 Only the query shapes gputui builds are understood: the cluster counts, the census, the
 aggregating summary (freshness and GPU count per node), the lag probe, ``up == 0``, and
-selectors of pages of nodes (``Hostname=~"a|b"``), instant or range. Anything else fails
-the test. The real server is exercised by the functional tests (``tests/prom_cluster.py``).
+selectors of pages of nodes (``Hostname=~"a|b"``), instant or range, and the last value
+of such selectors over a window (``last_over_time``) as a server that drops the metric name
+answers it (Prometheus keeps it there, but not through the other ``*_over_time``
+functions: gputui must not rely on it), which ``label_replace`` may put back, and parts
+joined with ``or`` matched on their labels less the name, as Prometheus does (a second
+series of the same labels is dropped). Nodes in
+``stopped`` reported earlier in the window, not now: only ``last_over_time`` sees them.
+Anything else fails the test. The real server is exercised by the functional tests
+(``tests/prom_cluster.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from gputui.sources.promql import NODE_LABELS, REF, TAG
 Series = tuple[dict[str, str], float]
 _NODES = re.compile(r'(Hostname|hostname|instance)=~"((?:[^"\\]|\\.)*)"')
 _NAMES = re.compile(r'__name__=~"([^"]*)"')
+_REPLACED = re.compile(r', "(\w+)", "((?:[^"\\]|\\.)*)", "", ""\)')
 
 
 def node_of(labels: Mapping[str, str]) -> tuple[str, str] | None:
@@ -40,6 +48,8 @@ class FakeProm:
     #: the counts, the census and the aggregates are a few series a node and always fit
     max_answer: int | None = None
     asked: list[str] = field(default_factory=list)
+    #: nodes that stopped reporting before the query's time (within the census's window)
+    stopped: frozenset[str] = frozenset()
 
     def __call__(self, url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
         params = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
@@ -77,6 +87,8 @@ class FakeProm:
             return self._per_node(now, {"seen": None, "live": None, "samples": 40.0})
         if f'"{TAG}", "newest"' in query:
             return self._per_node(now, {"newest": now, "gpus": None})
+        if "last_over_time(" in query:
+            return self._last_over_time(query, now)
         if f'"{TAG}", ' in query:
             return []  # the second summary query: no clock events, Xids or replays
         if query.startswith("max(timestamp("):
@@ -86,24 +98,53 @@ class FakeProm:
         return [
             {"metric": labels, "value": [now, repr(value)]}
             for labels, value in self._selected(query)
+            if not self._gone(labels)
         ]
 
-    def _refs(self) -> list[Series]:
-        return [s for s in self.series if s[0].get("__name__") == REF]
+    def _gone(self, labels: Mapping[str, str]) -> bool:
+        return (node_of(labels) or ("", ""))[1] in self.stopped
+
+    def _last_over_time(self, query: str, now: float) -> list[dict[str, object]]:
+        """``A or B or ...``, each part a ``last_over_time`` of a selector, perhaps inside
+        ``label_replace`` calls (each sets a label to a constant)."""
+        out: list[dict[str, object]] = []
+        taken: set[frozenset[tuple[str, str]]] = set()
+        for part in query.split(" or "):
+            assert part.count("last_over_time(") == 1, part
+            for labels, value in self._selected(part):
+                labels = {k: v for k, v in labels.items() if k != "__name__"}  # dropped
+                for label, replaced in _REPLACED.findall(part.split("last_over_time(")[1]):
+                    labels[label] = json.loads(f'"{replaced}"')
+                matched = frozenset((k, v) for k, v in labels.items() if k != "__name__")
+                if matched not in taken:  # `or`: the labels less the name match
+                    taken.add(matched)
+                    out.append({"metric": labels, "value": [now, repr(value)]})
+        return out
+
+    def _refs(self, live: bool = False) -> list[Series]:
+        return [
+            s
+            for s in self.series
+            if s[0].get("__name__") == REF and not (live and self._gone(s[0]))
+        ]
 
     def _per_node(self, now: float, figures: Mapping[str, float | None]) -> list[dict[str, object]]:
-        """Each node's figures; None: its count of GPUs (seen, live, gpus)."""
+        """Each node's figures; None: its count of GPUs (seen; live and gpus: those
+        reporting now). A stopped node has no figure of now (newest, live, gpus)."""
         count: dict[tuple[str, str], int] = {}
+        live: dict[tuple[str, str], int] = {}
         meta: dict[tuple[str, str], dict[str, str]] = {}
         for labels, _ in self._refs():
             key = node_of(labels)
             if key is not None:
                 count[key] = count.get(key, 0) + 1
+                live[key] = live.get(key, 0) + (0 if self._gone(labels) else 1)
                 meta[key] = {k: labels[k] for k in (*NODE_LABELS, "job") if k in labels}
         return [
-            _tagged(meta[key], tag, float(count[key]) if value is None else value, now)
+            _tagged(meta[key], tag, float(counted) if value is None else value, now)
             for key in count
             for tag, value in figures.items()
+            if (counted := count[key] if tag == "seen" else live[key]) or tag == "seen"
         ]
 
     def _selected(self, query: str) -> list[Series]:

@@ -80,6 +80,9 @@ MAX_HISTORY_S = 3600.0
 #: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
 PAGE_GPUS = 256
 PAGE_POINTS = 120_000
+#: a page of GPUs listed as they last were in the window: that query has one selector a
+#: field (~15), each naming the page's nodes, so its pages are smaller (a URL of a few KB)
+LAST_PAGE_GPUS = 64
 #: following the screen, the whole cluster's reference series are listed in one answer up
 #: to this many GPUs (at 1 KB of labels a series, it still fits the answer cap)
 WHOLE_LIST_GPUS = MAX_BYTES // 1024
@@ -275,13 +278,16 @@ class PrometheusSource:
             mark_down_targets(self._nodes, targets, now)
 
     def _list_gpus(self, keys: Sequence[NodeKey], whole: bool = False) -> str:
-        """Each node's GPUs and limits (for a node down now, its labels as they last were
-        in the window), as devices; what could not be listed is said once. Following the
-        screen, the reference series alone (``whole``: the cluster's, in one answer where
-        they fit): a node's limits come with its first full read (most are never read)."""
+        """Each node's GPUs and limits (for a node down now, its series as they last were
+        in the window; for a report, every node's so: a GPU that stopped reporting before
+        the range's end has its own limits), as devices; what could not be listed is said
+        once. Following the screen, the reference series alone (``whole``: the cluster's,
+        in one answer where they fit): a node's limits come with its first full read."""
         reporting = {k for k in keys if self._nodes[k].live or self._nodes[k].reported}
         live = [k for k in keys if k in reporting]
         gone = [k for k in keys if k not in reporting and self._nodes[k].seen]
+        if self._at is not None:  # a report's range: every GPU it saw, as it last was
+            live, gone = [], [k for k in keys if k in reporting or self._nodes[k].seen]
         fields = REF if self._following else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
@@ -302,18 +308,19 @@ class PrometheusSource:
             listed.take,
             PAGE_GPUS,
         )
+        names = fields.split("|")
         failed += paged(
             self._nodes,
             gone,
-            lambda page: self._instant(self._queries.of_nodes(REF, page, window)),
+            lambda page: self._instant(self._queries.last_of_nodes(names, page, window)),
             listed.take,
-            PAGE_GPUS,
+            PAGE_GPUS if len(names) == 1 else LAST_PAGE_GPUS,
         )
         for key in keys:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
-                self._nodes[key].limits = key in reporting and not self._following
+                self._nodes[key].limits = not self._following
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"

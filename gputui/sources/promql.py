@@ -24,6 +24,9 @@ NODE_LABELS = ("Hostname", "hostname", "instance")
 BY = ", ".join(NODE_LABELS)
 #: the label the aggregating queries tag their answers with (one query, many figures)
 TAG = "gputui_figure"
+#: the label a series' last value over a window is tagged with its metric's name by
+#: (``Queries.last_of_nodes``)
+FIELD = "gputui_field"
 _REASONS = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS|DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 #: the label ``count_values`` names each node's distinct clock-event bits by (bits 2-7 of
 #: the reasons, shifted down by 2), and the figures each bit counts a GPU towards: power
@@ -92,25 +95,29 @@ class Queries:
         parts = [f"__name__=~{quoted(names)}", self.match, extra]
         return "{" + ",".join(p for p in parts if p) + "}"
 
-    def of_nodes(self, names: str, keys: Collection[NodeKey], window_s: float = 0.0) -> str:
+    def of_nodes(self, names: str, keys: Collection[NodeKey]) -> str:
         """The series of ``names`` on exactly these nodes: one selector per label that
-        names nodes, joined with ``or``; with ``window_s``, each one's last value in that
-        window (a node down now: its labels as they were)."""
-        by_label: dict[str, list[str]] = {}
-        for key in keys:
-            by_label.setdefault(key.label, []).append(key.value)
-        parts = []
-        for label in NODE_LABELS:
-            values = by_label.get(label)
-            if not values:
-                continue
-            regex = "|".join(_literal(v) for v in sorted(values))
-            matchers = [f"{label}=~{quoted(regex)}"]
-            # a node named by a later label has none of the earlier ones
-            matchers += [f'{earlier}=""' for earlier in NODE_LABELS[: NODE_LABELS.index(label)]]
-            part = self.selector(names, ",".join(matchers))
-            parts.append(f"last_over_time({part}[{window_s:.0f}s])" if window_s else part)
-        return " or ".join(parts)
+        names nodes, joined with ``or``."""
+        return " or ".join(self.selector(names, m) for m in _node_matchers(keys))
+
+    def last_of_nodes(
+        self, names: Sequence[str], keys: Collection[NodeKey], window_s: float
+    ) -> str:
+        """Each series of ``names`` on these nodes as it last was in the ``window_s`` before
+        the query's time: every GPU the window saw, one that stopped reporting included,
+        with the values it last had. One selector per name, the name set with
+        ``label_replace`` (Prometheus and VictoriaMetrics keep it through
+        ``last_over_time``, not through the other ``*_over_time`` functions; a server that
+        drops it, or a multi-name selector, would leave one labelset a GPU), and tagged
+        with it in ``FIELD``: ``or`` matches series by their labels less the name, so
+        untagged, a GPU's second field is dropped as a duplicate of its first."""
+        return " or ".join(
+            f"label_replace(label_replace(last_over_time({self.selector(name, m)}"
+            f'[{window_s:.0f}s]), "__name__", {quoted(name)}, "", ""), '
+            f'"{FIELD}", {quoted(name)}, "", "")'
+            for m in _node_matchers(keys)
+            for name in names
+        )
 
     def raw_samples(self, label: str, values: Collection[str], window_s: float) -> str:
         """The raw samples of the last ``window_s`` of each node's first GPU's reference
@@ -189,6 +196,24 @@ class Queries:
         regex = "|".join(_literal(j) for j in sorted(jobs))
         parts = [f"job=~{quoted(regex)}", self.match]
         return "up{" + ",".join(p for p in parts if p) + "} == 0"
+
+
+def _node_matchers(keys: Collection[NodeKey]) -> list[str]:
+    """The matchers of these nodes: one set per label that names nodes (a node named by a
+    later label has none of the earlier ones)."""
+    by_label: dict[str, list[str]] = {}
+    for key in keys:
+        by_label.setdefault(key.label, []).append(key.value)
+    out = []
+    for label in NODE_LABELS:
+        values = by_label.get(label)
+        if not values:
+            continue
+        regex = "|".join(_literal(v) for v in sorted(values))
+        matchers = [f"{label}=~{quoted(regex)}"]
+        matchers += [f'{earlier}=""' for earlier in NODE_LABELS[: NODE_LABELS.index(label)]]
+        out.append(",".join(matchers))
+    return out
 
 
 def _tagged(figures: Sequence[tuple[str, str]]) -> str:

@@ -409,3 +409,50 @@ def test_a_run_shorter_than_the_advisors_window_says_it_could_not_judge() -> Non
     page = report_text(short, "html")  # said with the answer, before the table
     assert page.index("could not judge it yet") < page.index("Share of wall time")
     assert not any("could not judge" in n for n in run_of("thermal", 60, 1).notices)
+
+
+def test_a_node_that_stopped_before_the_reports_end_keeps_its_own_limits() -> None:
+    """A report's GPUs and their limits are each GPU's last values in the whole range: a
+    node that stopped reporting hours before the end is listed with its own board's limits
+    (before, only the survivors' were read at the end, and its GPU time lost was held
+    against the highest clock it happened to run at). The server drops the metric name
+    from ``last_over_time`` (Prometheus keeps it there, not through other functions) and,
+    as Prometheus does, matches ``or``'s sides on their labels less the name."""
+    from gputui.sources.promapi import PrometheusSource
+    from tests.prom_fake import FakeProm, gpu_series
+
+    def board(clock: float, slowdown: float, shutdown: float, power: float) -> dict[str, float]:
+        return {
+            "DCGM_FI_DEV_MAX_SM_CLOCK": clock,
+            "DCGM_FI_DEV_SLOWDOWN_TEMP": slowdown,
+            "DCGM_FI_DEV_SHUTDOWN_TEMP": shutdown,
+            "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": power,
+        }
+
+    sxm, pcie = board(1980.0, 87.0, 92.0, 700.0), board(1755.0, 90.0, 95.0, 350.0)
+    series = [*gpu_series("alive", 2, **sxm), *gpu_series("dead", 2, **pcie)]
+    now = 1_800_000_000.0
+    report = FakeProm(series, stopped=frozenset({"dead"}))
+    live = FakeProm(series, stopped=frozenset({"dead"}))
+    sources = (
+        PrometheusSource("http://p:9090", fetcher=report, env={}, at=now, history_s=8 * 3600.0),
+        PrometheusSource("http://p:9090", fetcher=live, env={}),  # the live source
+    )
+    for source in sources:
+        limits = {
+            (d.node, d.node_index): (
+                d.max_sm_clock_mhz,
+                d.temp_slowdown_c,
+                d.temp_shutdown_c,
+                d.power_default_limit_w,
+            )
+            for d in source.open()
+        }
+        assert limits == {
+            ("alive", 0): (1980, 87.0, 92.0, 700.0),
+            ("alive", 1): (1980, 87.0, 92.0, 700.0),
+            ("dead", 0): (1755, 90.0, 95.0, 350.0),
+            ("dead", 1): (1755, 90.0, 95.0, 350.0),
+        }
+    # the report's range, whole: each GPU's last values in its 8 hours
+    assert any("last_over_time(" in q and "[28800s]" in q for q in report.asked)

@@ -23,6 +23,7 @@ from gputui.sources.simulated.cards import (
     NVSWITCHES,
     OWN_JOB_AGE_S,
     OWN_JOB_STEP_S,
+    CardSpec,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ _STEP_BUSY: Final = 11  # the starved scenario: is the GPU busy this second?
 _STEP_IDLE_UTIL: Final = 12
 _PROC_CPU: Final = 13
 _MAIN_CORE: Final = 14
+_UNCAPPED: Final = 40  # the draw a capped job would reach without its limit
 # ... and the host's
 _HOST_LOAD: Final = 1
 _HOST_MEM: Final = 2
@@ -91,6 +93,23 @@ class Reading:
 
 def _approach(start: float, target: float, t: float, tau: float) -> float:
     return target + (start - target) * math.exp(-t / tau)
+
+
+#: what holding the SM clock at its maximum adds to a board's idle draw (as a share of
+#: it): an H100 SXM idles at ~72 W at 345 MHz and ~115 W with its clocks held up, no work
+CLOCKED_IDLE_SHARE = 0.6
+
+
+def board_draw(
+    spec: CardSpec, clock_factor: float, util: float, power: float, power_util: float
+) -> float:
+    """A board's draw: its idle draw at this clock, plus the job's share above it in
+    proportion to the time its kernels run (NVML's utilisation is that share of each
+    sample period, so a GPU busy 30 % of a second draws 30 % of the job's extra power);
+    ``power`` is what the job draws at ``power_util``."""
+    idle = spec.idle_power * (1.0 + CLOCKED_IDLE_SHARE * min(1.0, max(0.0, clock_factor)))
+    load = min(100.0, max(0.0, util)) / power_util
+    return idle + (power - idle) * load
 
 
 class Gpu:
@@ -212,6 +231,8 @@ class Gpu:
         temp: float,
         power: float,
         mem_frac: float,
+        power_util: float,
+        cap: float | None = None,
         reasons: int = 0,
         rx: float = 2.2e9,
         tx: float = 0.35e9,
@@ -226,8 +247,14 @@ class Gpu:
         util_samples: tuple[float, ...] = (),
         worker_cpu: float = 62.0,
     ) -> Reading:
+        """A second of a training job. ``power``: what the job draws while its kernels run
+        ``power_util`` % of the time; the board draws in proportion to ``util`` (near its
+        idle draw when the job waits), never over its limit, and with ``cap`` (a power
+        limiter holding it), never over that."""
+        draw = board_draw(self.spec, clock_factor, util, power, power_util)
+        draw = min(draw, self.limit if cap is None else min(cap, self.limit))
         sample = self._sample(
-            t, util, clock_factor, temp, power, mem_frac, reasons, (rx, tx), link, util_samples
+            t, util, clock_factor, temp, draw, mem_frac, reasons, (rx, tx), link, util_samples
         )
         process, cores = self._process(
             t, sample, cpu, workers, command, threads, env, (runtime, libraries), worker_cpu

@@ -33,6 +33,7 @@ from gputui.sources.simulated.gpu import (
     _STEP_IDLE_UTIL,
     _TEMP,
     _TX,
+    _UNCAPPED,
     _UTIL,
     Gpu,
     Reading,
@@ -86,6 +87,7 @@ def healthy(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
         temp=_approach(48.0, 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, 0.82 * s.power_default, 25.0),
+        power_util=97.0,
         mem_frac=0.76 + 0.004 * n(_MEM, t),
     )
 
@@ -106,6 +108,7 @@ def thermal(gpu: Gpu, t: float) -> Reading:
         clock_factor=factor * n.around(_CLOCK, t, 0.995, 0.004),
         temp=temp,
         power=0.82 * s.power_default * factor**1.3 + n.around(_POWER, t, 0, 12.0),
+        power_util=98.0,
         mem_frac=0.75 + 0.004 * n(_MEM, t),
         reasons=reasons,
     )
@@ -113,14 +116,17 @@ def thermal(gpu: Gpu, t: float) -> Reading:
 
 def powercap(gpu: Gpu, t: float) -> Reading:
     """A power limit set below the board's default (a site policy, a forgotten
-    nvidia-smi -pl): capped all the time, clocks well below where the default holds."""
-    n = gpu.noise
+    nvidia-smi -pl): capped all the time, clocks well below where the default holds (the
+    job would draw what the healthy one does; the limiter holds it just under the limit)."""
+    n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
         util=n.around(_UTIL, t, 99.0, 1.0),
         clock_factor=n.around(_CLOCK, t, 0.62, 0.02),
         temp=_approach(50.0, 66.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
-        power=gpu.limit * n.around(_POWER, t, 0.993, 0.006),
+        power=n.around(_UNCAPPED, t, 0.82 * s.power_default, 20.0),
+        power_util=99.0,
+        cap=gpu.limit * n.around(_POWER, t, 0.993, 0.006),
         mem_frac=0.71 + 0.004 * n(_MEM, t),
         reasons=ce.SW_POWER_CAP,
     )
@@ -135,7 +141,9 @@ def at_power_limit(gpu: Gpu, t: float) -> Reading:
         util=n.around(_UTIL, t, 99.0, 0.8),
         clock_factor=n.around(_CLOCK, t, 0.76, 0.01),
         temp=_approach(50.0, 68.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
-        power=s.power_default * n.around(_POWER, t, 0.989, 0.004),
+        power=n.around(_UNCAPPED, t, 1.04 * s.power_default, 10.0),  # more than it may
+        power_util=99.0,
+        cap=s.power_default * n.around(_POWER, t, 0.989, 0.004),
         mem_frac=0.74 + 0.004 * n(_MEM, t),
         reasons=ce.SW_POWER_CAP,
     )
@@ -155,9 +163,11 @@ def vram(gpu: Gpu, t: float) -> Reading:
     return gpu.training(
         t,
         util=util,
-        clock_factor=n.around(_CLOCK, t, 0.98, 0.01),
+        # stalled, the clocks fall back as the starved scenario's do between steps
+        clock_factor=n.around(_CLOCK, t, 0.90 if stall else 0.98, 0.01),
         temp=_approach(50.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, 0.78 * s.power_default, 25.0),
+        power_util=93.0,
         mem_frac=frac,
         command="/opt/conda/bin/python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
     )
@@ -173,6 +183,7 @@ def pcie(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.99, 0.01),
         temp=_approach(45.0, 63.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
         power=n.around(_POWER, t, 0.62 * s.power_default, 15.0),
+        power_util=64.0,
         mem_frac=0.58,
         rx=0.86 * capacity,
         tx=0.05 * capacity,
@@ -198,6 +209,7 @@ def loader_bound(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.99, 0.005),
         temp=_approach(45.0, 57.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
         power=n.around(_POWER, t, 0.45 * s.power_default, 15.0),
+        power_util=42.0,
         mem_frac=0.38,
         cpu=n.around(_PROC_CPU, t, 41.0, 3.0),
         workers=4,
@@ -220,7 +232,8 @@ def starved(gpu: Gpu, t: float) -> Reading:
         util=util,
         clock_factor=0.99 if busy else 0.90,
         temp=_approach(45.0, 58.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_POWER, t, 520.0, 20.0) if busy else n.around(_POWER, t, 140.0, 10.0),
+        power=n.around(_POWER, t, 520.0, 20.0),  # between steps: near its idle draw
+        power_util=93.0,
         mem_frac=0.42,
         cpu=n.around(_PROC_CPU, t, 99.5, 1.2),
         workers=0,
@@ -240,9 +253,10 @@ def numa(gpu: Gpu, t: float) -> Reading:
     reading = gpu.training(
         t,
         util=n.around(_UTIL, t, 92.0, 4.0) if busy else n(_STEP_IDLE_UTIL, t) * 20.0,
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.01),
+        clock_factor=n.around(_CLOCK, t, 0.985 if busy else 0.90, 0.01),
         temp=_approach(48.0, 64.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.6 * s.power_default, 30.0),
+        power=n.around(_POWER, t, 0.74 * s.power_default, 30.0),  # ~0.6 of it on average
+        power_util=92.0,
         mem_frac=0.7,
         rx=5.5e9,
     )
@@ -291,6 +305,7 @@ def pytorch_plateau(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
         temp=_approach(48.0, 72.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
+        power_util=96.0,
         mem_frac=0.972 + 0.002 * n(_MEM, t),
         env=(*gpu.launcher_env(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
         libraries=(
@@ -312,6 +327,7 @@ def sweep(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.86 if small else 0.985, 0.01),
         temp=_approach(48.0, 66.0 if small else 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, (0.55 if small else 0.8) * s.power_default, 20.0),
+        power_util=70.0 if small else 97.0,
         mem_frac=0.6,
         command=f"/opt/conda/envs/sweep/bin/python train.py --lr {lr} --seed {gpu.index}",
         env=(),
@@ -333,6 +349,7 @@ def warm_4090(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.88, 0.01),
         temp=min(83.0, _approach(55.0, 83.4, t, 25.0)) + n.around(_TEMP, t, 0, 0.4),
         power=n.around(_POWER, t, 0.93 * s.power_default, 12.0),
+        power_util=98.0,
         mem_frac=0.8,
         env=(),
     )
@@ -357,6 +374,7 @@ def minor_compat(gpu: Gpu, t: float) -> Reading:
         clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
         temp=_approach(48.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
         power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
+        power_util=96.0,
         mem_frac=0.7,
         runtime="12.6",
         env=(),
