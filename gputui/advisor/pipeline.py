@@ -331,9 +331,10 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
             )
         else:
             share = sum(ticks) / len(ticks) / 100.0
-            how = f"mean utilisation {_below(share, t.under_used_busy_share)} % per tick"
-        if share >= t.under_used_busy_share:
+            how = ""
+        if not share < t.under_used_busy_share:  # a NaN or infinite reading too
             continue
+        how = how or f"mean utilisation {_below(share, t.under_used_busy_share)} % per tick"
         if 100 * share <= t.idle_util_pct:
             continue  # no work at all: idle (with memory held, idle-allocated says so)
         if span < 0.9 * t.under_used_s:
