@@ -23,8 +23,10 @@ from gputui.cli.opening import (
     source_detail,
 )
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
+from gputui.cli.report import duration_s
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
+from gputui.core.units import fmt_duration
 from gputui.sources.base import SourceUnavailable
 
 if TYPE_CHECKING:
@@ -256,14 +258,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"gputui: {clean(notice)}", file=sys.stderr)
     if not recording.ticks:
         return _fail(f"{args.file}: the recording holds no frames")
+    first, last = recording.ticks[0].frame.time, recording.ticks[-1].frame.time
     try:
-        start_s = _start_offset(args.start, recording.ticks[0].frame.time)
+        start_s = _start_offset(args.start, first, last)
     except ValueError:
         print(
-            f"gputui: --start wants seconds or HH:MM[:SS], not {clean(args.start)!r}",
+            "gputui: --start wants seconds into the recording (90, 5m), back from its end "
+            f"(-5m) or a clock time (HH:MM[:SS]), not {clean(args.start)!r}",
             file=sys.stderr,
         )
         return EXIT_USAGE
+    notices = list(recording.notices)
+    if start_s < 0:
+        before = (
+            f"--start {clean(args.start)} reaches back past the recording's first frame "
+            f"(it is {fmt_duration(last - first)} long): starting at its first moment"
+        )
+        print(f"gputui: {before}", file=sys.stderr)
+        notices.append(before)
+        start_s = 0.0
     if _no_terminal("a replay", "`gputui report` (a recording's findings and charts)"):
         return EXIT_NO_TERMINAL
     from gputui.launch import make_replay_app, run_owned
@@ -274,7 +287,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             speed=args.speed,
             start_s=start_s,
             snapshot_dir=args.snapshot_dir,
-            notices=recording.notices,
+            notices=notices,
             name=Path(args.file).name,
             owns_process=True,
         )
@@ -295,13 +308,18 @@ def _no_terminal(what: str, instead: str) -> bool:
     return True
 
 
-def _start_offset(text: str, first: float) -> float:
-    """Seconds after the recording's first frame: '90', or a clock time on its first day."""
+def _start_offset(text: str, first: float, last: float) -> float:
+    """Seconds after the recording's first frame (``first``): '90' or '5m' (s, m, h, d)
+    into it, a negative one back from its last frame (``last``; '-5m': its last five
+    minutes, as ``report --since=-8h`` counts back from now), or a clock time on its
+    first day. Below 0 where a negative one reaches back past the first frame."""
     if ":" not in text:
-        seconds = float(text)
+        seconds = duration_s(text)
+        seconds = float(text) if seconds is None else seconds
         if not math.isfinite(seconds):
             raise ValueError(text)
-        return max(0.0, seconds)
+        # '-0' is the end too: the sign, not the value, says which way to count
+        return last - first + seconds if text.strip().startswith("-") else seconds
     parts = [int(p) for p in text.split(":")]
     if (
         len(parts) not in (2, 3)

@@ -309,7 +309,9 @@ def _replay(sub: Commands, _common: argparse.ArgumentParser) -> None:
         "--start",
         default="0",
         metavar="WHEN",
-        help="where to start: seconds into the recording (90), or a clock time (14:05[:30])",
+        help="where to start: seconds into the recording (90, or 5m: s, m, h, d), a negative "
+        "one back from its end (--start=-5m: its last five minutes; as report --since=-8h "
+        "counts back from now), or a clock time (14:05[:30])",
     )
 
 

@@ -72,6 +72,18 @@ def test_bad_scenario_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -
     assert "invalid choice" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workers", ["-1", "--workers=-1", "1000001"])
+def test_doctor_workers_outside_its_range_is_a_usage_error_that_says_the_range(
+    capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    argv = [workers] if workers.startswith("--") else ["--workers", workers]
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--config", "--demo", *argv])
+    assert info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "argument --workers: must be from 0 to 1,000,000" in err and "Traceback" not in err
+
+
 def test_python_dash_m_version() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "gputui", "--version"], capture_output=True, text=True, check=True
