@@ -23,7 +23,6 @@ from gputui.cli.opening import (
     source_detail,
 )
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
-from gputui.cli.report import duration_s
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
 from gputui.core.units import fmt_duration
@@ -44,14 +43,37 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if isinstance(monitor, int):
         return monitor
     document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
+    into_directory = args.output is not None and args.output.is_dir()
     fmt = args.format or (
-        "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
+        "markdown"
+        if args.output is not None and not into_directory and args.output.suffix.lower() == ".md"
+        else "json"
     )
     if fmt == "markdown":
         text = markdown_report(document, simulated_warmup_s=simulated_warmup(args))
     else:
         text = dumps(document)
+    if into_directory:
+        return _write_new_snapshot(
+            monitor, args.output, ".md" if fmt == "markdown" else ".json", text
+        )
     return _write(text, args.output)
+
+
+def _write_new_snapshot(monitor: Monitor, directory: Path, suffix: str, text: str) -> int:
+    """``snapshot -o DIR``: a new file there, named as the app's ``s`` key names its own
+    (gputui-snapshot-<time>, then -2, -3... in the same second): never an earlier one
+    replaced."""
+    from gputui.exporters.snapshot_files import snapshot_stem, unique_files
+
+    try:
+        base = unique_files(directory, snapshot_stem(monitor), ((suffix, text),))
+    except OSError as exc:
+        where = clean(str(directory))
+        print(f"gputui: could not write in {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"gputui: written to {clean(str(base))}{suffix}", file=sys.stderr)
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -314,6 +336,8 @@ def _start_offset(text: str, first: float, last: float) -> float:
     minutes, as ``report --since=-8h`` counts back from now), or a clock time on its
     first day. Below 0 where a negative one reaches back past the first frame."""
     if ":" not in text:
+        from gputui.cli.report import duration_s  # report's own parser, loaded when asked
+
         seconds = duration_s(text)
         seconds = float(text) if seconds is None else seconds
         if not math.isfinite(seconds):

@@ -195,7 +195,14 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
         "name or --format markdown); to stdout without -o. Files are written atomically, "
         "mode 0600.",
     )
-    snap.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    snap.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write (default: stdout); a directory: a new file in it, named by the "
+        "time as the app's s key names its own (-2, -3... in the same second), never an "
+        "earlier one replaced",
+    )
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
     _secrets_option(snap, for_command=True)
     _sampling_options(snap, samples=3)
