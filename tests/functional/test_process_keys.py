@@ -5,11 +5,15 @@ cancel sends nothing, and the process page masks its credentials."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,7 @@ from gputui.launch import make_app, make_demo_app
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.process_access import LocalProcesses
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
 from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
@@ -199,6 +204,50 @@ async def test_the_every_process_page_has_the_same_keys_and_scrolls_sideways() -
         assert "simulated process: nothing more is read" in app.screen.plain
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, AllProcessesScreen)
+
+
+def _drawn(app: GpuTuiApp) -> str:
+    """The screen as drawn, in plain text (its SVG's text)."""
+    svg = app.export_screenshot()
+    return html.unescape("".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).replace(
+        "\xa0", " "
+    )
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_a_process_page_draws_its_title_the_process_and_its_pid(
+    size: tuple[int, int],
+) -> None:
+    app = make_demo_app(None, 4, ascii=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("down", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen)
+        pid = app.screen.pid
+        frame = app.monitor.latest
+        assert frame is not None
+        name = next(p.name for p in frame.processes if p.pid == pid)
+        assert name and f"Process {pid} · {name}" in _drawn(app)
+
+
+async def test_a_process_pages_title_shows_outside_text_inert(tmp_path: Path) -> None:
+    """The title names the process by what the process calls itself: escapes made
+    visible, markup shown as written, never read."""
+    hostile = "\u202e\x1b]0;pwned\x07[b]loud[/b]"
+    source = SimulatedSource(resolve_scenarios("healthy", 1), clock=time.time)
+    read = source.read
+    source.read = lambda: replace(  # type: ignore[method-assign]
+        (frame := read()), processes=tuple(replace(p, name=hostile) for p in frame.processes)
+    )
+    app = make_app(source, source.open(), Config(), snapshot_dir=tmp_path, live=False)
+    app.monitor.ingest(source.read())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen)
+        pid, drawn = app.screen.pid, _drawn(app)
+    assert f"Process {pid} · <U+202E>␛]0;pwned␇[b]loud[/b] ─" in drawn
+    assert "\x1b" not in drawn and "\u202e" not in drawn
 
 
 async def test_enter_opens_what_the_last_move_selected() -> None:
