@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from gputui.core.config import Config
 from gputui.launch import make_app, make_demo_app
@@ -26,7 +27,7 @@ from gputui.sources.process_access import LocalProcesses
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
-from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
+from gputui.ui.processes import AllProcessesScreen, FilterScreen, ProcessScreen, SignalScreen
 from gputui.ui.screens import FindingScreen
 from tests.nvml_double import FakeGpu, FakeNvmlLib, FakeProcess, install
 
@@ -248,6 +249,45 @@ async def test_a_process_pages_title_shows_outside_text_inert(tmp_path: Path) ->
         pid, drawn = app.screen.pid, _drawn(app)
     assert f"Process {pid} · <U+202E>␛]0;pwned␇[b]loud[/b] ─" in drawn
     assert "\x1b" not in drawn and "\u202e" not in drawn
+
+
+def _hidden_rows(app: GpuTuiApp, view: LineView) -> list[str]:
+    """The rows of ``view`` the screen does not show as they are (something over them)."""
+    drawn = [line.strip() for line in _drawn(app).splitlines()]
+    return [row for row in view.plain.splitlines() if row.strip() and row.strip() not in drawn]
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_filter_line_hides_no_row_of_the_process_table(size: tuple[int, int]) -> None:
+    """/ opens one line at the foot, over the main screen's key line: the process panel
+    (the lowest) keeps every row; over every process (a, which reaches the foot) the
+    table gives the line its last row and keeps its '+N processes' marker in sight."""
+    app = make_demo_app(None, 32, ascii=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, FilterScreen)
+        procs = app.screen_stack[0].query_one("#procs", LineView)
+        assert not _hidden_rows(app, procs)
+        bar = app.screen.query_one(Input).region
+        assert bar.height == 1 and bar.y == size[1] - 1 and procs.region.bottom <= bar.y
+        await pilot.press(*"mlteam")
+        await pilot.pause()
+        assert "mlteam" in procs.plain and not _hidden_rows(app, procs)
+        await pilot.press("escape", "a")
+        assert isinstance(app.screen, AllProcessesScreen)
+        table = app.screen.query_one("#all", LineView)
+        rows = len(table.plain.splitlines())
+        assert table.region.bottom == size[1] and "processes ↓" in table.plain  # 32 GPUs' jobs
+        await pilot.press("slash")
+        await pilot.pause()
+        assert not _hidden_rows(app, table)
+        assert table.region.bottom <= app.screen.query_one(Input).region.y
+        assert len(table.plain.splitlines()) == rows - 1
+        assert "processes ↓" in table.plain.splitlines()[-1]
+        await pilot.press("escape")  # the filter closed: the table has its row back
+        await pilot.pause()
+        assert table.region.bottom == size[1] and len(table.plain.splitlines()) == rows
 
 
 async def test_enter_opens_what_the_last_move_selected() -> None:
