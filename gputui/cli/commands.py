@@ -25,6 +25,7 @@ from gputui.cli.opening import (
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
+from gputui.core.units import fmt_duration
 from gputui.sources.base import SourceUnavailable
 
 if TYPE_CHECKING:
@@ -42,14 +43,37 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if isinstance(monitor, int):
         return monitor
     document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
+    into_directory = args.output is not None and args.output.is_dir()
     fmt = args.format or (
-        "markdown" if args.output is not None and args.output.suffix.lower() == ".md" else "json"
+        "markdown"
+        if args.output is not None and not into_directory and args.output.suffix.lower() == ".md"
+        else "json"
     )
     if fmt == "markdown":
         text = markdown_report(document, simulated_warmup_s=simulated_warmup(args))
     else:
         text = dumps(document)
+    if into_directory:
+        return _write_new_snapshot(
+            monitor, args.output, ".md" if fmt == "markdown" else ".json", text
+        )
     return _write(text, args.output)
+
+
+def _write_new_snapshot(monitor: Monitor, directory: Path, suffix: str, text: str) -> int:
+    """``snapshot -o DIR``: a new file there, named as the app's ``s`` key names its own
+    (gputui-snapshot-<time>, then -2, -3... in the same second): never an earlier one
+    replaced."""
+    from gputui.exporters.snapshot_files import snapshot_stem, unique_files
+
+    try:
+        base = unique_files(directory, snapshot_stem(monitor), ((suffix, text),))
+    except OSError as exc:
+        where = clean(str(directory))
+        print(f"gputui: could not write in {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"gputui: written to {clean(str(base))}{suffix}", file=sys.stderr)
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -256,14 +280,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"gputui: {clean(notice)}", file=sys.stderr)
     if not recording.ticks:
         return _fail(f"{args.file}: the recording holds no frames")
+    first, last = recording.ticks[0].frame.time, recording.ticks[-1].frame.time
     try:
-        start_s = _start_offset(args.start, recording.ticks[0].frame.time)
+        start_s = _start_offset(args.start, first, last)
     except ValueError:
         print(
-            f"gputui: --start wants seconds or HH:MM[:SS], not {clean(args.start)!r}",
+            "gputui: --start wants seconds into the recording (90, 5m), back from its end "
+            f"(-5m) or a clock time (HH:MM[:SS]), not {clean(args.start)!r}",
             file=sys.stderr,
         )
         return EXIT_USAGE
+    notices = list(recording.notices)
+    if start_s < 0:
+        before = (
+            f"--start {clean(args.start)} reaches back past the recording's first frame "
+            f"(it is {fmt_duration(last - first)} long): starting at its first moment"
+        )
+        print(f"gputui: {before}", file=sys.stderr)
+        notices.append(before)
+        start_s = 0.0
     if _no_terminal("a replay", "`gputui report` (a recording's findings and charts)"):
         return EXIT_NO_TERMINAL
     from gputui.launch import make_replay_app, run_owned
@@ -274,7 +309,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             speed=args.speed,
             start_s=start_s,
             snapshot_dir=args.snapshot_dir,
-            notices=recording.notices,
+            notices=notices,
             name=Path(args.file).name,
             owns_process=True,
         )
@@ -295,13 +330,20 @@ def _no_terminal(what: str, instead: str) -> bool:
     return True
 
 
-def _start_offset(text: str, first: float) -> float:
-    """Seconds after the recording's first frame: '90', or a clock time on its first day."""
+def _start_offset(text: str, first: float, last: float) -> float:
+    """Seconds after the recording's first frame (``first``): '90' or '5m' (s, m, h, d)
+    into it, a negative one back from its last frame (``last``; '-5m': its last five
+    minutes, as ``report --since=-8h`` counts back from now), or a clock time on its
+    first day. Below 0 where a negative one reaches back past the first frame."""
     if ":" not in text:
-        seconds = float(text)
+        from gputui.cli.report import duration_s  # report's own parser, loaded when asked
+
+        seconds = duration_s(text)
+        seconds = float(text) if seconds is None else seconds
         if not math.isfinite(seconds):
             raise ValueError(text)
-        return max(0.0, seconds)
+        # '-0' is the end too: the sign, not the value, says which way to count
+        return last - first + seconds if text.strip().startswith("-") else seconds
     parts = [int(p) for p in text.split(":")]
     if (
         len(parts) not in (2, 3)

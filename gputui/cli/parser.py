@@ -195,7 +195,14 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
         "name or --format markdown); to stdout without -o. Files are written atomically, "
         "mode 0600.",
     )
-    snap.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    snap.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write (default: stdout); a directory: a new file in it, named by the "
+        "time as the app's s key names its own (-2, -3... in the same second), never an "
+        "earlier one replaced",
+    )
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
     _secrets_option(snap, for_command=True)
     _sampling_options(snap, samples=3)
@@ -309,7 +316,9 @@ def _replay(sub: Commands, _common: argparse.ArgumentParser) -> None:
         "--start",
         default="0",
         metavar="WHEN",
-        help="where to start: seconds into the recording (90), or a clock time (14:05[:30])",
+        help="where to start: seconds into the recording (90, or 5m: s, m, h, d), a negative "
+        "one back from its end (--start=-5m: its last five minutes; as report --since=-8h "
+        "counts back from now), or a clock time (14:05[:30])",
     )
 
 

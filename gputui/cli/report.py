@@ -35,15 +35,24 @@ _RELATIVE = re.compile(r"-?(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+def duration_s(text: str) -> float | None:
+    """'-8h', '5m', '90s' (s, m, h, d) in seconds, the sign kept; None for anything else."""
+    relative = _RELATIVE.fullmatch(text.strip())
+    if relative is None:
+        return None
+    seconds = float(relative[1]) * _UNIT_S[relative[2]]
+    return -seconds if text.strip().startswith("-") else seconds
+
+
 def parse_when(text: str, now: float) -> float:
     """A moment: 'now', '-8h' (before now; s, m, h, d; '-90' is seconds), seconds since
     the epoch, or ISO 8601 ('2026-12-03T22:00', local time unless it names its offset)."""
     text = text.strip()
     if text == "now":
         return now
-    relative = _RELATIVE.fullmatch(text)
+    relative = duration_s(text)
     if relative is not None and text.startswith("-"):
-        return now - float(relative[1]) * _UNIT_S[relative[2]]
+        return now + relative
     try:
         number = float(text)
     except ValueError:

@@ -99,6 +99,22 @@ def open_new(path: Path, replace: bool = False) -> io.BufferedWriter:
         raise
 
 
+def _link_new(tmp: Path, target: Path) -> None:
+    """``tmp`` under the name ``target``, which no one has yet: a hard link takes the name
+    whole or not at all (EEXIST), where a rename would replace what is there."""
+    try:
+        os.link(tmp, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise  # EEXIST among them
+        # a file system without hard links: a look, then the rename
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, f"{target} exists") from None
+        os.rename(tmp, target)
+        return
+    os.unlink(tmp)
+
+
 def _remove_leftovers(target: Path) -> None:
     """Temporary files of this target whose writer is gone (killed mid-write)."""
     prefix = f".{target.name}{_TMP_MARK}"
@@ -122,8 +138,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o600) -> Path:
-    """Write via a new temporary file in the same directory, then rename over ``path``.
+def write_atomic(
+    path: str | os.PathLike[str], data: str | bytes, mode: int = 0o600, replace: bool = True
+) -> Path:
+    """Write via a new temporary file in the same directory, then rename over ``path``;
+    without ``replace`` an existing ``path`` (a file, a link, a directory) is never
+    replaced: FileExistsError, nothing written.
 
     The temporary file is created with O_EXCL and O_NOFOLLOW (never an existing file or a
     link), mode 0600; the rename replaces a link at ``path`` instead of writing through
@@ -132,6 +152,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
     (``stream_target``: /dev/stdout, a FIFO) is written into as it is, never replaced.
     """
     target = Path(path)
+    if not replace and os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, f"{target} exists: not replaced", str(target))
     if target.is_dir():
         raise IsADirectoryError(f"{target} is a directory")
     payload = data.encode() if isinstance(data, str) else data
@@ -149,7 +171,10 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            _link_new(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
 from textual.screen import ModalScreen
-from textual.widgets import Input
+from textual.widgets import Input, Label
 
 from gputui.core.model import ProcessSample
 from gputui.core.process_access import ProcessDetails
@@ -77,9 +78,17 @@ class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
     def __init__(self, app: GpuTuiApp) -> None:
         super().__init__()
         self._tui = app
+        self._room = 0  # rows left free at the foot (the filter line's)
 
     def compose(self) -> ComposeResult:
         yield LineView(id="all", classes="panel")
+
+    def make_room(self, rows: int) -> None:
+        """Leave ``rows`` free at the foot of the screen for a line over it (the filter's):
+        the table ends above it instead of under it."""
+        self._room = rows
+        self.query_one("#all", LineView).styles.margin = (0, 0, rows, 0)
+        self.refresh_rows()
 
     def on_mount(self) -> None:
         self.refresh_rows()
@@ -92,7 +101,7 @@ class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
         app = self._tui
         view = self.query_one("#all", LineView)
         frame = app.monitor.latest
-        width, height = self.size.width - 2, self.size.height - 1
+        width, height = self.size.width - 2, self.size.height - 1 - self._room
         from gputui.view.all_processes import all_processes  # loads when first opened
 
         panel = all_processes(
@@ -207,19 +216,35 @@ class SignalScreen(PageScreen[bool]):
 
 
 class FilterScreen(ModalScreen[None]):
-    """A line at the foot of the screen: the table narrows as you type; Enter keeps the
-    filter, Esc puts the old one back."""
+    """One line at the foot of the screen: the table narrows as you type; Enter keeps the
+    filter, Esc puts the old one back. The line takes the main screen's key line (its
+    keys wait while you type); over every process, whose table reaches the foot, the
+    table gives the line its last row. Either way no row of the table is hidden."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
 
     DEFAULT_CSS = """
     FilterScreen {
-        align: left bottom;
         background: transparent;
     }
-    FilterScreen Input {
+    FilterScreen #filter-bar {
+        dock: bottom;
+        height: 1;
         width: 100%;
-        margin-bottom: 1;
+        background: $panel;
+    }
+    FilterScreen #filter-prompt {
+        width: auto;
+        padding: 0 1;
+        color: $accent;
+        text-style: bold;
+    }
+    FilterScreen Input, FilterScreen Input:focus {
+        width: 1fr;
+        height: 1;
+        border: none;
+        padding: 0 1 0 0;
+        background: $panel;
     }
     """
 
@@ -227,13 +252,26 @@ class FilterScreen(ModalScreen[None]):
         super().__init__()
         self._tui = app
         self._before = app.choices.procs.text
+        below = app.screen
+        #: the table that gives this line its last row (None: the main screen's key line)
+        self._below = below if isinstance(below, AllProcessesScreen) else None
 
     def compose(self) -> ComposeResult:
-        yield Input(
-            value=self._before,
-            placeholder="filter: part of a command, user or PID (Enter keeps, Esc undoes)",
-            max_length=FILTER_MAX_CHARS,
-        )
+        with Horizontal(id="filter-bar"):
+            yield Label("filter /", id="filter-prompt")
+            yield Input(
+                value=self._before,
+                placeholder="part of a command, user or PID (Enter keeps, Esc undoes)",
+                max_length=FILTER_MAX_CHARS,
+            )
+
+    def on_mount(self) -> None:
+        if self._below is not None:
+            self._below.make_room(1)
+
+    def on_unmount(self) -> None:
+        if self._below is not None:
+            self._below.make_room(0)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._tui.process_keys.set_text(event.value)

@@ -17,11 +17,12 @@ from gputui.advisor import RULES
 from gputui.advisor.nodes import NodeRow, node_rows
 from gputui.core.config import Thresholds
 from gputui.core.model import Finding
+from gputui.core.sanitize import clean
 from gputui.sampling.monitor import Monitor
 from gputui.ui.containers import PageScroll
 from gputui.ui.keys import LEGEND, key_rows
 from gputui.ui.lines import LineView
-from gputui.ui.paint import Palette
+from gputui.ui.paint import Palette, border_title
 from gputui.view.cells import Panel
 from gputui.view.cluster import cluster_page
 
@@ -62,7 +63,15 @@ class PageScreen(ModalScreen[T]):
         # the dialog's room, less its scroll bar; before layout, what the CSS will give it
         room = dialog.content_size.width or min(120, self.size.width * 9 // 10) - 6
         width = max(20, room - 2)
-        view.set_rows(self.build(width).rows, width, self._palette)
+        panel = self.build(width)
+        # the page's title on the dialog's border, as the panels draw theirs; a process
+        # page's names a command: outside text, cleaned here whatever built it
+        title = border_title(
+            Panel(clean(panel.title), panel.rows, clean(panel.subtitle)), self._palette.ascii
+        )
+        if dialog.border_title != title:
+            dialog.border_title = title
+        view.set_rows(panel.rows, width, self._palette)
 
     @property
     def plain(self) -> str:

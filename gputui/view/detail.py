@@ -24,7 +24,7 @@ from gputui.core.units import (
 from gputui.core.xid import describe_xid
 from gputui.sampling.history import History
 from gputui.view import levels
-from gputui.view.cells import Cell, Panel, Role, Row, cut
+from gputui.view.cells import Cell, Panel, Role, Row, cut, plural
 from gputui.view.glyphs import bar
 from gputui.view.timeline import Timeline, scale_for
 
@@ -127,9 +127,21 @@ def detail(
         shown = _history(sample, device, history, timeline, view, t) if left >= 2 else []
         return Panel(title, (*readings, *shown[:left]), subtitle)
     kept, hidden = readings[: max(0, height - 1)], readings[max(0, height - 1) :]
-    names = ", ".join(dict.fromkeys(r.cells[0].text.strip() for r in hidden if r.cells))
-    more = f"+{len(hidden)} rows: {names}, history (a taller terminal shows them)"
+    more = left_out(hidden, draws_history)
     return Panel(title, (*kept, Row((Cell(cut(more, width), Role.DIM),)))[:height], subtitle)
+
+
+def left_out(hidden: list[Row], history: bool) -> str:
+    """What a short panel leaves out, the count agreeing with the names: each row by its
+    label (rows of one label counted together: 'Xid ×3'), then the history, which is no
+    row of the count (a heading and a sparkline a reading)."""
+    labels: dict[str, int] = {}
+    for row in hidden:
+        label = (row.cells[0].text.strip() if row.cells else "") or "other"
+        labels[label] = labels.get(label, 0) + 1
+    names = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in labels.items())
+    history_too = " and the history" if history else ""
+    return f"+{plural(len(hidden), 'row')} ({names}){history_too}: a taller terminal shows them"
 
 
 def _identity(d: DeviceInfo) -> Row:

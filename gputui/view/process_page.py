@@ -14,7 +14,7 @@ from typing import Final
 
 from gputui.core.model import DeviceInfo, ProcessSample
 from gputui.core.process_access import ProcessDetails
-from gputui.core.sanitize import mask_secrets, mask_variable
+from gputui.core.sanitize import clean, mask_secrets, mask_variable
 from gputui.core.units import NA, fmt_bytes, fmt_duration, fmt_num
 from gputui.sampling.process_history import ProcessHistory, ProcessMetric
 from gputui.view.cells import Cell, Panel, Role, Row, plural, wrap
@@ -24,6 +24,7 @@ from gputui.view.process_table import elapsed, entries, full_command
 
 LABEL = 12  # the label column
 MAX_CHILDREN_SHOWN = 12
+TITLE_NAME_CHARS = 40  # the process's name in the page's title, at most
 # What changes how a GPU job runs, shown before the rest of the environment.
 _FIRST: Final = (
     "CUDA_",
@@ -123,7 +124,14 @@ def process_page(
     rows += _placement(p, details, width)
     rows += _history(p, history, width, {ProcessMetric.SM: 100.0, **(tops or {})})
     rows += _environment(p, details, mask, width, why_no_details)
-    return Panel(f"Process {p.pid}", tuple(rows))
+    return Panel(f"Process {p.pid}", tuple(rows), _name(p))
+
+
+def _name(p: ProcessSample) -> str:
+    """What the page's title calls the process: its name, else its program (outside
+    text, cleaned; a command's arguments stay in the page, where credentials are masked)."""
+    name = p.name or (p.command.split()[0].rsplit("/", 1)[-1] if p.command else "")
+    return clean(name, TITLE_NAME_CHARS)
 
 
 def _identity(

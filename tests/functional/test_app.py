@@ -172,6 +172,34 @@ async def test_snapshot_on_full_disk_leaves_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+async def test_snapshots_of_a_paused_screen_never_overwrite_each_other(
+    demo_app: DemoApp, tmp_path: Path
+) -> None:
+    """Paused, the frame time (the name's) stands still, as it does within a second: each
+    snapshot gets a name of its own (-2, -3...), a name any file of a snapshot has (one
+    of the user's own here) is passed over, and no earlier file is touched."""
+    app = demo_app(None, 2, snapshot_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("p")
+        await pilot.press("s")
+        await pilot.pause()
+        first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+        stem = next(iter(first)).split(".", 1)[0]
+        (tmp_path / f"{stem}-2.svg").write_text("the user's own")
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+        saved = [n.message for n in app._notifications if n.title == "Snapshot saved"]
+    assert len(saved) == 3 and saved[1].startswith(f"{stem}-3.json") and f"{stem}-4" in saved[2]
+    kinds = ["json", "md", "report.html", "svg"]
+    for base in (stem, f"{stem}-3", f"{stem}-4"):
+        assert sorted(p.name.split(".", 1)[1] for p in tmp_path.glob(f"{base}.*")) == kinds
+    assert {p.name: p.read_bytes() for p in tmp_path.glob(f"{stem}.*")} == first
+    assert [p.name for p in tmp_path.glob(f"{stem}-2.*")] == [f"{stem}-2.svg"]
+    assert (tmp_path / f"{stem}-2.svg").read_text() == "the user's own"
+
+
 class StepSource:
     """A simulated node whose reads can be made to hang, like a wedged driver."""
 

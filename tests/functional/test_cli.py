@@ -40,6 +40,29 @@ def test_snapshot_markdown_file_is_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
 
 
+def test_snapshot_into_a_directory_never_replaces_an_earlier_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o DIR: a new file named by the time, as the app's s key names its own; a second
+    snapshot of the same second (held here) is another file, the first left as it was."""
+    monkeypatch.setattr(
+        "gputui.exporters.snapshot_files.snapshot_stem", lambda monitor: "gputui-snapshot-x"
+    )
+    argv = ["snapshot", "--demo", "--samples", "1", "-o", str(tmp_path)]
+    assert main(argv) == 0
+    first = tmp_path / "gputui-snapshot-x.json"
+    was = first.read_bytes()
+    assert main(argv) == 0
+    assert main([*argv, "--format", "markdown"]) == 0
+    err = capsys.readouterr().err
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["gputui-snapshot-x-2.json", "gputui-snapshot-x-3.md", "gputui-snapshot-x.json"]
+    assert first.read_bytes() == was
+    assert len(parse_snapshot((tmp_path / names[0]).read_text()).devices) == 4
+    assert f"written to {tmp_path / names[1]}" in err
+    assert all(stat.S_IMODE(os.stat(tmp_path / n).st_mode) == 0o600 for n in names)
+
+
 def test_snapshot_to_unwritable_place_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +93,18 @@ def test_bad_scenario_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -
         main(["snapshot", "--demo", "lava"])
     assert info.value.code == EXIT_USAGE  # never doctor's 2 (critical)
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("workers", ["-1", "--workers=-1", "1000001"])
+def test_doctor_workers_outside_its_range_is_a_usage_error_that_says_the_range(
+    capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    argv = [workers] if workers.startswith("--") else ["--workers", workers]
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--config", "--demo", *argv])
+    assert info.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "argument --workers: must be from 0 to 1,000,000" in err and "Traceback" not in err
 
 
 def test_python_dash_m_version() -> None:

@@ -5,23 +5,29 @@ cancel sends nothing, and the process page masks its credentials."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from gputui.core.config import Config
 from gputui.launch import make_app, make_demo_app
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.process_access import LocalProcesses
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
-from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
+from gputui.ui.processes import AllProcessesScreen, FilterScreen, ProcessScreen, SignalScreen
 from gputui.ui.screens import FindingScreen
 from tests.nvml_double import FakeGpu, FakeNvmlLib, FakeProcess, install
 
@@ -199,6 +205,89 @@ async def test_the_every_process_page_has_the_same_keys_and_scrolls_sideways() -
         assert "simulated process: nothing more is read" in app.screen.plain
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, AllProcessesScreen)
+
+
+def _drawn(app: GpuTuiApp) -> str:
+    """The screen as drawn, in plain text (its SVG's text)."""
+    svg = app.export_screenshot()
+    return html.unescape("".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).replace(
+        "\xa0", " "
+    )
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_a_process_page_draws_its_title_the_process_and_its_pid(
+    size: tuple[int, int],
+) -> None:
+    app = make_demo_app(None, 4, ascii=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("down", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen)
+        pid = app.screen.pid
+        frame = app.monitor.latest
+        assert frame is not None
+        name = next(p.name for p in frame.processes if p.pid == pid)
+        assert name and f"Process {pid} · {name}" in _drawn(app)
+
+
+async def test_a_process_pages_title_shows_outside_text_inert(tmp_path: Path) -> None:
+    """The title names the process by what the process calls itself: escapes made
+    visible, markup shown as written, never read."""
+    hostile = "\u202e\x1b]0;pwned\x07[b]loud[/b]"
+    source = SimulatedSource(resolve_scenarios("healthy", 1), clock=time.time)
+    read = source.read
+    source.read = lambda: replace(  # type: ignore[method-assign]
+        (frame := read()), processes=tuple(replace(p, name=hostile) for p in frame.processes)
+    )
+    app = make_app(source, source.open(), Config(), snapshot_dir=tmp_path, live=False)
+    app.monitor.ingest(source.read())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen)
+        pid, drawn = app.screen.pid, _drawn(app)
+    assert f"Process {pid} · <U+202E>␛]0;pwned␇[b]loud[/b] ─" in drawn
+    assert "\x1b" not in drawn and "\u202e" not in drawn
+
+
+def _hidden_rows(app: GpuTuiApp, view: LineView) -> list[str]:
+    """The rows of ``view`` the screen does not show as they are (something over them)."""
+    drawn = [line.strip() for line in _drawn(app).splitlines()]
+    return [row for row in view.plain.splitlines() if row.strip() and row.strip() not in drawn]
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_filter_line_hides_no_row_of_the_process_table(size: tuple[int, int]) -> None:
+    """/ opens one line at the foot, over the main screen's key line: the process panel
+    (the lowest) keeps every row; over every process (a, which reaches the foot) the
+    table gives the line its last row and keeps its '+N processes' marker in sight."""
+    app = make_demo_app(None, 32, ascii=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, FilterScreen)
+        procs = app.screen_stack[0].query_one("#procs", LineView)
+        assert not _hidden_rows(app, procs)
+        bar = app.screen.query_one(Input).region
+        assert bar.height == 1 and bar.y == size[1] - 1 and procs.region.bottom <= bar.y
+        await pilot.press(*"mlteam")
+        await pilot.pause()
+        assert "mlteam" in procs.plain and not _hidden_rows(app, procs)
+        await pilot.press("escape", "a")
+        assert isinstance(app.screen, AllProcessesScreen)
+        table = app.screen.query_one("#all", LineView)
+        rows = len(table.plain.splitlines())
+        assert table.region.bottom == size[1] and "processes ↓" in table.plain  # 32 GPUs' jobs
+        await pilot.press("slash")
+        await pilot.pause()
+        assert not _hidden_rows(app, table)
+        assert table.region.bottom <= app.screen.query_one(Input).region.y
+        assert len(table.plain.splitlines()) == rows - 1
+        assert "processes ↓" in table.plain.splitlines()[-1]
+        await pilot.press("escape")  # the filter closed: the table has its row back
+        await pilot.pause()
+        assert table.region.bottom == size[1] and len(table.plain.splitlines()) == rows
 
 
 async def test_enter_opens_what_the_last_move_selected() -> None:

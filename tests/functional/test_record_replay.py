@@ -233,9 +233,58 @@ def test_start_as_seconds_or_clock_time() -> None:
     from gputui.cli.commands import _start_offset
 
     first = time.mktime((2026, 12, 2, 14, 0, 0, 0, 0, -1))
-    assert _start_offset("90", first) == 90
-    assert _start_offset("14:05", first) == 300
-    assert _start_offset("14:05:30", first) == 330
-    assert _start_offset("13:00", first) == 23 * 3600  # before the start: the next day
-    with pytest.raises(ValueError):
-        _start_offset("25:00", first)
+    last = first + 3600
+    assert _start_offset("90", first, last) == 90
+    assert _start_offset("5m", first, last) == 300
+    assert _start_offset("14:05", first, last) == 300
+    assert _start_offset("14:05:30", first, last) == 330
+    assert _start_offset("13:00", first, last) == 23 * 3600  # before the start: the next day
+    # a negative one counts back from the last frame, as report --since=-8h from now
+    assert _start_offset("-5", first, last) == 3595
+    assert _start_offset("-5m", first, last) == 3300
+    assert _start_offset("-0", first, last) == 3600
+    assert _start_offset("-2h", first, last) == -3600  # before the first frame
+    for wrong in ("25:00", "-14:05", "5x", "-inf"):
+        with pytest.raises(ValueError):
+            _start_offset(wrong, first, last)
+
+
+def _replayed(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[int, dict[str, object]]:
+    """``gputui replay`` as on a terminal, the app it would run taken instead of run."""
+    import gputui.launch
+
+    made: dict[str, object] = {}
+
+    def make(recording: Recording, **options: object) -> str:
+        made.update(options, recording=recording)
+        return "app"
+
+    monkeypatch.setattr("gputui.cli.commands._terminal_missing", lambda: None)
+    monkeypatch.setattr(gputui.launch, "make_replay_app", make)
+    monkeypatch.setattr(gputui.launch, "run_owned", lambda app: 0)
+    return main(["replay", *argv]), made
+
+
+@pytest.mark.parametrize(
+    ("start", "offset"),
+    [(["--start", "-5"], 84.0), (["--start=-1m"], 29.0), (["--start=-0"], 89.0)],
+)
+def test_a_negative_start_counts_back_from_the_end_of_the_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: list[str], offset: float
+) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path)  # 90 frames, one a second: its last 89 s after its first
+    status, made = _replayed(monkeypatch, [str(path), *start])
+    assert status == 0 and made["start_s"] == offset
+
+
+def test_a_start_back_past_the_first_frame_says_so_and_starts_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path)
+    status, made = _replayed(monkeypatch, [str(path), "--start=-10m"])
+    said = "--start -10m reaches back past the recording's first frame (it is 1 min 29 s long)"
+    assert status == 0 and made["start_s"] == 0.0
+    assert said in capsys.readouterr().err
+    assert any(said in n for n in made["notices"])  # type: ignore[attr-defined]

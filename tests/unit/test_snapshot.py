@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from gputui.core.model import (
 from gputui.core.names import Metric, SourceKind
 from gputui.exporters.files import write_atomic
 from gputui.exporters.markdown import markdown_report
+from gputui.exporters.snapshot_files import unique_files
 from gputui.formats.snapshot import (
     SCHEMA,
     SnapshotFormatError,
@@ -112,6 +114,48 @@ def test_write_atomic_into_a_directory_path_fails_cleanly(tmp_path: Path) -> Non
     with pytest.raises(IsADirectoryError):
         write_atomic(tmp_path / "d", "x")
     assert os.listdir(tmp_path) == ["d"]
+
+
+def test_write_atomic_without_replace_never_replaces_what_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "file").write_text("earlier")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "dir").mkdir()
+    for name in ("file", "link", "dir"):
+        with pytest.raises(FileExistsError):
+            write_atomic(tmp_path / name, "later", replace=False)
+    assert (tmp_path / "file").read_text() == "earlier" and (tmp_path / "link").is_symlink()
+    # taken between the look and the write (another writer): the link refuses, nothing left
+    monkeypatch.setattr(os.path, "lexists", lambda path: False)
+    with pytest.raises(FileExistsError):
+        write_atomic(tmp_path / "file", "later", replace=False)
+    assert sorted(os.listdir(tmp_path)) == ["dir", "file", "link"]
+    assert (tmp_path / "file").read_text() == "earlier"
+    assert write_atomic(tmp_path / "new", "x", replace=False).read_text() == "x"
+
+
+def test_write_atomic_without_replace_on_a_file_system_without_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    target = write_atomic(tmp_path / "s.json", "{}", replace=False)
+    assert target.read_text() == "{}" and os.listdir(tmp_path) == ["s.json"]
+    with pytest.raises(FileExistsError):
+        write_atomic(tmp_path / "s.json", "later", replace=False)
+    assert target.read_text() == "{}" and os.listdir(tmp_path) == ["s.json"]
+
+
+def test_unique_files_pass_over_a_name_any_snapshot_file_has(tmp_path: Path) -> None:
+    (tmp_path / "snap.svg").write_text("the app's")
+    (tmp_path / "snap-2.json").mkdir()
+    texts = ((".json", "{}"), (".md", "# x"))
+    assert unique_files(tmp_path, "snap", texts) == tmp_path / "snap-3"
+    assert unique_files(tmp_path, "snap", texts) == tmp_path / "snap-4"
+    assert (tmp_path / "snap-3.md").read_text() == "# x" and not (tmp_path / "snap.json").exists()
 
 
 def test_write_atomic_full_disk_leaves_nothing(

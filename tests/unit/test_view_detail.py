@@ -3,12 +3,14 @@ scale that carry the gauge's own value."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gputui.core.config import Thresholds
-from gputui.core.model import DeviceInfo, Frame, GpuSample
+from gputui.core.model import DeviceInfo, Frame, GpuSample, XidEvent
 from gputui.core.names import Metric
 from gputui.sampling.history import History
-from gputui.view.cells import plain_lines
-from gputui.view.detail import View, detail, span_text
+from gputui.view.cells import Cell, Row, plain_lines
+from gputui.view.detail import View, detail, left_out, span_text
 from gputui.view.glyphs import SPARKS
 from gputui.view.timeline import Timeline, buckets, scale_for
 
@@ -85,6 +87,47 @@ def test_a_short_panel_keeps_the_readings_and_says_what_it_left_out() -> None:
     assert len(lines) == 5
     assert lines[0].startswith("Util") and lines[-1].startswith("+")
     assert "ID" in lines[-1] and "history" in lines[-1]
+
+
+def _left_out_line(history: History, width: int, height: int) -> str:
+    lines = _lines(history, width=width, height=height)
+    assert len(lines) == height and lines[-1].startswith("+")
+    return lines[-1]
+
+
+def _counted(line: str) -> tuple[int, list[str]]:
+    """The count a '+N rows (A, B ×2)' line gives, and each row it names (×2: twice)."""
+    count = int(line[1:].split(" ", 1)[0])
+    inside = line[line.index("(") + 1 : line.index(")")]
+    names: list[str] = []
+    for part in inside.split(", "):
+        name, _, times = part.partition(" ×")
+        names += [name] * int(times or 1)
+    return count, names
+
+
+def test_what_a_short_panel_left_out_is_counted_as_it_is_named() -> None:
+    """The count and the rows named agree: the history is no row of the count, and rows of
+    one label (three Xids) are named once with how many."""
+    history = _history(60)
+    latest = history.latest
+    assert latest is not None
+    xids = tuple(XidEvent(code, latest.time - i) for i, code in enumerate((13, 31, 43)))
+    (sample,) = latest.gpus
+    history.add(Frame(latest.time + 1, gpus=(replace(sample, xid_events=xids),)))
+    full = _lines(history, width=120, height=12)  # every reading, no history
+    labels = [line.split()[0] for line in full if line]
+    assert labels.count("Xid") == 3 and "history:" not in labels
+    for height in (4, 7, 9, 11):
+        line = _left_out_line(history, 160, height)
+        count, names = _counted(line)
+        assert count == len(names) == len(labels) - (height - 1), line
+        assert names == labels[height - 1 :], line
+        assert line.endswith(" and the history: a taller terminal shows them")
+    assert "Xid ×3" in _left_out_line(history, 160, 6)
+    # too narrow for a sparkline: a taller terminal would show no history, none is named
+    one = Row((Cell("ID      "), Cell("GPU-1")))
+    assert left_out([one], history=False) == "+1 row (ID): a taller terminal shows them"
 
 
 def test_the_scale_is_fixed_and_aligned_to_the_clock() -> None:
