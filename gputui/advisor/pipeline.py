@@ -11,7 +11,7 @@ from gputui.advisor.context import Context, ProcessCpu
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.judgement import Undecided
-from gputui.core.model import GpuSample, ProcessSample
+from gputui.core.model import GpuSample, HostSample, ProcessSample
 from gputui.core.names import HostMetric, Metric, RuleId, Severity
 from gputui.core.numbers import median
 from gputui.core.records import frozen
@@ -317,6 +317,23 @@ def _below(share: float, limit: float) -> int:
     return min(round(100 * share), math.ceil(100 * limit) - 1)
 
 
+def _cpu_seen(procs: Sequence[ProcessSample], host: HostSample | None) -> str:
+    """The GPU's processes' CPU (and their workers') and the host's, as under-used says
+    what it checked."""
+    cpu = ", ".join(
+        f"pid {p.pid} at {p.cpu_percent:.0f} % CPU"
+        + (
+            f" with {p.children} worker(s) at {p.workers_cpu_percent:.0f} %"
+            if p.children and p.workers_cpu_percent is not None
+            else ""
+        )
+        for p in procs[:2]
+        if p.cpu_percent is not None
+    )
+    host_cpu = f"host CPU {host.cpu_percent:.0f} %" if host and host.cpu_percent else ""
+    return ", ".join(part for part in (cpu, host_cpu) if part)
+
+
 def under_used(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     host = ctx.frame.host
@@ -346,17 +363,7 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
                 Undecided.PENDING,
             )
             continue
-        cpu = ", ".join(
-            f"pid {p.pid} at {p.cpu_percent:.0f} % CPU"
-            + (
-                f" with {p.children} worker(s) at {p.workers_cpu_percent:.0f} %"
-                if p.children and p.workers_cpu_percent is not None
-                else ""
-            )
-            for p in procs[:2]
-            if p.cpu_percent is not None
-        )
-        host_cpu = f", host CPU {host.cpu_percent:.0f} %" if host and host.cpu_percent else ""
+        seen = _cpu_seen(procs, host)
         yield Candidate(
             rule=RuleId.UNDER_USED,
             severity=Severity.INFO,
@@ -366,8 +373,7 @@ def under_used(ctx: Context) -> Iterator[Candidate]:
                 f"busy {_below(share, t.under_used_busy_share)} % of the last "
                 f"{fmt_duration(span)}: {how}",
                 "checked, and none explains it: thermal, power and clock limits, VRAM, PCIe "
-                "link and traffic, input pipeline and storage"
-                + (f" ({cpu}{host_cpu})" if cpu or host_cpu else ""),
+                "link and traffic, input pipeline and storage" + (f" ({seen})" if seen else ""),
             ),
             remedies=(
                 "Profile a few steps: torch.profiler.profile(schedule=..., "
