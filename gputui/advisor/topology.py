@@ -306,8 +306,8 @@ def fabric_not_ready(ctx: Context) -> Iterator[Candidate]:
         if not device.nvlink_remote or not nvswitch_links(device, ctx.devices):
             continue  # no NVSwitch: no fabric to be ready
         state = sample.fabric_state
-        if state is None:
-            ctx.cannot_judge(RuleId.FABRIC_NOT_READY, sample.index, "no fabric state")
+        if state is None:  # NotSupported (before Hopper, older drivers): not applicable
+            ctx.lacks(RuleId.FABRIC_NOT_READY, sample, device, "fabric_state", "no fabric state")
             continue
         if state not in _FABRIC_WORDS:
             continue
@@ -318,8 +318,8 @@ def fabric_not_ready(ctx: Context) -> Iterator[Candidate]:
             title="NVSwitch fabric not ready: no NVLink for this GPU",
             evidence=(
                 f"fabric state {state}: {_FABRIC_WORDS[state]}",
-                "until it completes CUDA cannot use NVLink on this GPU (peer access fails or "
-                "NCCL falls back to PCIe and sockets)",
+                "until it completes CUDA cannot start on this GPU: its calls fail with "
+                "'system not yet initialized' (error 802)",
             ),
             remedies=(
                 "Start Fabric Manager: systemctl enable --now nvidia-fabricmanager",

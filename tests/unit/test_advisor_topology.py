@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
+from gputui.core.judgement import Undecided
 from gputui.core.names import RuleId
 from tests.advisor_kit import BUSY, H100, TRAINER, Sim
 
@@ -240,6 +241,15 @@ def test_fabric_not_ready_not_judged_without_fabric_state() -> None:
     sim = Sim(devices=(SXM,))
     sim.run(10, replace(LINKED, fabric_state=None))
     assert _not_judged(sim, RuleId.FABRIC_NOT_READY) == ["fabric-not-ready: no fabric state"]
+    # NotSupported (an HGX A100, an older driver: the call is Hopper's): not applicable, and
+    # no verdict left incomplete for it (doctor as a health gate would exit 4 for good)
+    a100 = Sim(devices=(SXM,))
+    a100.run(10, replace(LINKED, fabric_state=None, unsupported=("fabric_state",)))
+    assert _not_judged(a100, RuleId.FABRIC_NOT_READY) == []
+    offered = a100.advisor.judgement.of(Undecided.NOT_OFFERED)
+    assert [(n.rule, n.gpu) for n in offered if n.rule == RuleId.FABRIC_NOT_READY] == [
+        (RuleId.FABRIC_NOT_READY, 0)
+    ]
 
 
 def test_process_pinned_elsewhere_is_plain_data() -> None:
