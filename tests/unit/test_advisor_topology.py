@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
 from gputui.core.judgement import Undecided
+from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
 from gputui.core.names import RuleId
 from tests.advisor_kit import BUSY, H100, TRAINER, Sim
 
