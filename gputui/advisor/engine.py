@@ -30,6 +30,21 @@ SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
 }
 #: the source's cadence is measured again after this much frame time
 CADENCE_EVERY_S = 30.0
+#: findings that say nothing of how fast a GPU works now: never a straggler's cause, and
+#: no explanation of an under-used GPU (a lowered limit slows only a GPU that reaches it:
+#: power-cap says when; a hot board before it throttles; the board's health and settings)
+NOT_ITS_PACE: frozenset[RuleId] = frozenset(
+    {
+        RuleId.POWER_LIMIT_LOWERED,
+        RuleId.THERMAL_HOT,
+        RuleId.PERSISTENCE_OFF,
+        RuleId.MEMORY_HEALTH,
+        RuleId.CUDA_DRIVER_MISMATCH,
+        RuleId.MODE_PENDING,
+        RuleId.NOT_REPORTING,
+        RuleId.IDLE_ALLOCATED,
+    }
+)
 
 
 @dataclass(slots=True)
@@ -296,14 +311,17 @@ def _hidden(
         for rule in SUPERSEDES.get(s.candidate.rule, ())
         if s.candidate.key in seen
     }
-    hidden |= {
-        (RuleId.UNDER_USED, c.gpu)
-        for c in seen.values()
-        if c.rule is not RuleId.UNDER_USED and c.severity.rank >= Severity.WARNING.rank
-    }
-    if any(c.gpu is None and c.severity.rank >= Severity.WARNING.rank for c in seen.values()):
+    explain = [c for c in seen.values() if _paces(c) and c.rule is not RuleId.UNDER_USED]
+    hidden |= {(RuleId.UNDER_USED, c.gpu) for c in explain}
+    if any(c.gpu is None for c in explain):
         hidden |= {(RuleId.UNDER_USED, c.gpu) for c in seen.values()}
     return hidden
+
+
+def _paces(candidate: Candidate) -> bool:
+    """Whether a candidate may explain how fast its GPU works: a warning or worse about
+    its pace, not its health or settings."""
+    return candidate.severity.rank >= Severity.WARNING.rank and candidate.rule not in NOT_ITS_PACE
 
 
 def _name_straggler_causes(seen: dict[tuple[RuleId, int | None], Candidate]) -> None:
@@ -317,7 +335,7 @@ def _name_straggler_causes(seen: dict[tuple[RuleId, int | None], Candidate]) -> 
             for c in seen.values()
             if c.gpu == candidate.gpu
             and c.rule not in (RuleId.STRAGGLER, RuleId.UNDER_USED)
-            and c.severity.rank >= Severity.WARNING.rank
+            and _paces(c)
         ]
         if not causes:
             continue

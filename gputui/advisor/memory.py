@@ -328,8 +328,12 @@ def host_memory_pressure(ctx: Context) -> Iterator[Candidate]:
     available = host.mem_available
     low = available is not None and 100.0 * available / host.mem_total < t.host_available_pct
     swap = ctx.history.host_stats(HostMetric.SWAP_USED, t.window_s)
+    # Linux swaps cold pages out while the page cache grows (a job streaming its dataset):
+    # swap that grows with most memory available costs nothing; with little left it does
+    short = available is not None and 100.0 * available / host.mem_total < 2 * t.host_available_pct
     swapping = (
-        swap is not None
+        short
+        and swap is not None
         and swap.count >= t.min_points
         and swap.last > 0
         and swap.slope_per_s is not None
@@ -348,7 +352,11 @@ def host_memory_pressure(ctx: Context) -> Iterator[Candidate]:
         rule=RuleId.HOST_MEMORY_PRESSURE,
         severity=Severity.CRITICAL if low else Severity.WARNING,
         gpu=None,
-        title="Host memory exhausted: data spills to swap, everything slows",
+        title=(
+            "Host memory exhausted: data spills to swap, everything slows"
+            if low
+            else "Host memory running out: pages go to swap, the job slows"
+        ),
         evidence=tuple(lines),
         remedies=(
             "Reduce the data-loader workers' memory (fewer workers, smaller prefetch_factor)",
@@ -442,7 +450,7 @@ RULES = (
         "2 VRAM / host",
         "host available memory, swap used and its growth",
         "available < {t.host_available_pct:g} % of host memory (critical), or swap in use and "
-        "growing >= {t.swap_growth_bps:mbps}",
+        "growing >= {t.swap_growth_bps:mbps} with less than twice that available (warning)",
         "smaller worker memory, shared/memory-mapped datasets, more RAM",
         host_memory_pressure,
         needs=("host.mem_available",),

@@ -269,29 +269,34 @@ def _job_of(environment: tuple[str, ...], ppid: int | None) -> tuple[str, ...] |
 
 def straggler(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
-    measures: dict[int, tuple[float, float]] = {}
+    # (SM clock share, utilisation) of each rank; the clock only where the GPU is busy (an
+    # idle GPU's clock says nothing), the utilisation however low: the worst rank idles
+    measures: dict[int, tuple[float | None, float]] = {}
     jobs: dict[int, set[tuple[str, ...]]] = {}
     for sample, device in ctx.samples():
-        busy = ctx.busy(sample.index)
+        used = ctx.stats(sample.index, Metric.UTIL_GPU)
         clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
         keys = {k for k in (job_of(p) for p in ctx.processes(sample.index)) if k is not None}
-        if busy is None or clock is None or not device.max_sm_clock_mhz or not keys:
+        if used is None or clock is None or not device.max_sm_clock_mhz or not keys:
             continue
-        measures[sample.index] = (clock.mean / device.max_sm_clock_mhz, busy.mean)
+        busy = used.mean >= t.busy_util_pct
+        share = clock.mean / device.max_sm_clock_mhz if busy else None
+        measures[sample.index] = (share, used.mean)
         jobs[sample.index] = keys
     for index, (clock_share, util) in measures.items():
         peers = [i for i in measures if i != index and jobs[i] & jobs[index]]
-        if not peers:
-            continue
-        peer_clock = median(measures[i][0] for i in peers)
+        clocks = [c for i in peers if (c := measures[i][0]) is not None]
+        if not peers or not clocks:
+            continue  # no busy peer: nobody waits for this GPU
+        peer_clock = median(clocks)
         peer_util = median(measures[i][1] for i in peers)
-        slow_clock = peer_clock - clock_share >= t.straggler_clock_gap
-        slow_util = peer_util - util >= t.straggler_util_gap_pct
+        slow_clock = clock_share is not None and peer_clock - clock_share >= t.straggler_clock_gap
+        slow_util = peer_util - util >= t.straggler_util_gap_pct and peer_util >= t.busy_util_pct
         if not (slow_clock or slow_util):
             continue
+        mine = f"{100 * clock_share:.0f} % of max" if clock_share is not None else "idle"
         lines = [
-            f"SM clock {100 * clock_share:.0f} % of max vs {100 * peer_clock:.0f} % on its "
-            f"{len(peers)} peer(s) (median)",
+            f"SM clock {mine} vs {100 * peer_clock:.0f} % on its {len(peers)} peer(s) (median)",
             f"utilisation {util:.0f} % vs {peer_util:.0f} % on its peers",
             f"peers: ranks of the same launcher job ({' '.join(sorted(jobs[index])[0])}), "
             f"over the last {fmt_duration(ctx.sampled_s())}",
@@ -308,6 +313,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
                 "Check that every rank gets the same amount of work (uneven shards, sequence "
                 "lengths)",
             ),
+            # ranks drift apart for seconds as batches differ: a straggler holds a window
+            hold_s=t.window_s,
         )
 
 
@@ -428,8 +435,10 @@ RULES = (
         "SM clock (share of max) and utilisation of GPUs whose processes are ranks of one "
         "launcher job (MASTER_ADDR/MASTER_PORT/WORLD_SIZE, SLURM_JOB_ID/SLURM_STEP_ID, MPI "
         "world with a common parent)",
-        "under load, SM clock share (of max) lower by >= {t.straggler_clock_gap:share} or "
-        "utilisation lower by >= {t.straggler_util_gap_pct:g} points than its peers' median",
+        "for {t.window_s:g} s: under load, SM clock share (of max) lower by >= "
+        "{t.straggler_clock_gap:share} than its busy peers' median; or, however idle, "
+        "utilisation lower by >= {t.straggler_util_gap_pct:g} points than its peers' median "
+        "while they are busy (>= {t.busy_util_pct:g} %)",
         "fix that GPU's own cause: the whole job runs at its speed",
         straggler,
         needs=("sm_clock_mhz", "max_sm_clock_mhz", "util_gpu"),
