@@ -91,22 +91,25 @@ def p2p_unavailable(ctx: Context) -> Iterator[Candidate]:
                 "an NVLink joins them" if linked else f"they sit behind {_route(route)} ({route})"
             )
             read, write = status
+            code = read if read != "OK" else write
             lines = (
                 f"GPU {i} -> GPU {j}: peer-to-peer read {read}, write {write} "
-                f"({P2P_WORDS.get(read if read != 'OK' else write, 'not available')}), though "
-                f"{where}",
+                f"({P2P_WORDS.get(code, 'not available')}), though {where}",
                 "they work in one job: NCCL and CUDA copies between them go through host "
                 "memory instead (two PCIe crossings, and the CPU's memory bandwidth)",
             )
+            # GNS: the board has none (GeForce since Ada): no switch, BIOS or IOMMU setting
+            # gives it one, so nothing to fix on this node, only to know
+            board = code == "GNS"
             for gpu in (i, j):
                 yield Candidate(
                     RuleId.P2P_UNAVAILABLE,
-                    Severity.WARNING,
+                    Severity.INFO if board else Severity.WARNING,
                     gpu,
                     f"No peer-to-peer between GPU {i} and GPU {j}: their copies detour "
-                    "through the host",
+                    "through the host" + (" (the board has none)" if board else ""),
                     lines,
-                    _P2P_REMEDIES,
+                    _BOARD_REMEDIES if board else _P2P_REMEDIES,
                 )
 
 
@@ -116,6 +119,12 @@ def _route(route: str) -> str:
     )
 
 
+_BOARD_REMEDIES = (
+    "Nothing to set on this node: these boards have no peer-to-peer (NVIDIA leaves it out of "
+    "GeForce boards); NCCL goes through host memory, as it must",
+    "For jobs that exchange much between GPUs: boards with peer-to-peer or NVLink, or fewer, "
+    "larger GPUs per job",
+)
 _P2P_REMEDIES = (
     "Check ACS on the PCIe switches: lspci -vvv | grep ACSCtl (SrcValid+ sends peer traffic "
     "up to the root complex); turn ACS off in the BIOS for bare-metal training nodes",

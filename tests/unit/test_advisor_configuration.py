@@ -351,6 +351,21 @@ def test_p2p_unavailable_behind_one_switch_only() -> None:
     assert once(replace(JOB, pids=(4242, 4243)), SETTINGS, ranks(), far, BOTH)[0] == ()
     alone = once(JOB, SETTINGS, (LOADER,), cns, BOTH)[1]  # one GPU's job: no pair to judge
     assert alone["p2p-unavailable"] == OK
+    assert finding.severity == "warning"
+    # GeForce since Ada: the board has no peer-to-peer (GNS); no ACS, BIOS or IOMMU remedy
+    gns = tuple(
+        replace(
+            d,
+            p2p_read=("X", "GNS") if d.index == 0 else ("GNS", "X"),
+            p2p_write=("X", "GNS") if d.index == 0 else ("GNS", "X"),
+        )
+        for d in TWO
+    )
+    board = only(
+        once(replace(JOB, pids=(4242, 4243)), SETTINGS, ranks(), gns, BOTH)[0], "p2p-unavailable"
+    )
+    assert board.severity == "info" and board.title.endswith("(the board has none)")
+    assert not any("ACS" in r or "IOMMU" in r for r in board.remedies)
 
 
 def test_compute_mode_with_a_second_process_waiting() -> None:
