@@ -129,14 +129,14 @@ def test_vram_quiet_below_90_percent() -> None:
 
 def test_host_memory_pressure_from_growing_swap() -> None:
     sim = Sim()
-    short = replace(HOST, mem_available=int(0.08 * HOST.mem_total), swap_total=64 * GIB)
+    short = replace(HOST, mem_available=int(0.08 * 512 * GIB), swap_total=64 * GIB)
     sim.run(40, BUSY, host=lambda i: replace(short, swap_used=i * 50_000_000))
     f = finding(sim, "host-memory-pressure")
     assert f.gpu is None and f.severity == "warning"
     assert f.title.startswith("Host memory running out")
     assert any("swap used" in e for e in f.evidence)
     # cold pages swapped out while most memory is available (the page cache grows): calm
-    roomy = replace(HOST, mem_available=int(0.78 * HOST.mem_total), swap_total=64 * GIB)
+    roomy = replace(HOST, mem_available=int(0.78 * 512 * GIB), swap_total=64 * GIB)
     calm = Sim()
     calm.run(40, BUSY, host=lambda i: replace(roomy, swap_used=i * 2_000_000))
     assert "host-memory-pressure" not in calm.rules()
