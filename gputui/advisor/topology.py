@@ -4,6 +4,7 @@ switch's uplink, NVLinks down or erroring, an NVSwitch fabric that never came up
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
 
 from gputui.advisor.context import Context, gb
 from gputui.advisor.finding import Candidate
@@ -89,7 +90,10 @@ def numa_mismatch(ctx: Context) -> Iterator[Candidate]:
                 RuleId.NUMA_MISMATCH, sample, device, "numa_node", "the GPU's NUMA node unknown"
             )
             continue
-        findings = [_far(p, node, ctx) for p in processes]
+        spans = _nodes_driven(ctx)
+        # a process that drives GPUs on several nodes (one process a host: JAX, DataParallel)
+        # has no one node to bind to: binding it near these GPUs takes it from the others
+        findings = [[] if len(spans.get(p.pid, ())) > 1 else _far(p, node, ctx) for p in processes]
         if all(f is None for f in findings):
             ctx.cannot_judge(
                 RuleId.NUMA_MISMATCH, sample.index, "processes' CPU affinity not readable"
@@ -112,8 +116,7 @@ def numa_mismatch(ctx: Context) -> Iterator[Candidate]:
             continue  # far, but the GPU neither waits nor copies: it costs nothing now
         if waiting and util is not None:
             lines.append(
-                f"the GPU is busy {util.mean:.0f} % over the last {fmt_duration(util.span_s)}: "
-                "it waits for input"
+                f"the GPU is busy only {util.mean:.0f} % over the last {fmt_duration(util.span_s)}"
             )
         if copies >= t.numa_copy_bps:
             lines.append(f"PCIe copies {gb(copies)} cross the socket interconnect")
@@ -131,6 +134,20 @@ def numa_mismatch(ctx: Context) -> Iterator[Candidate]:
                 f"Or pin the process and its workers: taskset -c {cpus} <command>",
             ),
         )
+
+
+def _nodes_driven(ctx: Context) -> dict[int, set[int]]:
+    """Each GPU process's NUMA nodes: those of the GPUs it runs on (worked out once a
+    judgement)."""
+    found = ctx.shared.get("nodes driven")
+    if found is None:
+        driven: dict[int, set[int]] = {}
+        for proc in ctx.frame.processes:
+            device = ctx.devices.get(proc.gpu_index)
+            if device is not None and device.numa_node is not None and device.numa_node >= 0:
+                driven.setdefault(proc.pid, set()).add(device.numa_node)
+        found = ctx.shared["nodes driven"] = driven
+    return cast("dict[int, set[int]]", found)
 
 
 # -- pcie-shared-path ---------------------------------------------------------------------
@@ -345,8 +362,10 @@ RULES = (
         ">= {t.numa_copy_bps:mbps} over PCIe",
         "numactl --cpunodebind=N --membind=N per rank, Slurm's --cpu-bind / --gpu-bind, taskset",
         numa_mismatch,
-        never_claims="a mismatch for a process allowed on every CPU (the scheduler may place "
-        "it anywhere), nor one that costs nothing (the GPU busy and copying little)",
+        never_claims="a CPU mismatch for a process allowed on every CPU (the scheduler may "
+        "place it anywhere; where its memory sits still counts), a mismatch for a process that "
+        "drives GPUs on several nodes (no one node to bind it to), nor one that costs nothing "
+        "(the GPU busy and copying little)",
     ),
     Rule(
         RuleId.PCIE_SHARED_PATH,

@@ -67,6 +67,28 @@ def test_numa_mismatch_silent_when_bound_to_the_gpus_node() -> None:
     assert _not_judged(sim, RuleId.NUMA_MISMATCH) == []
 
 
+def test_numa_mismatch_silent_for_one_process_driving_gpus_on_both_nodes() -> None:
+    """One process a host (JAX, DataParallel) on GPUs of both sockets: binding it to one
+    node only moves the cost onto the other GPUs, so no node is named."""
+    devices = [replace(H100, index=i, numa_node=0 if i < 2 else 1) for i in range(4)]
+    one = replace(FAR, cpus_allowed=None, cpu_nodes=(), workers_nodes=())
+    sim = Sim(devices=devices)
+    for _ in range(40):
+        sim.tick(
+            [replace(WAITING, index=i) for i in range(4)],
+            [replace(one, gpu_index=i) for i in range(4)],
+        )
+    assert not {r for r, _ in _rules(sim)} & {"numa-mismatch"}
+    # the same process on node 0's GPUs only, its memory on node 1: named, with the node
+    alone = Sim(devices=devices)
+    for _ in range(40):
+        alone.tick(
+            [replace(WAITING, index=i) for i in range(2)],
+            [replace(one, gpu_index=i) for i in range(2)],
+        )
+    assert {g for r, g in _rules(alone) if r == "numa-mismatch"} == {0, 1}
+
+
 def test_numa_mismatch_silent_for_an_unpinned_process() -> None:
     sim = Sim()
     sim.run(40, WAITING, processes=(TRAINER,))  # allowed on both nodes
