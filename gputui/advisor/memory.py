@@ -374,10 +374,15 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
         ]
         if not holders:
             continue
-        recent = ctx.stats(sample.index, Metric.UTIL_GPU)
+        # utilisation, or where the board gives none (MIG mode) the SM activity
+        metric, name = Metric.UTIL_GPU, "utilisation"
+        recent = ctx.stats(sample.index, metric)
+        if recent is None and sample.util_gpu is None:
+            metric, name = Metric.SM_ACTIVITY, "SM activity"
+            recent = ctx.stats(sample.index, metric)
         if recent is None or recent.max > t.idle_util_pct:
             continue  # busy lately: no need to look at the long window
-        util = ctx.stats(sample.index, Metric.UTIL_GPU, t.idle_allocated_s)
+        util = ctx.stats(sample.index, metric, t.idle_allocated_s)
         if util is None or util.max > t.idle_util_pct:
             continue
         if util.span_s < 0.9 * t.idle_allocated_s:
@@ -389,7 +394,7 @@ def idle_allocated(ctx: Context) -> Iterator[Candidate]:
                 Undecided.PENDING,
             )
             continue
-        lines = [f"no GPU work for {fmt_duration(util.span_s)} (utilisation max {util.max:.0f} %)"]
+        lines = [f"no GPU work for {fmt_duration(util.span_s)} ({name} max {util.max:.0f} %)"]
         for proc in holders[:3]:
             who = proc.name or "process"
             if proc.user:

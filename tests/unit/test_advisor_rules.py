@@ -157,6 +157,12 @@ def test_idle_allocated_after_five_minutes() -> None:
     sim.run(120, idle_with_memory, processes=(holder,))
     f = finding(sim, "idle-allocated")
     assert any("pid 4242" in e and "19.0 GiB" in e for e in f.evidence)
+    # a MIG slice gives no utilisation: its SM activity says the GPU does nothing
+    mig = Sim(devices=(replace(H100, mig_mode=True),))
+    slice_idle = replace(idle_with_memory, util_gpu=None, sm_activity=0.0)
+    mig.run(320, slice_idle, processes=(holder,))
+    f = finding(mig, "idle-allocated")
+    assert f.evidence[0].endswith("(SM activity max 0 %)")
 
 
 # -- PCIe ------------------------------------------------------------------------------
