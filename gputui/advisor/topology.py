@@ -3,6 +3,7 @@ switch's uplink, NVLinks down or erroring, an NVSwitch fabric that never came up
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import cast
 
@@ -182,7 +183,7 @@ def pcie_shared_path(ctx: Context) -> Iterator[Candidate]:
             continue
         gens = [d.pcie_max_gen or s.pcie_gen for s, d in members]
         uplink = link_bandwidth(max((g for g in gens if g), default=None), 16)
-        if not uplink:
+        if not uplink or _peers(members):
             continue
         for metric, direction in (
             (Metric.PCIE_RX_BPS, "host to GPU"),
@@ -198,7 +199,8 @@ def pcie_shared_path(ctx: Context) -> Iterator[Candidate]:
                 cap is not None and mean < t.pcie_shared_alone * cap
                 for mean, cap in zip(means, links, strict=True)
             )
-            if total < t.pcie_shared_uplink * uplink or not alone:
+            # more than the uplink carries: part of it never crossed it (peer traffic)
+            if not t.pcie_shared_uplink * uplink <= total <= uplink or not alone:
                 continue
             names = " and ".join(f"GPU {i}" for i in group)
             each = " + ".join(gb(m) for m in means)
@@ -209,7 +211,7 @@ def pcie_shared_path(ctx: Context) -> Iterator[Candidate]:
                     rule=RuleId.PCIE_SHARED_PATH,
                     severity=Severity.WARNING,
                     gpu=s.index,
-                    title=f"PCIe switch shared with {names}: the path is the limit",
+                    title=f"PCIe switch shared by {names}: the path is the limit",
                     evidence=(
                         f"{names} sit behind one PCIe switch ({'/'.join(SWITCHED)} in "
                         "`nvidia-smi topo -m`)",
@@ -227,6 +229,16 @@ def pcie_shared_path(ctx: Context) -> Iterator[Candidate]:
                     ),
                 )
             break
+
+
+def _peers(members: Sequence[tuple[GpuSample, DeviceInfo]]) -> bool:
+    """Whether GPUs of the group reach each other peer to peer: then their exchanges stay
+    inside the switch, yet NVML counts them on each GPU's own link, so the links' sum says
+    nothing of the uplink (and spreading the ranks would send that traffic through it)."""
+    for (_, a), (_, b) in itertools.combinations(members, 2):
+        if a.p2p_read is not None and b.index < len(a.p2p_read) and a.p2p_read[b.index] == "OK":
+            return True
+    return False
 
 
 # -- nvlink-down / nvlink-errors ----------------------------------------------------------
@@ -379,7 +391,10 @@ RULES = (
         "spread the copying ranks over switches, copy less, exchange over NVLink",
         pcie_shared_path,
         needs=("pcie_topology", "pcie_rx_bps|pcie_tx_bps"),
-        never_claims="the uplink's real width (NVML does not give it): it is assumed x16",
+        never_claims="the uplink's real width (NVML does not give it): it is assumed x16; "
+        "a shared path for GPUs that reach each other peer to peer (NVML counts their "
+        "exchanges, which stay inside the switch, on their own links), or more than the "
+        "uplink carries",
     ),
     Rule(
         RuleId.NVLINK_DOWN,

@@ -136,6 +136,21 @@ def test_pcie_shared_path_fires_when_the_pair_fills_the_switch_uplink() -> None:
     )
 
 
+def test_pcie_shared_path_silent_where_the_gpus_exchange_peer_to_peer() -> None:
+    """NVML counts peer traffic on each GPU's link, though it stays inside the switch: a
+    ring all-reduce between GPUs that reach each other P2P summed to '114 % of the uplink',
+    and spreading the ranks would send it through the root complex instead."""
+    a, b = _pair(("PIX", "PIX"))
+    peers = (replace(a, p2p_read=("X", "OK")), replace(b, p2p_read=("OK", "X")))
+    sim = Sim(devices=peers)
+    _pair_run(sim, 27e9)
+    assert not any(r == "pcie-shared-path" for r, _ in _rules(sim))
+    # more than the uplink can carry is no uplink traffic, whatever P2P says
+    over = Sim(devices=_pair(("PIX", "PIX")))
+    _pair_run(over, 36e9)  # 72 GB/s "through" a 63 GB/s uplink
+    assert not any(r == "pcie-shared-path" for r, _ in _rules(over))
+
+
 def test_pcie_shared_path_silent_when_the_gpus_sit_on_separate_root_ports() -> None:
     sim = Sim(devices=_pair(("NODE", "NODE")))
     _pair_run(sim, 27e9)
