@@ -218,17 +218,27 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
 def io_bound(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     iowait = ctx.history.host_stats(HostMetric.IOWAIT_PCT, t.window_s)
-    if iowait is None or iowait.count < t.min_points or iowait.mean < t.iowait_pct:
+    if iowait is None or iowait.count < t.min_points:
+        return
+    host = ctx.frame.host
+    cpus = host.cpu_count if host is not None and host.cpu_count else None
+    # iowait is a share of every CPU: 8 loaders blocked on reads are 6 % of 128 CPUs
+    waiting = iowait.mean / 100 * cpus if cpus else 0.0
+    if iowait.mean < t.iowait_pct and waiting < 2:
         return
     disk = ctx.history.host_stats(HostMetric.DISK_READ_BPS, t.window_s)
-    for sample, _procs, ticks in _working(ctx, t.window_s):
+    for sample, procs, ticks in _working(ctx, t.window_s):
+        workers = sum(p.children or 0 for p in procs)
+        if iowait.mean < t.iowait_pct and waiting < max(2.0, t.iowait_workers_share * workers):
+            continue
         short = _shortfall(ctx, sample.index, ticks)
         if short is None or short.mean >= t.io_bound_util_pct:
             continue
         lines = [
             *short.lines,
-            f"host iowait {iowait.mean:.0f} % over the last {fmt_duration(iowait.span_s)}: "
-            "the CPUs wait for storage",
+            f"host iowait {iowait.mean:.0f} %"
+            + (f" of {cpus} CPUs (about {waiting:.0f} waiting)" if cpus else "")
+            + f" over the last {fmt_duration(iowait.span_s)}: the CPUs wait for storage",
         ]
         if disk is not None:
             lines.append(f"disk reads {disk.mean / 1e6:.0f} MB/s")
@@ -424,7 +434,9 @@ RULES = (
         "5 software",
         "host iowait and disk reads, GPU utilisation per tick",
         "with a process on the GPU, a starved shape (as input-starved) with mean utilisation "
-        "< {t.io_bound_util_pct:g} % while host iowait >= {t.iowait_pct:g} %",
+        "< {t.io_bound_util_pct:g} % while host iowait >= {t.iowait_pct:g} %, or (a share of "
+        "every CPU: small on a big host) as many CPUs waiting as "
+        "{t.iowait_workers_share:share} of the GPU's data-loader workers, 2 at least",
         "local NVMe or RAM cache, more workers, sharded/streaming formats",
         io_bound,
         needs=("util_gpu", "host.iowait_pct"),

@@ -118,6 +118,9 @@ class Thresholds:
     host_cpu_saturated_pct: float = 90.0
     run_queue_per_cpu: float = 1.0  # more runnable threads than this per CPU: saturated
     iowait_pct: float = 20.0
+    # ... or, on a host of many CPUs (iowait is a share of them all), as many CPUs waiting
+    # for storage as this share of the GPU's data-loader workers (at least 2)
+    iowait_workers_share: float = 0.5
     io_bound_util_pct: float = 60.0  # the GPU busy less than this while iowait is high
     straggler_clock_gap: float = 0.10  # SM clock (share of max) below the peers' median
     straggler_util_gap_pct: float = 20.0

@@ -258,6 +258,18 @@ def test_io_bound() -> None:
     )
     f = finding(sim, "io-bound")
     assert any("iowait 40 %" in e for e in f.evidence)
+    # 8 loaders blocked on reads on a 128-CPU host: 6 % iowait, 8 CPUs waiting
+    loaders = replace(TRAINER, children=8, workers_cpu_percent=30.0)
+    big = replace(HOST, cpu_count=128, iowait_pct=6.0, disk_read_bps=9e8)
+    wide = Sim()
+    wide.run(30, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=big)
+    assert any("of 128 CPUs (about 8 waiting)" in e for e in finding(wide, "io-bound").evidence)
+    # a little background iowait on the same host is no storage problem
+    calm = Sim()
+    calm.run(
+        30, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=replace(big, iowait_pct=1.0)
+    )
+    assert "io-bound" not in calm.rules()
 
 
 def test_straggler_against_peers_in_the_same_job() -> None:
