@@ -293,23 +293,27 @@ def nvlink_errors(ctx: Context) -> Iterator[Candidate]:
         if rise <= 0 or errors.span_s <= 0:
             continue
         per_min = rise * 60.0 / errors.span_s
-        if per_min < t.nvlink_errors_per_min:
-            continue
         lines = [
             f"NVLink errors +{rise:.0f} in {fmt_duration(errors.span_s)} ({per_min:.0f} per "
             f"minute), total {errors.last:.0f}"
         ]
+        lost = False  # replay or recovery errors: flits lost, or the link retrained
         for n in sample.nvlinks:
             counts = (n.crc_errors or 0, n.replay_errors or 0, n.recovery_errors or 0)
+            lost |= bool(counts[1] or counts[2])
             if any(counts):
                 lines.append(
                     f"link {n.link}: CRC {counts[0]}, replay {counts[1]}, recovery {counts[2]}"
                 )
+        critical = lost or per_min >= t.nvlink_errors_critical_per_min
+        if not critical:
+            lines.append(
+                "CRC errors only: the link layer retransmits them (DCGM fails a link "
+                "at 100 CRC errors a second)"
+            )
         yield Candidate(
             rule=RuleId.NVLINK_ERRORS,
-            severity=Severity.CRITICAL
-            if per_min >= t.nvlink_errors_critical_per_min
-            else Severity.WARNING,
+            severity=Severity.CRITICAL if critical else Severity.WARNING,
             gpu=sample.index,
             title="NVLink errors rising: the link retransmits",
             evidence=tuple(lines[:6]),
@@ -410,8 +414,9 @@ RULES = (
         RuleId.NVLINK_ERRORS,
         "topology",
         "NVLink CRC, replay and recovery error counters over the last {t.nvlink_window_s:g} s",
-        "the counters rise by >= {t.nvlink_errors_per_min:g} per minute (critical at "
-        ">= {t.nvlink_errors_critical_per_min:g} per minute)",
+        "the counters rise at all (warning: CRC errors the link retransmits); critical where "
+        "a link has replay or recovery errors (lost flits, a retrained link) or the errors "
+        "reach {t.nvlink_errors_critical_per_min:g} per minute (DCGM's 100 a second)",
         "nvidia-smi nvlink -e, Xid 74, drain and check the board",
         nvlink_errors,
         needs=("nvlink_remote",),

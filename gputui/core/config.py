@@ -144,8 +144,9 @@ class Thresholds:
     pcie_shared_uplink: float = 0.8
     pcie_shared_alone: float = 0.6
     nvlink_window_s: float = 120.0  # NVLink counters are read every 10 s: a longer window
-    nvlink_errors_per_min: float = 1.0
-    nvlink_errors_critical_per_min: float = 100.0
+    # DCGM's NVLink watch: CRC errors (retransmitted, corrected) warn, and fail only at
+    # 100 a second; any replay or recovery error (lost flits, a retrained link) fails
+    nvlink_errors_critical_per_min: float = 6000.0
     fabric_settle_s: float = 60.0  # fabric registration "in progress" longer than this
     # Configuration. The job's cgroup: throttled in this share of its CFS periods (over the
     # window, or since the cgroup started for a one-off check with this many periods).

@@ -221,8 +221,19 @@ def test_nvlink_errors_fire_when_the_counters_rise() -> None:
     sim = Sim(devices=(SXM,))
     sim.run(40, _erroring)
     finding = next(f for f in sim.findings if f.rule == "nvlink-errors")
-    assert finding.severity == "critical"  # 180 a minute
+    # 180 CRC errors a minute: retransmitted, a warning (DCGM fails at 100 a second)
+    assert finding.severity == "warning"
     assert any(line.startswith("link 0: CRC") for line in finding.evidence)
+    assert any(line.startswith("CRC errors only") for line in finding.evidence)
+    # one recovery error (the link retrained) while it runs: critical, however rare
+    retrained = Sim(devices=(SXM,))
+    for i in range(60):
+        recovery = 1 if i >= 40 else 0
+        links = (replace(UP[0], recovery_errors=recovery), *UP[1:])
+        retrained.tick([replace(LINKED, nvlinks=links, nvlink_errors=recovery)])
+    (lost,) = [f for f in retrained.findings if f.rule == "nvlink-errors"]
+    assert lost.severity == "critical"
+    assert "link 0: CRC 0, replay 0, recovery 1" in lost.evidence
 
 
 def test_nvlink_errors_silent_when_the_counters_stand_still() -> None:
