@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import cast
 
-from gputui.advisor.context import Context, gb
+from gputui.advisor.context import Context, gb, smi_target
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.model import DeviceInfo, GpuSample, ProcessSample
@@ -264,6 +264,7 @@ def nvlink_down(ctx: Context) -> Iterator[Candidate]:
         if ends:
             lines.append("they lead to " + ", ".join(ends))
         lines.append("NCCL falls back to slower links (or PCIe) for traffic that used them")
+        where_, number = smi_target(device, sample.index)
         yield Candidate(
             rule=RuleId.NVLINK_DOWN,
             severity=Severity.CRITICAL if len(down) == expected else Severity.WARNING,
@@ -271,7 +272,8 @@ def nvlink_down(ctx: Context) -> Iterator[Candidate]:
             title="NVLink down",
             evidence=tuple(lines),
             remedies=(
-                "Check `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e` on this GPU",
+                f"{where_}Check the links: nvidia-smi nvlink -s -i {number} and "
+                f"nvidia-smi nvlink -e -i {number}",
                 "Check dmesg for Xid 74 (NVLink error); reset the GPU when idle or reboot",
                 "On NVSwitch systems check Fabric Manager (systemctl status "
                 "nvidia-fabricmanager); a link that stays down is a hardware case",
@@ -306,6 +308,7 @@ def nvlink_errors(ctx: Context) -> Iterator[Candidate]:
                     f"link {n.link}: CRC {counts[0]}, replay {counts[1]}, recovery {counts[2]}"
                 )
         critical = lost or per_min >= t.nvlink_errors_critical_per_min
+        where_, number = smi_target(device, sample.index)
         if not critical:
             lines.append(
                 "CRC errors only: the link layer retransmits them (DCGM fails a link "
@@ -318,8 +321,8 @@ def nvlink_errors(ctx: Context) -> Iterator[Candidate]:
             title="NVLink errors rising: the link retransmits",
             evidence=tuple(lines[:6]),
             remedies=(
-                "Check `nvidia-smi nvlink -e` for the link; recovery errors mean the link "
-                "retrained",
+                f"{where_}Check the link's counters: nvidia-smi nvlink -e -i {number}; "
+                "recovery errors mean the link retrained",
                 "Check dmesg for Xid 74; drain the node and have the board or its NVLink "
                 "bridge checked if it keeps rising",
             ),

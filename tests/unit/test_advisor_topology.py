@@ -183,6 +183,14 @@ def test_nvlink_down_fires_for_an_inactive_link() -> None:
     finding = next(f for f in sim.findings if f.rule == "nvlink-down")
     assert finding.severity == "warning" and "1 of 4 NVLinks inactive: link 2" in finding.evidence
     assert "they lead to 00000000:05:00.0" in finding.evidence
+    assert finding.remedies[0] == (
+        "Check the links: nvidia-smi nvlink -s -i 0 and nvidia-smi nvlink -e -i 0"
+    )
+    # a cluster's GPU: its node, and its number there
+    remote = Sim(devices=(replace(SXM, index=5, node="node-b", node_index=1),))
+    remote.run(15, replace(down, index=5))
+    (far,) = [f for f in remote.findings if f.rule == "nvlink-down"]
+    assert far.remedies[0].startswith("On node-b: Check the links: nvidia-smi nvlink -s -i 1")
 
 
 def test_nvlink_down_critical_when_every_link_is_down() -> None:
