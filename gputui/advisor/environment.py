@@ -206,7 +206,10 @@ def visible_devices_order(ctx: Context) -> Iterator[Candidate]:
                 _ORDER_REMEDIES,
             )
             continue
-        names = {ctx.devices[i].name for i in order}
+        # CUDA's fastest-first numbering orders every GPU of the node, not only those named:
+        # "1,2" on a 3090 and two 4090s is a 4090 and the 3090, whatever the list meant
+        node = ctx.devices[order[0]].node
+        names = {d.name for d in ctx.devices.values() if d.node == node}
         numeric = all(item.strip().isdigit() for item in (text or "").split(","))
         if len(names) > 1 and numeric and h.env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
             yield from _each(

@@ -329,6 +329,12 @@ def test_visible_devices_order_against_the_cpu_binding() -> None:
         only(once(JOB, SETTINGS, (plain,), mixed, BOTH)[0], "visible-devices-order").severity
         == "info"
     )
+    # one GPU named, on a node of two models: CUDA's numbers order them all, fastest first
+    one = replace(free, env=("CUDA_VISIBLE_DEVICES=1",))
+    assert (
+        only(once(JOB, SETTINGS, (one,), mixed, BOTH)[0], "visible-devices-order").severity
+        == "info"
+    )
 
 
 # -- the node and its GPUs ----------------------------------------------------------------
