@@ -218,7 +218,8 @@ class Advisor:
         for key, state in list(self._states.items()):
             if key in seen:
                 continue
-            if not state.active or now - state.last >= t.end_after_s:
+            end = max(t.end_after_s, state.candidate.end_s or 0.0)
+            if not state.active or now - state.last >= end:
                 del self._states[key]
 
     def _keep_driver_samples(

@@ -18,6 +18,9 @@ class Candidate:
     remedies: tuple[str, ...]
     #: seconds the condition must hold before it shows; None: the configured default
     hold_s: float | None = None
+    #: seconds it must be gone before a shown finding ends, where longer than the
+    #: configured default (a condition that swings around its line: calm, not flickering)
+    end_s: float | None = None
 
     @property
     def key(self) -> tuple[RuleId, int | None]:

@@ -253,6 +253,8 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
                 "Read with more workers in parallel",
                 "Use sharded / streaming formats (WebDataset, TFRecord, MosaicML streaming)",
             ),
+            hold_s=t.window_s,  # iowait swings with each read burst: a window of it first
+            end_s=t.window_s,
         )
 
 

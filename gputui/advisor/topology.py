@@ -134,6 +134,8 @@ def numa_mismatch(ctx: Context) -> Iterator[Candidate]:
                 "Under Slurm: srun --cpu-bind=cores --gpu-bind=closest (or --cpus-per-gpu)",
                 f"Or pin the process and its workers: taskset -c {cpus} <command>",
             ),
+            hold_s=t.window_s,  # a placement costs over time: a window of it before it shows
+            end_s=t.window_s,
         )
 
 

@@ -254,20 +254,27 @@ def test_a_job_starting_on_an_idle_gpu_is_not_starved() -> None:
 def test_io_bound() -> None:
     sim = Sim()
     sim.run(
-        30, replace(BUSY, util_gpu=35.0), host=replace(HOST, iowait_pct=40.0, disk_read_bps=9e8)
+        60, replace(BUSY, util_gpu=35.0), host=replace(HOST, iowait_pct=40.0, disk_read_bps=9e8)
     )
     f = finding(sim, "io-bound")
     assert any("iowait 40 %" in e for e in f.evidence)
+    # iowait swings with each read burst: once shown it stays through a quiet spell of less
+    # than its window, and goes after one
+    quiet = replace(HOST, iowait_pct=0.0, disk_read_bps=9e8)
+    sim.run(45, replace(BUSY, util_gpu=35.0), host=quiet)  # its window emptied at ~15 s
+    assert "io-bound" in sim.rules()
+    sim.run(20, replace(BUSY, util_gpu=35.0), host=quiet)
+    assert "io-bound" not in sim.rules()
     # 8 loaders blocked on reads on a 128-CPU host: 6 % iowait, 8 CPUs waiting
     loaders = replace(TRAINER, children=8, workers_cpu_percent=30.0)
     big = replace(HOST, cpu_count=128, iowait_pct=6.0, disk_read_bps=9e8)
     wide = Sim()
-    wide.run(30, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=big)
+    wide.run(60, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=big)
     assert any("of 128 CPUs (about 8 waiting)" in e for e in finding(wide, "io-bound").evidence)
     # a little background iowait on the same host is no storage problem
     calm = Sim()
     calm.run(
-        30, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=replace(big, iowait_pct=1.0)
+        60, replace(BUSY, util_gpu=33.0), processes=(loaders,), host=replace(big, iowait_pct=1.0)
     )
     assert "io-bound" not in calm.rules()
 
