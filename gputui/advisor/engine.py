@@ -312,10 +312,13 @@ def _hidden(
         for rule in SUPERSEDES.get(s.candidate.rule, ())
         if s.candidate.key in seen
     }
-    explain = [c for c in seen.values() if _paces(c) and c.rule is not RuleId.UNDER_USED]
+    # what is seen now, and what is still shown (held on until it ends): a straggler shown
+    # explains its GPU's under-use as long as it is shown
+    present = [*seen.values(), *(s.candidate for s in active)]
+    explain = [c for c in present if _paces(c) and c.rule is not RuleId.UNDER_USED]
     hidden |= {(RuleId.UNDER_USED, c.gpu) for c in explain}
     if any(c.gpu is None for c in explain):
-        hidden |= {(RuleId.UNDER_USED, c.gpu) for c in seen.values()}
+        hidden |= {(RuleId.UNDER_USED, c.gpu) for c in present}
     return hidden
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gputui.advisor.engine import _hidden, _State
+from gputui.advisor.finding import Candidate
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
+from gputui.core.names import RuleId, Severity
 from tests.advisor_kit import BUSY, Sim
 
 CAPPED = replace(BUSY, power_w=699.0, sm_clock_mhz=1600, clock_reasons=ce.SW_POWER_CAP)
@@ -104,3 +107,18 @@ def test_the_readings_a_gpu_has_are_read_as_the_slow_way_reads_them() -> None:
                 )
                 checked += 1
     assert checked > 50
+
+
+def test_a_shown_finding_about_a_gpus_pace_hides_under_used_until_it_ends() -> None:
+    """A straggler still shown (held on after its condition went, until it ends) explains
+    its GPU's under-use: "cause not visible" beside it contradicts it."""
+
+    def candidate(rule: RuleId, severity: Severity) -> Candidate:
+        return Candidate(rule, severity, 5, "t", (), ())
+
+    under = candidate(RuleId.UNDER_USED, Severity.INFO)
+    shown = _State(0.0, 10.0, candidate(RuleId.STRAGGLER, Severity.WARNING), active=True)
+    assert (RuleId.UNDER_USED, 5) in _hidden({under.key: under}, [shown])
+    # a finding about the board's settings explains no pace
+    lowered = _State(0.0, 10.0, candidate(RuleId.POWER_LIMIT_LOWERED, Severity.WARNING), True)
+    assert (RuleId.UNDER_USED, 5) not in _hidden({under.key: under}, [lowered])
