@@ -55,7 +55,8 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
         ]
         default = device.power_default_limit_w
         heat = _heat(ctx, sample.index, device)
-        causes = _cap_causes(ctx, sample.index, device, limit.mean, heat)
+        lowered = _lowered(default, limit.mean, t)
+        causes = _cap_causes(ctx, sample.index, device, lowered, heat)
         lines += causes
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.SW_POWER_CAP, share)
         if causes:
@@ -65,7 +66,7 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
                 gpu=sample.index,
                 title="Power capped: clocks held down to stay within the power limit",
                 evidence=tuple(lines),
-                remedies=_cap_remedies(device, sample.index, heat is not None, limit.mean, t),
+                remedies=_cap_remedies(device, sample.index, heat is not None, lowered),
             )
             continue
         which = f"its {default:.0f} W default" if default is not None else "its"
@@ -88,16 +89,21 @@ def power_cap(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+def _lowered(default: float | None, limit_w: float, t: Thresholds) -> bool:
+    """Whether an enforced limit is set below the board's default (by more than a watt's
+    rounding)."""
+    return default is not None and limit_w < default - t.limit_lowered_w
+
+
 def _cap_causes(
-    ctx: Context, index: int, device: DeviceInfo, limit_w: float, heat: str | None
+    ctx: Context, index: int, device: DeviceInfo, lowered: bool, heat: str | None
 ) -> list[str]:
     """Why a capped board is worth acting on: a lowered limit, heat, or clocks far below
     what the board holds at its limit; [] for a board working as designed."""
     t = ctx.t
     causes = []
-    default = device.power_default_limit_w
-    if default is not None and limit_w < default - t.limit_lowered_w:
-        causes.append(f"the limit is lowered from the default {default:.0f} W")
+    if lowered:
+        causes.append(f"the limit is lowered from the default {device.power_default_limit_w:.0f} W")
     if heat is not None:
         causes.append(f"capped while hot: {heat}")
     clock = ctx.stats(index, Metric.SM_CLOCK_MHZ)
@@ -110,16 +116,14 @@ def _cap_causes(
     return causes
 
 
-def _cap_remedies(
-    device: DeviceInfo, index: int, hot: bool, limit_w: float, t: Thresholds
-) -> tuple[str, ...]:
+def _cap_remedies(device: DeviceInfo, index: int, hot: bool, lowered: bool) -> tuple[str, ...]:
     """What to do for a capped board: the limit restored where it is lowered (a root
     command that changes nothing is no remedy at the default), the board cooled where it is
     hot (then first: that is the cause), the power delivery checked."""
     where, number = smi_target(device, index)
     default = device.power_default_limit_w
     check = f"{where}Check the limit: nvidia-smi -i {number} -q -d POWER"
-    if default is not None and limit_w < default - t.limit_lowered_w:
+    if lowered:
         check += f"; restore the default (root): sudo nvidia-smi -i {number} -pl {default:.0f}"
     remedies = [check]
     if hot:
@@ -136,9 +140,7 @@ def power_limit_lowered(ctx: Context) -> Iterator[Candidate]:
     for sample, device in ctx.samples():
         default = device.power_default_limit_w
         enforced = sample.power_limit_w
-        if default is None or enforced is None:
-            continue
-        if enforced >= default - ctx.t.limit_lowered_w:
+        if default is None or enforced is None or not _lowered(default, enforced, ctx.t):
             continue
         where, number = smi_target(device, sample.index)
         yield Candidate(
