@@ -23,11 +23,21 @@ def _link_state(ctx: Context, sample: GpuSample, device: DeviceInfo) -> tuple[in
     """The best link the window saw under load (an idle link downshifts: never judged)."""
     if ctx.under_load(sample.index) is False:
         return None
-    gen = ctx.stats(sample.index, Metric.PCIE_GEN)
-    width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
+    gen, width = _best_link(ctx, sample.index)
     if gen is None or width is None or device.pcie_max_gen is None or not device.pcie_max_width:
         return None
-    return int(gen.max), int(width.max)
+    return gen, width
+
+
+def _best_link(ctx: Context, index: int) -> tuple[int | None, int | None]:
+    """The best generation and width the link trained to in the window; None where the
+    window did not read it."""
+    gen = ctx.stats(index, Metric.PCIE_GEN)
+    width = ctx.stats(index, Metric.PCIE_WIDTH)
+    return (
+        int(gen.max) if gen is not None else None,
+        int(width.max) if width is not None else None,
+    )
 
 
 def link_degraded(ctx: Context) -> Iterator[Candidate]:
@@ -98,11 +108,10 @@ def _carried_on(ctx: Context, sample: GpuSample) -> tuple[int | None, int | None
     """The link the window's traffic went over: the best it trained to in the window (an
     idle link downshifts to Gen1 at once, while the window's mean still holds the busy
     traffic); this tick's where the window did not read it."""
-    gen = ctx.stats(sample.index, Metric.PCIE_GEN)
-    width = ctx.stats(sample.index, Metric.PCIE_WIDTH)
+    gen, width = _best_link(ctx, sample.index)
     return (
-        int(gen.max) if gen is not None else sample.pcie_gen,
-        int(width.max) if width is not None else sample.pcie_width,
+        gen if gen is not None else sample.pcie_gen,
+        width if width is not None else sample.pcie_width,
     )
 
 
