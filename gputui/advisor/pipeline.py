@@ -215,6 +215,10 @@ def input_starved(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+#: CPUs in iowait that count, however few loaders a GPU has (one is noise on any host)
+_LEAST_WAITING = 2.0
+
+
 def io_bound(ctx: Context) -> Iterator[Candidate]:
     t = ctx.t
     iowait = ctx.history.host_stats(HostMetric.IOWAIT_PCT, t.window_s)
@@ -224,12 +228,13 @@ def io_bound(ctx: Context) -> Iterator[Candidate]:
     cpus = host.cpu_count if host is not None and host.cpu_count else None
     # iowait is a share of every CPU: 8 loaders blocked on reads are 6 % of 128 CPUs
     waiting = iowait.mean / 100 * cpus if cpus else 0.0
-    if iowait.mean < t.iowait_pct and waiting < 2:
-        return
+    if iowait.mean < t.iowait_pct and waiting < _LEAST_WAITING:
+        return  # no GPU's loaders can be waiting: the per-GPU test below, once for all
     disk = ctx.history.host_stats(HostMetric.DISK_READ_BPS, t.window_s)
     for sample, procs, ticks in _working(ctx, t.window_s):
         workers = sum(p.children or 0 for p in procs)
-        if iowait.mean < t.iowait_pct and waiting < max(2.0, t.iowait_workers_share * workers):
+        least = max(_LEAST_WAITING, t.iowait_workers_share * workers)
+        if iowait.mean < t.iowait_pct and waiting < least:
             continue
         short = _shortfall(ctx, sample.index, ticks)
         if short is None or short.mean >= t.io_bound_util_pct:
@@ -298,8 +303,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
     for index, (clock_share, util) in measures.items():
         peers = [i for i in measures if i != index and jobs[i] & jobs[index]]
         clocks = [c for i in peers if (c := measures[i][0]) is not None]
-        if not peers or not clocks:
-            continue  # no busy peer: nobody waits for this GPU
+        if not clocks:
+            continue  # no busy peer (or none at all): nobody waits for this GPU
         peer_clock = median(clocks)
         peer_util = median(measures[i][1] for i in peers)
         slow_clock = clock_share is not None and peer_clock - clock_share >= t.straggler_clock_gap
