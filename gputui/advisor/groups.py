@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from gputui.advisor.context import smi_target
 from gputui.core.judgement import gpu_list
 from gputui.core.model import DeviceInfo, Finding
 from gputui.core.names import RuleId, Severity
@@ -36,8 +37,7 @@ class FindingGroup:
             device = devices.get(gpu) if gpu is not None else None
             if gpu is None or device is None or device.node is None:
                 return self.where
-            index = device.node_index if device.node_index is not None else gpu
-            on.setdefault(device.node, []).append(index)
+            on.setdefault(device.node, []).append(smi_target(device, gpu)[1])
         there = "; ".join(f"{node} {gpu_list(numbers)}" for node, numbers in on.items())
         return f"{self.where} ({there})"
 

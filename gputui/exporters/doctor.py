@@ -24,6 +24,7 @@ from gputui.advisor.config_check import (
     settings_read,
     unread_checks,
 )
+from gputui.advisor.context import smi_target
 from gputui.advisor.coverage import context_lines
 from gputui.advisor.groups import group as finding_groups
 from gputui.advisor.nodes import is_cluster, node_dict, node_rows
@@ -220,7 +221,7 @@ def _device_rows(monitor: Monitor) -> list[list[Text]]:
         s = samples.get(device.index)
         name = Text(short_name(device.name))  # outside text: never markup
         if device.node is not None:  # a cluster's GPU: its node, and its number there
-            there = device.node_index if device.node_index is not None else device.index
+            there = smi_target(device, device.index)[1]
             name = Text(f"{device.node}:{there} {short_name(device.name)}")
         if s is None or s.lost:
             rows.append([Text(str(device.index)), name, Text("lost" if s else NA, style="red")])
