@@ -54,9 +54,9 @@ def unique_files(directory: Path, stem: str, texts: Sequence[tuple[str, str]]) -
     second, or of a paused screen (whose frame time stands still), get two names.
 
     Raises OSError after removing what was already written."""
+    suffixes = {*SUFFIXES, *(suffix for suffix, _text in texts)}
     for number in range(1, MAX_SAME_NAME + 1):
         base = directory / (stem if number == 1 else f"{stem}-{number}")
-        suffixes = {*SUFFIXES, *(suffix for suffix, _text in texts)}
         if any(os.path.lexists(f"{base}{suffix}") for suffix in suffixes):
             continue
         written: list[Path] = []
