@@ -198,7 +198,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     if isinstance(opened, int):
         return opened
     monitor, source = opened
-    header = Header(monitor.source, monitor.devices, monitor.config.interval_s)
+    header = Header(monitor.source, monitor.devices, monitor.config.interval_s, live_findings=True)
     shown = clean(str(args.output))
     try:
         writer = RecordWriter(

@@ -154,12 +154,35 @@ def block_line(ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: b
         "notes": _changes([f.notes for f in frames], lambda v: [note_dict(n) for n in v]),
         "jobs": _changes([f.jobs for f in frames], lambda v: [record(j) for j in v]),
         "settings": _changes([f.settings for f in frames]),
-        "findings": _changes(
-            [tuple(found) for _, found in ticks],
-            lambda v: [finding_dict(f, keep_secrets) for f in v],
-        ),
+        "findings": _finding_changes([tuple(found) for _, found in ticks], keep_secrets),
     }
     return json.dumps(data, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+
+
+def findings_shown(findings: Sequence[Finding]) -> tuple[tuple[Any, ...], ...]:
+    """What a tick's findings say apart from their evidence and time: which stand, how
+    severe, titled and since when (what the recording keeps exact at every tick)."""
+    return tuple((f.rule, f.gpu, f.severity, f.title, f.since) for f in findings)
+
+
+def _finding_changes(found: Sequence[tuple[Finding, ...]], keep_secrets: bool) -> list[list[Any]]:
+    """The findings as changes, written where the findings shown change (one starts or
+    ends, or its severity, title or start moves), at the tick before each such change and
+    at the block's last tick. In between, a finding's evidence and ``updated`` are those
+    of the write before: the advisor words its numbers afresh at every judgement, and
+    writing them each time was four fifths of a block. What a reader takes from them is
+    whole: which findings stood at every tick, since when, and each one's last words and
+    time where it ends or the block does."""
+    shown = [findings_shown(v) for v in found]
+    last = len(found) - 1
+    out: list[list[Any]] = []
+    previous: Any = object()
+    for k, value in enumerate(found):
+        turning = k in (0, last) or shown[k] != shown[k - 1] or shown[k + 1] != shown[k]
+        if turning and value != previous:
+            out.append([k, [finding_dict(f, keep_secrets) for f in value]])
+            previous = value
+    return out
 
 
 def _origin(times: Sequence[float]) -> float:

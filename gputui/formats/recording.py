@@ -23,6 +23,7 @@ from typing import Any
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.core.records import frozen
+from gputui.core.sanitize import clean
 from gputui.formats.blocks import Block, parse_block, parse_columns
 from gputui.formats.values import (
     MAX_GPUS,
@@ -56,12 +57,28 @@ class RecordingError(ValueError):
     """A file that is not a readable gputui recording; the message names the line."""
 
 
+#: the header's word for findings the recorder's own advisor judged as the live screen does
+LIVE_FINDINGS = "live"
+MAX_VERSION_CHARS = 64
+
+
 @frozen
 class Header:
     source: SourceInfo
     devices: tuple[DeviceInfo, ...]
     interval_s: float
     version: int = VERSION
+    #: whether every tick's findings are those the recorder's monitor judged as it ran, with
+    #: the live screen's rules and cadence (``gputui record``); False for a writer that
+    #: passes findings of its own, or none
+    live_findings: bool = False
+    #: the gputui that wrote the file (None where the header does not say)
+    gputui_version: str | None = None
+
+    def findings_judged_here(self) -> bool:
+        """Whether the recorded findings are the ones this gputui's advisor gives: judged
+        live by the same release, so the same rules and thresholds."""
+        return self.live_findings and self.gputui_version == __version__
 
 
 @frozen
@@ -79,6 +96,7 @@ def header_line(header: Header, keep_secrets: bool = False, version: int = VERSI
             "source": source_dict(header.source, keep_secrets),
             "devices": [record(d) for d in header.devices],
             "interval_s": header.interval_s,
+            **({"findings": LIVE_FINDINGS} if header.live_findings else {}),
         }
     )
 
@@ -146,6 +164,13 @@ def read_recording(path: Path) -> Recording:
     assert isinstance(header, Header)
     ticks = tuple(t for t in stream if isinstance(t, Tick))
     return Recording(header, ticks, tuple(notices))
+
+
+def read_header(path: Path) -> Header:
+    """A recording's header alone (its first line), checked as the reader checks it."""
+    header = next(stream_recording(path, []))
+    assert isinstance(header, Header)
+    return header
 
 
 def stream_recording(
@@ -321,6 +346,13 @@ def _tick(path: Path, number: int, data: Any) -> tuple[Tick, int]:
     return Tick(frame, tuple(findings)), skipped
 
 
+def _release(value: Any) -> str | None:
+    """The header's gputui release, as text fit to show (None where it is none)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_VERSION_CHARS:
+        return None
+    return clean(value)
+
+
 def _header(path: Path, data: Any) -> Header:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise RecordingError(f"{path}:1: not a gputui recording (no 'schema': '{SCHEMA}')")
@@ -343,6 +375,13 @@ def _header(path: Path, data: Any) -> Header:
             or not 0 < interval <= MAX_INTERVAL_S
         ):
             raise FormatError(f"interval_s {interval!r}: not a positive number of seconds")
-        return Header(source, devices, float(interval), data["version"])
+        return Header(
+            source,
+            devices,
+            float(interval),
+            data["version"],
+            live_findings=data.get("findings") == LIVE_FINDINGS,
+            gputui_version=_release(data.get("gputui_version")),
+        )
     except (FormatError, KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"{path}:1: damaged header ({exc})") from exc

@@ -28,6 +28,7 @@ from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
 from gputui.exporters.recorder import RecordWriter
 from gputui.formats import columns
+from gputui.formats.blocks import findings_shown
 from gputui.formats.recording import Header, RecordingError, read_recording, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES, fuzz_settings
@@ -70,7 +71,12 @@ def test_a_block_recording_reads_back_the_frames_and_findings_version_2_gives(
     assert new.header.version == 3 and old.header.version == 2
     assert new.notices == () and len(new.ticks) == 150
     assert [t.frame for t in new.ticks] == [f for f, _ in TICKS] == [t.frame for t in old.ticks]
-    assert [t.findings for t in new.ticks] == [tuple(f) for _, f in TICKS]
+    # version 2 keeps every tick's words; version 3 which findings stand at every tick,
+    # their words where that changes and at each block's end (the episodes' last words)
+    assert [t.findings for t in old.ticks] == [tuple(f) for _, f in TICKS]
+    assert [findings_shown(t.findings) for t in new.ticks] == [findings_shown(f) for _, f in TICKS]
+    for k in (59, 119, 149):
+        assert new.ticks[k].findings == tuple(TICKS[k][1])
     with gzip.open(tmp_path / name) if name.endswith(".gz") else open(tmp_path / name, "rb") as f:
         assert [json.loads(line).get("block") for line in f] == [None, 60, 60, 30]
     # the report's reader leaves the recorded findings unread
