@@ -350,8 +350,10 @@ def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
     report = sub.add_parser(
         "report",
         help="after the run: where the GPU time went, findings and charts in one HTML file",
-        description="Read a recording (or a Prometheus server's range), run the advisor over "
-        "all of it with the live screen's rules, and write one self-contained HTML file "
+        description="Read a recording (or a Prometheus server's range), take the findings "
+        "its recorder's advisor judged live (a file this release recorded) or run the "
+        "advisor over all of it with the live screen's rules, and write one self-contained "
+        "HTML file "
         "(charts inlined, no network request) or a Markdown summary: the share of wall "
         "time each GPU was busy, throttled, capped, starved, waiting, idle or not running, "
         "the GPU-hours lost to each cause and its worst stretch, the findings as a timeline "
@@ -388,6 +390,13 @@ def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between readings asked of the server (default: the range bounded to "
         "20,000 readings a series, fewer on a large cluster, at least 1 s)",
+    )
+    report.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="run this gputui's advisor over the recording again, even where it holds the "
+        "findings its recorder judged live with this release (taken as they stand by "
+        "default: the ones the live screen showed)",
     )
     _secrets_option(report, for_command=True)
 

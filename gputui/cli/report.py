@@ -114,7 +114,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = _from_prometheus(args, prometheus)
         stem = "prometheus"
     else:
-        run = _from_recording(args.file)
+        run = _from_recording(args.file, args.rejudge)
         stem = _stem(args.file)
     if isinstance(run, int):
         return run
@@ -152,12 +152,12 @@ def _file_conflicts(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _from_recording(path: Path) -> Run | int:
+def _from_recording(path: Path, rejudge: bool = False) -> Run | int:
     from gputui.exporters.report.segments import judge_recording
     from gputui.formats.recording import RecordingError
 
     try:
-        run = judge_recording(path, REPORT_MAX_TICKS)
+        run = judge_recording(path, REPORT_MAX_TICKS, rejudge=rejudge)
     except (OSError, RecordingError) as exc:
         return _fail(str(exc) if isinstance(exc, RecordingError) else f"{path}: {exc}")
     if run is None:

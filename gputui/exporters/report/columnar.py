@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from gputui.advisor.engine import Advisor
 from gputui.core.model import Finding
@@ -31,20 +31,25 @@ _HOST_READINGS: Final = attrgetter(*(m.value for m in HostMetric))
 _REASONS: Final = "clock_reasons"
 
 
+#: per GPU (index), a ``float32`` column a Metric asked for (NaN: no reading) and the
+#: clock-event masks (``NO_REASONS``: unknown)
+GpuColumns: TypeAlias = "dict[int, tuple[list[array[float]], array[int]]]"
+
+
 @frozen
 class Columns:
-    """A plain block's readings as the history holds them: per GPU (index) a ``float32``
-    column a Metric (NaN: no reading) and the clock-event masks; the host's a HostMetric;
-    and each GPU's driver utilisation samples, one tuple a tick."""
+    """A plain block's readings as the history holds them: per GPU a column a Metric, in
+    their order; the host's a HostMetric; and each GPU's driver utilisation samples, one
+    tuple a tick."""
 
-    gpus: dict[int, tuple[list[array[float]], array[int]]]
+    gpus: GpuColumns
     host: list[array[float]]
     utilisation: tuple[tuple[int, list[tuple[float, ...]]], ...]
 
 
-def columns_of(block: Block) -> Columns | None:
-    """The columns of a plain block; None for any other (a GPU missing at some tick, lost,
-    in another slot, an Xid: those go frame by frame)."""
+def plain_slots(block: Block) -> list[int] | None:
+    """Each GPU slot's index where every tick of the block reads the same GPUs in the same
+    slots, none lost and no Xid; None for any other block."""
     ticks = len(block)
     slots = len(block.gpus)
     if any(count != slots for count in block.counts):
@@ -57,17 +62,28 @@ def columns_of(block: Block) -> Columns | None:
         if any(block.field(slot, "xid_events")):
             return None
         indices.append(index[0])
-    if len(set(indices)) != slots:
-        return None
-    gpus = {
+    return indices if len(set(indices)) == slots else None
+
+
+def gpu_columns(block: Block, indices: Sequence[int], metrics: Sequence[Metric]) -> GpuColumns:
+    """A plain block's (``plain_slots``) GPUs' columns of ``metrics`` and masks."""
+    return {
         index: (
-            [_floats(block.field(slot, m.value)) for m in Metric],
+            [_floats(block.field(slot, m.value)) for m in metrics],
             array(
                 "q", [NO_REASONS if r is None else r for r in block.field(slot, "clock_reasons")]
             ),
         )
         for slot, index in enumerate(indices)
     }
+
+
+def columns_of(block: Block) -> Columns | None:
+    """The columns of a plain block; None for any other (a GPU missing at some tick, lost,
+    in another slot, an Xid: those go frame by frame)."""
+    indices = plain_slots(block)
+    if indices is None:
+        return None
     readings = [None if h is None else _HOST_READINGS(h) for h in block.hosts]
     host = [
         _floats([None if row is None else row[k] for row in readings])
@@ -76,7 +92,7 @@ def columns_of(block: Block) -> Columns | None:
     utilisation = tuple(
         (index, block.field(slot, "util_samples")) for slot, index in enumerate(indices)
     )
-    return Columns(gpus, host, utilisation)
+    return Columns(gpu_columns(block, indices, tuple(Metric)), host, utilisation)
 
 
 def _floats(values: Sequence[Any]) -> array[float]:

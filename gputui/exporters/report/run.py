@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,10 +27,10 @@ from gputui.core.sanitize import clean
 from gputui.exporters.report import columnar
 from gputui.exporters.report.columnar import columns_of
 from gputui.formats.blocks import Block
-from gputui.formats.recording import Header
+from gputui.formats.recording import Header, Tick
 from gputui.sampling.history import NO_REASONS
 from gputui.sampling.monitor import Monitor
-from gputui.sampling.runlog import Episode, Span
+from gputui.sampling.runlog import Episode, RunLog, Span
 
 NAN: Final = float("nan")
 #: the readings the report plots and accounts with, in column order
@@ -76,6 +77,9 @@ class Run:
     origin: str
     #: what the reader or the source had to say (a cut line, a step widened)
     notices: list[str] = field(default_factory=list)
+    #: the findings are those the recorder's advisor judged live (``recorded``), not
+    #: judged again by the report
+    judged_live: bool = False
 
     @property
     def start(self) -> float:
@@ -129,8 +133,10 @@ def report_thresholds(step_s: float, base: Thresholds | None = None) -> Threshol
     )
 
 
-class Collector:
-    """Frames in, one at a time (a week of them holds no frame in memory); a ``Run`` out."""
+class RunBuilder(ABC):
+    """A run's columns, finding episodes and process spans, built tick by tick from the
+    start of a stretch (``record_from``: ticks before it only warm up what builds the
+    episodes). Subclasses say where the findings come from."""
 
     def __init__(
         self,
@@ -138,7 +144,7 @@ class Collector:
         source: SourceInfo,
         interval_s: float,
         origin: str,
-        thresholds: Thresholds | None = None,
+        runlog: RunLog,
         record_from: float | None = None,
     ) -> None:
         self.devices = tuple(devices)
@@ -152,12 +158,9 @@ class Collector:
         self._source = source
         self._interval = interval_s
         self._origin = clean(origin)  # a file name or a URL: outside text
-        self.monitor: Monitor = make_monitor(
-            self.devices, Config(interval_s=interval_s), source, thresholds
-        )
-        self.monitor.runlog.horizon_s = None  # the whole run, not the app's hour
-        self.monitor.follow_processes = False  # no process page: its rings are not read
-        self.monitor.runlog.gap_s = max(5.0, 3 * interval_s)
+        self.runlog = runlog
+        runlog.horizon_s = None  # the whole run, not the app's hour
+        runlog.gap_s = max(5.0, 3 * interval_s)
         self.times: array[float] = array("d")
         self._columns: dict[int, list[array[float]]] = {
             d.index: [array("f") for _ in METRICS] for d in self.devices
@@ -168,16 +171,24 @@ class Collector:
     def __len__(self) -> int:
         return len(self.times)
 
-    def add(self, frame: Frame) -> None:
-        if self._last is not None and frame.time <= self._last:
-            return  # a repeated tick (a range's edges overlapping): once is enough
-        self._last = frame.time
-        if self._record_from is not None:
-            if frame.time < self._record_from:
-                self.monitor.ingest(frame)
-                return
-            self._begin()
-        self.monitor.ingest(frame)
+    #: whether the findings are the recorder's live ones (``recorded``)
+    judged_live = False
+
+    @property
+    @abstractmethod
+    def thresholds(self) -> Thresholds:
+        """The advisor's thresholds the findings were judged with."""
+
+    @abstractmethod
+    def add_tick(self, tick: Tick) -> None:
+        """A recording's tick (a file before version 3, or a block taken tick by tick)."""
+
+    @abstractmethod
+    def add_block(self, block: Block) -> None:
+        """A recording's block of ticks."""
+
+    def _append(self, frame: Frame) -> None:
+        """One tick's readings into the report's columns."""
         self.times.append(frame.time)
         present = {s.index: s for s in frame.gpus if not s.lost}
         for index, columns in self._columns.items():
@@ -195,69 +206,49 @@ class Collector:
     def _begin(self) -> None:
         """The stretch begins: what the run log holds now is the stretch before's, but for
         the episodes and spans going on here, which continue the ones it left."""
-        log = self.monitor.runlog
+        log = self.runlog
         self._before = {id(e) for e in log.episodes} | {id(s) for s in log.spans}
         self._open = {id(e) for e in log.episodes if e.open}
         self._record_from = None
 
-    def add_block(self, block: Block) -> None:
-        """A recording's block of ticks, as ``add`` of each of its frames would take them:
-        in columns where it can (``columnar``), frame by frame where it cannot."""
-        times = block.times
-        start = self._record_from
-        plain = (self._last is None or times[0] > self._last) and all(
-            a < b for a, b in pairwise(times)
-        )
-        columns = columns_of(block) if plain else None
-        straddles = start is not None and times[0] < start <= times[-1]
-        if columns is not None and not straddles:
-            if start is not None and times[0] >= start:
-                self._begin()
-            if columnar.ingest(self.monitor, block, columns):
-                self._last = times[-1]
-                if self._record_from is None:  # past the warm-up: the report's columns too
-                    self._extend(times, columns)
-                return
-        for k in range(len(block)):
-            self.add(block.frame(k))
-
-    def _extend(self, times: Sequence[float], columns: columnar.Columns) -> None:
-        """The report's own columns, a block's ticks at once."""
+    def _extend(
+        self, times: Sequence[float], gpus: columnar.GpuColumns, places: Sequence[int]
+    ) -> None:
+        """The report's own columns, a block's ticks at once: ``gpus`` each GPU's columns
+        and masks, ``places`` where each of METRICS lies among them."""
         self.times.extend(times)
         for index, kept in self._columns.items():
-            given = columns.gpus.get(index)
+            given = gpus.get(index)
             if given is None:
                 for column in kept:
                     column.extend(array("f", self._blank[:1]) * len(times))
                 self._reasons[index].extend(array("q", [NO_REASONS]) * len(times))
                 continue
-            for column, place in zip(kept, _PLACES, strict=True):
+            for column, place in zip(kept, places, strict=True):
                 column.extend(given[0][place])
             self._reasons[index].extend(given[1])
-
-    def add_all(self, frames: Iterable[Frame]) -> None:
-        for frame in frames:
-            self.add(frame)
 
     def carried(self) -> tuple[list[Episode], list[Span]]:
         """Of a stretch (``record_from``): the episodes open when it began and the spans
         running then that it went on with: the stretch before's, continued here."""
-        log = self.monitor.runlog
+        log = self.runlog
         start = self.times[0] if self.times else math.inf
         episodes = [e for e in log.episodes if id(e) in self._open]
         spans = [s for s in log.spans if id(s) in self._before and s.end >= start]
         return episodes, spans
 
+    @abstractmethod
+    def _judge_last(self) -> None:
+        """The run ends: the last tick judged, however the cadence fell (where there is an
+        advisor to judge it)."""
+
     def finish(self, notices: Sequence[str] = (), last: bool = True) -> Run:
         """The run; ``last=False`` for a stretch the next one continues: its last tick is
         judged as the cadence fell, not forced, and the episodes shown at its end stay
         open. A stretch's run holds the episodes and spans that began in it."""
-        log = self.monitor.runlog
-        latest = self.monitor.latest
-        if latest is not None and last:
-            # the last tick judged too, however the cadence fell: the run ends here
-            log.add(latest, self.monitor.advisor.update(self.monitor.history, force=True))
+        log = self.runlog
         if last:
+            self._judge_last()
             log.finish()
         tracks = {
             d.index: Track(
@@ -278,10 +269,82 @@ class Collector:
             tracks=tracks,
             episodes=[e for e in log.episodes if id(e) not in self._before],
             spans=[s for s in log.spans if id(s) not in self._before],
-            thresholds=self.monitor.thresholds,
+            thresholds=self.thresholds,
             origin=self._origin,
-            notices=[*notices, *extra, *_too_short(self.times, self.monitor.thresholds)],
+            notices=[*notices, *extra, *_too_short(self.times, self.thresholds)],
+            judged_live=self.judged_live,
         )
+
+
+class Collector(RunBuilder):
+    """Frames in, one at a time (a week of them holds no frame in memory), judged by a
+    monitor wired to the full rule catalogue; a ``Run`` out."""
+
+    def __init__(
+        self,
+        devices: Sequence[DeviceInfo],
+        source: SourceInfo,
+        interval_s: float,
+        origin: str,
+        thresholds: Thresholds | None = None,
+        record_from: float | None = None,
+    ) -> None:
+        self.monitor: Monitor = make_monitor(
+            devices, Config(interval_s=interval_s), source, thresholds
+        )
+        self.monitor.follow_processes = False  # no process page: its rings are not read
+        super().__init__(devices, source, interval_s, origin, self.monitor.runlog, record_from)
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return self.monitor.thresholds
+
+    def add(self, frame: Frame) -> None:
+        if self._last is not None and frame.time <= self._last:
+            return  # a repeated tick (a range's edges overlapping): once is enough
+        self._last = frame.time
+        if self._record_from is not None:
+            if frame.time < self._record_from:
+                self.monitor.ingest(frame)
+                return
+            self._begin()
+        self.monitor.ingest(frame)
+        self._append(frame)
+
+    def add_tick(self, tick: Tick) -> None:
+        """A recording's tick: its frame judged here (its recorded findings left aside)."""
+        self.add(tick.frame)
+
+    def add_block(self, block: Block) -> None:
+        """A recording's block of ticks, as ``add`` of each of its frames would take them:
+        in columns where it can (``columnar``), frame by frame where it cannot."""
+        times = block.times
+        start = self._record_from
+        plain = (self._last is None or times[0] > self._last) and all(
+            a < b for a, b in pairwise(times)
+        )
+        columns = columns_of(block) if plain else None
+        straddles = start is not None and times[0] < start <= times[-1]
+        if columns is not None and not straddles:
+            if start is not None and times[0] >= start:
+                self._begin()
+            if columnar.ingest(self.monitor, block, columns):
+                self._last = times[-1]
+                if self._record_from is None:  # past the warm-up: the report's columns too
+                    self._extend(times, columns.gpus, _PLACES)
+                return
+        for k in range(len(block)):
+            self.add(block.frame(k))
+
+    def add_all(self, frames: Iterable[Frame]) -> None:
+        for frame in frames:
+            self.add(frame)
+
+    def _judge_last(self) -> None:
+        latest = self.monitor.latest
+        if latest is not None:
+            # the last tick judged too, however the cadence fell: the run ends here
+            self.runlog.add(latest, self.monitor.advisor.update(self.monitor.history, force=True))
 
 
 def recording_collector(header: Header, name: str, record_from: float | None = None) -> Collector:
@@ -322,6 +385,7 @@ def run_of_monitor(monitor: Monitor, origin: str) -> Run:
         thresholds=monitor.thresholds,
         origin=origin,
         notices=_too_short(times, monitor.thresholds),
+        judged_live=True,
     )
 
 

@@ -24,15 +24,19 @@ from typing import Any, Final
 
 from gputui.core.config import DEFAULT_HISTORY_S
 from gputui.core.records import frozen
-from gputui.exporters.report.run import Run, Track, recording_collector
+from gputui.exporters.report.recorded import recorded_collector
+from gputui.exporters.report.run import Run, RunBuilder, Track, recording_collector
 from gputui.formats.blocks import Block
-from gputui.formats.recording import Header, block_marks, stream_recording
+from gputui.formats.recording import Header, Tick, block_marks, read_header, stream_recording
 from gputui.sampling.runlog import MAX_EPISODES, MAX_SPANS, Episode, Span
 
 #: what a stretch reads before its start: the history the advisor holds (a rule may say a
 #: condition began anywhere in it), and the longest window of what it keeps beside the
 #: history (the Xid window, 600 s), far past any hold or end
 WARMUP_S: Final = DEFAULT_HISTORY_S + 600.0
+#: a stretch whose findings were recorded needs only the episodes and process spans going
+#: on at its start: those of the block before it
+RECORDED_WARMUP_S: Final = 120.0
 #: a run shorter than this a stretch is judged in one go
 MIN_STRETCH_S: Final = 4 * 3600.0
 MAX_WORKERS: Final = 8
@@ -84,26 +88,33 @@ class Part:
     notices: list[str]
 
 
-def judged(path: Path, stretch: Stretch, max_ticks: int) -> Part:
+def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) -> Part:
+    """One stretch's run: its recorded findings taken where this gputui's advisor gave
+    them live (``recorded``), else the advisor run over it again."""
     notices: list[str] = []
-    warm = stretch.start - WARMUP_S
+    recorded = not rejudge and read_header(path).findings_judged_here()
+    warm = stretch.start - (RECORDED_WARMUP_S if recorded else WARMUP_S)
     stream = stream_recording(
         path,
         notices,
         max_ticks=max_ticks,
-        findings=False,
+        findings=recorded,
         blocks=(warm, stretch.end),
         columns=True,
     )
     header = next(stream)
     assert isinstance(header, Header)
     first = None if stretch.start == -math.inf else stretch.start
-    collector = recording_collector(header, path.name, record_from=first)
+    collector: RunBuilder = (
+        recorded_collector(header, path.name, record_from=first)
+        if recorded
+        else recording_collector(header, path.name, record_from=first)
+    )
     for tick in stream:
         if isinstance(tick, Block):
             collector.add_block(tick)
-        elif not isinstance(tick, Header):
-            collector.add(tick.frame)
+        elif isinstance(tick, Tick):
+            collector.add_tick(tick)
     if not len(collector):
         return Part(None, [], [], notices)
     episodes, spans = collector.carried()
@@ -111,15 +122,17 @@ def judged(path: Path, stretch: Stretch, max_ticks: int) -> Part:
     return Part(run, episodes, spans, notices)
 
 
-def judge_recording(path: Path, max_ticks: int, processes: int | None = None) -> Run | None:
+def judge_recording(
+    path: Path, max_ticks: int, processes: int | None = None, rejudge: bool = False
+) -> Run | None:
     """A recording's run, judged in stretches side by side where it is long enough; None
     when it holds no frames. A damaged file raises the reader's error."""
     stretches = plan(path, workers() if processes is None else processes, max_ticks)
     if len(stretches) == 1:
-        return judged(path, stretches[0], max_ticks).run
+        return judged(path, stretches[0], max_ticks, rejudge).run
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
-        futures = [pool.submit(judged, path, s, max_ticks) for s in stretches]
+        futures = [pool.submit(judged, path, s, max_ticks, rejudge) for s in stretches]
         parts = [f.result() for f in futures]
     return joined([p for p in parts if p.run is not None])
 
@@ -162,6 +175,7 @@ def joined(parts: Sequence[Part]) -> Run | None:
         thresholds=first.thresholds,
         origin=first.origin,
         notices=list(dict.fromkeys([*notices, *kept, *extra])),
+        judged_live=first.judged_live,
     )
 
 

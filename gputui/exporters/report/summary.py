@@ -92,7 +92,16 @@ def facts(run: Run, keep_secrets: bool) -> list[tuple[str, str]]:
         ),
         ("GPUs", str(len(run.tracks))),
         ("Made by", f"gputui {__version__}, the same rules as the live screen"),
+        ("Findings", _judged(run)),
     ]
+
+
+def _judged(run: Run) -> str:
+    """Where the findings come from: the recorder's advisor, or this report's."""
+    every = f"every {run.thresholds.judge_every_s:g} s"
+    if run.judged_live:
+        return f"judged live as the run went ({every})"
+    return f"judged by this report over the run's readings ({every})"
 
 
 def episodes(run: Run) -> list[Episode]:
