@@ -51,8 +51,37 @@ NOT_ITS_PACE: frozenset[RuleId] = frozenset(
 class _State:
     first: float
     last: float
+    #: what the finding says (once shown, held calm: ``_calm``)
     candidate: Candidate
     active: bool = False
+    #: once shown: the condition in other words or milder, and since when it has been
+    other: Candidate | None = None
+    other_since: float = 0.0
+
+
+def _calm(state: _State, new: Candidate, now: float, t: Thresholds) -> Candidate:
+    """What a shown finding says now. A condition that grows more severe says so at once;
+    one that steps down or changes its words (a leak at the ceiling whose growth comes and
+    goes: "growing toward full", "at its ceiling", back every few seconds) says so once it
+    has held ``end_after_s``, as a finding ends: a pane that rewords itself at every
+    judgement is flicker, not news. Until then the finding keeps its words, refreshed each
+    time the condition says them again."""
+    shown = state.candidate
+    if (
+        not state.active
+        or (new.severity, new.title) == (shown.severity, shown.title)
+        or new.severity.rank > shown.severity.rank
+    ):
+        state.other = None
+        return new
+    other = state.other
+    if other is None or (other.severity, other.title) != (new.severity, new.title):
+        state.other_since = now
+    state.other = new
+    if now - state.other_since >= t.end_after_s:
+        state.other = None
+        return new
+    return shown
 
 
 class Advisor:
@@ -211,7 +240,7 @@ class Advisor:
             if state is None:
                 state = self._states[key] = _State(first=now, last=now, candidate=candidate)
             state.last = now
-            state.candidate = candidate
+            state.candidate = _calm(state, candidate, now, t)
             hold = t.start_after_s if candidate.hold_s is None else candidate.hold_s
             if not state.active and now - state.first >= hold:
                 state.active = True

@@ -122,3 +122,48 @@ def test_a_shown_finding_about_a_gpus_pace_hides_under_used_until_it_ends() -> N
     # a finding about the board's settings explains no pace
     lowered = _State(0.0, 10.0, candidate(RuleId.POWER_LIMIT_LOWERED, Severity.WARNING), True)
     assert (RuleId.UNDER_USED, 5) not in _hidden({under.key: under}, [lowered])
+
+
+def test_a_shown_finding_keeps_its_words_while_they_flap_and_grows_more_severe_at_once() -> None:
+    """A leak at the ceiling whose growth comes and goes said "growing toward full" and
+    "at its ceiling" by turns, every 2-8 s: the pane reworded itself at every judgement.
+    A shown finding changes its words or steps down only once the change held
+    ``end_after_s``; it grows more severe at once."""
+    from gputui.advisor import Advisor
+    from gputui.advisor.rule import Rule
+    from gputui.core.model import Frame
+    from gputui.sampling.history import History
+    from tests.advisor_kit import H100
+
+    now: list[tuple[Severity, str]] = []
+
+    def flapping(ctx: object) -> list[Candidate]:
+        severity, title = now[-1]
+        return [Candidate(RuleId.VRAM_PRESSURE, severity, 0, title, ("evidence",), ())]
+
+    rule = Rule(RuleId.VRAM_PRESSURE, "-", "-", "-", "-", flapping, needs_history="")
+    advisor = Advisor([H100], (rule,))
+    history = History(1000)
+    said: list[tuple[str, str] | None] = []
+
+    def run(seconds: int, state: object) -> None:
+        for _ in range(seconds):
+            second = len(said)
+            now.append(state(second) if callable(state) else state)  # type: ignore[arg-type]
+            history.add(Frame(time=float(second), gpus=(BUSY,)))
+            found = advisor.update(history)
+            said.append((found[0].severity.value, found[0].title) if found else None)
+
+    crit = Severity.CRITICAL
+    run(60, (crit, "growing"))
+    assert said[-1] == ("critical", "growing")
+    run(60, lambda s: (crit, "growing" if (s // 4) % 2 else "ceiling"))  # by turns
+    assert set(said[60:120]) == {("critical", "growing")}
+    run(40, (crit, "ceiling"))  # now it holds
+    changed = said.index(("critical", "ceiling"))
+    assert 120 + 15 <= changed <= 120 + 15 + 3
+    run(40, (Severity.WARNING, "ceiling"))  # milder: after it held
+    milder = said.index(("warning", "ceiling"))
+    assert 160 + 15 <= milder <= 160 + 15 + 3
+    run(10, (crit, "ceiling"))  # more severe: at the next judgement
+    assert said.index(("critical", "ceiling"), 200) <= 200 + 2
