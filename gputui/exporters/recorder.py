@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gputui.core.model import Finding, Frame
 from gputui.exporters.files import open_new, stream_target
-from gputui.formats.blocks import BLOCK_SECONDS, BLOCK_TICKS, block_line
+from gputui.formats.block_writer import BLOCK_SECONDS, BLOCK_TICKS, block_line
 from gputui.formats.recording import MAX_LINE_BYTES, VERSION, Header, header_line, tick_line
 
 

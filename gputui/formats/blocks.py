@@ -1,4 +1,5 @@
-"""Version 3 of the recording: a line holds a block of ticks (docs/record.md).
+"""Reading version 3 of the recording: a line holds a block of ticks (docs/record.md;
+``formats/block_writer`` writes them).
 
 The numeric readings of every GPU and of the host are typed columns (``formats/columns``);
 what rarely changes (texts, NVLinks and MIG instances, processes, notes, job and host
@@ -13,10 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from gputui.core.model import (
     Finding,
@@ -31,28 +31,20 @@ from gputui.core.model import (
 )
 from gputui.core.ranges import RANGES, within_ranges
 from gputui.core.records import frozen
-from gputui.formats.columns import BlobWriter, Spec, code_of, parse_spec, read_column, unpack_blob
+from gputui.formats.columns import Spec, code_of, parse_spec, read_column, unpack_blob
 from gputui.formats.values import (
     MAX_GPUS,
     MAX_PROCESSES,
     MAX_TIME,
     FormatError,
+    PendingFinding,
     field_checks,
-    finding_dict,
     from_record,
-    masked,
-    note_dict,
     parse_finding,
     parse_note,
     parse_settings,
-    plain,
-    record,
 )
 
-#: a block closes at this many ticks or this much frame time, whichever comes first: a
-#: recorder killed at any moment loses at most the block it was filling
-BLOCK_TICKS: Final = 60
-BLOCK_SECONDS: Final = 60.0
 MAX_BLOCK_TICKS: Final = 3600
 _RECORDS: Final[dict[str, type]] = {
     "xid_events": XidEvent,
@@ -60,6 +52,7 @@ _RECORDS: Final[dict[str, type]] = {
     "nvlinks": NvLinkSample,
 }
 _MISSING: Final = dataclasses.MISSING
+
 #: the records kept in columns, by the name of their part ("gpu3": the fourth GPU of a tick)
 _PARTS: Final[dict[str, type]] = {"gpu": GpuSample, "host": HostSample, "proc": ProcessSample}
 Pair = tuple[Frame, tuple[Finding, ...]]
@@ -78,7 +71,7 @@ class _Field:
 
 
 @cache
-def _fields(cls: type) -> tuple[_Field, ...]:
+def stored_fields(cls: type) -> tuple[_Field, ...]:
     """How each field of ``cls`` is stored and read back (checked), in field order."""
     out = []
     for f, kind, check in field_checks(cls):
@@ -91,7 +84,7 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 
 @cache
 def _by_name(cls: type) -> dict[str, _Field]:
-    return {f.name: f for f in _fields(cls)}
+    return {f.name: f for f in stored_fields(cls)}
 
 
 def _gpu_parse(name: str, check: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -112,112 +105,6 @@ def _gpu_parse(name: str, check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return parse
 
 
-# -- writing
-
-
-def block_line(ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: bool) -> bytes:
-    """One block of ticks as a line (credentials masked unless ``keep_secrets``)."""
-    frames = [f if keep_secrets else masked(f) for f, _ in ticks]
-    blob = BlobWriter(len(frames))
-    t0 = _origin([f.time for f in frames])
-    blob.put("time", "time", "d", [f.time - t0 for f in frames])
-    slots = max(len(f.gpus) for f in frames)
-    gpus = {
-        str(j): _records(
-            GpuSample, [f.gpus[j] if j < len(f.gpus) else None for f in frames], f"gpu{j}", blob
-        )
-        for j in range(slots)
-    }
-    host = _records(HostSample, [f.host for f in frames], "host", blob)
-    processes = {
-        str(j): _records(
-            ProcessSample,
-            [f.processes[j] if j < len(f.processes) else None for f in frames],
-            f"proc{j}",
-            blob,
-        )
-        for j in range(max(len(f.processes) for f in frames))
-    }
-    data = {
-        "block": len(frames),
-        "t0": t0,
-        "shape": {
-            "gpus": _changes([len(f.gpus) for f in frames]),
-            "host": _changes([f.host is not None for f in frames]),
-            "processes": _changes([len(f.processes) for f in frames]),
-        },
-        "columns": [s.as_json() for s in blob.specs],
-        "data": blob.blob(),
-        "gpus": gpus,
-        "host": host,
-        "processes": processes,
-        "notes": _changes([f.notes for f in frames], lambda v: [note_dict(n) for n in v]),
-        "jobs": _changes([f.jobs for f in frames], lambda v: [record(j) for j in v]),
-        "settings": _changes([f.settings for f in frames]),
-        "findings": _finding_changes([tuple(found) for _, found in ticks], keep_secrets),
-    }
-    return json.dumps(data, allow_nan=False, separators=(",", ":")).encode() + b"\n"
-
-
-def findings_shown(findings: Sequence[Finding]) -> tuple[tuple[Any, ...], ...]:
-    """What a tick's findings say apart from their evidence and time: which stand, how
-    severe, titled and since when (what the recording keeps exact at every tick)."""
-    return tuple((f.rule, f.gpu, f.severity, f.title, f.since) for f in findings)
-
-
-def _finding_changes(found: Sequence[tuple[Finding, ...]], keep_secrets: bool) -> list[list[Any]]:
-    """The findings as changes, written where the findings shown change (one starts or
-    ends, or its severity, title or start moves), at the tick before each such change and
-    at the block's last tick. In between, a finding's evidence and ``updated`` are those
-    of the write before: the advisor words its numbers afresh at every judgement, and
-    writing them each time was four fifths of a block. What a reader takes from them is
-    whole: which findings stood at every tick, since when, and each one's last words and
-    time where it ends or the block does."""
-    shown = [findings_shown(v) for v in found]
-    last = len(found) - 1
-    out: list[list[Any]] = []
-    previous: Any = object()
-    for k, value in enumerate(found):
-        turning = k in (0, last) or shown[k] != shown[k - 1] or shown[k + 1] != shown[k]
-        if turning and value != previous:
-            out.append([k, [finding_dict(f, keep_secrets) for f in value]])
-            previous = value
-    return out
-
-
-def _origin(times: Sequence[float]) -> float:
-    """The block's first time, the column holding each tick's time after it: exact (two
-    close floats' difference is), else 0 and the times themselves."""
-    t0 = times[0]
-    return t0 if all(t0 + (t - t0) == t for t in times) else 0.0
-
-
-def _records(cls: type, items: Sequence[Any], part: str, blob: BlobWriter) -> dict[str, Any]:
-    """The fields of ``items`` (None where a tick has none): columns where their code
-    holds them, changes for the rest; a field at its default throughout is left out."""
-    changes: dict[str, Any] = {}
-    for f in _fields(cls):
-        values = [None if x is None else getattr(x, f.name) for x in items]
-        if f.default is not _MISSING and all(v == f.default for v in values):
-            continue
-        if f.code and blob.put(part, f.name, f.code, values):
-            continue
-        changes[f.name] = _changes(values)
-    return changes
-
-
-def _changes(values: Sequence[Any], as_json: Callable[[Any], Any] = plain) -> list[list[Any]]:
-    """``[[tick, value], ...]``: the first tick's value and each that differs from the one
-    before."""
-    out: list[list[Any]] = []
-    previous: Any = object()
-    for k, value in enumerate(values):
-        if k == 0 or value != previous:
-            out.append([k, None if value is None else as_json(value)])
-            previous = value
-    return out
-
-
 # -- reading
 
 
@@ -229,43 +116,108 @@ def parse_block(data: Mapping[str, Any], findings: bool = True) -> tuple[list[Pa
     return block.pairs(), skipped
 
 
-def parse_columns(data: Mapping[str, Any], findings: bool = True) -> tuple[Block, int]:
+@frozen
+class Only:
+    """What a reader takes of a block: the GPU and process fields named; the host's
+    readings, the notes, jobs and settings not. The rest is left unread (neither unpacked
+    into values nor checked), and the block builds no frames or process records; its
+    findings are read as far as which they are (``PendingFinding``)."""
+
+    gpu: frozenset[str]
+    proc: frozenset[str]
+
+
+def parse_columns(
+    data: Mapping[str, Any], findings: bool = True, only: Only | None = None
+) -> tuple[Block, int]:
     """As ``parse_block``, every value checked alike, the ticks kept as a ``Block``: the
-    GPUs' readings as one list a field, a tick's records built when asked."""
+    GPUs' readings as one list a field, a tick's records built when asked; with ``only``,
+    those fields alone (every one of them checked)."""
     ticks = data.get("block")
     if isinstance(ticks, bool) or not isinstance(ticks, int) or not 0 < ticks <= MAX_BLOCK_TICKS:
         raise FormatError(f"a block of {ticks!r} ticks")
-    columns = _columns(data, ticks)
+    columns = _columns(data, ticks, only)
     times = _times(data.get("t0"), columns.pop(("time", "time"), None), ticks)
     shape = data.get("shape")
     if not isinstance(shape, Mapping):
         raise FormatError("a block without its shape")
     counts = _expand(shape.get("gpus"), ticks, _count)
-    gpus = _slot_lists(GpuSample, "gpu", columns, data.get("gpus"), counts)
+    gpus = _slot_lists(
+        GpuSample, "gpu", columns, data.get("gpus"), counts, None if only is None else only.gpu
+    )
     hosted = _expand(shape.get("host"), ticks, _flag)
-    hosts = _build(HostSample, columns, "host", _object(data.get("host"), "host"), hosted)
+    hosts = (
+        _build(HostSample, columns, "host", _object(data.get("host"), "host"), hosted)
+        if only is None
+        else [None] * ticks
+    )
     running = _expand(shape.get("processes"), ticks, _process_count)
-    processes = _slots(ProcessSample, "proc", columns, data.get("processes"), running)
+    processes = _slot_lists(
+        ProcessSample,
+        "proc",
+        columns,
+        data.get("processes"),
+        running,
+        None if only is None else only.proc,
+    )
     skipped = [0]
     parts = (
-        _expand(data.get("notes"), ticks, _notes),
-        _expand(data.get("jobs"), ticks, _jobs),
-        _expand(data.get("settings"), ticks, parse_settings),
-        _expand(data.get("findings"), ticks, lambda raw: _findings(raw, skipped))
+        *_settings(data, ticks, only is None),
+        _expand(data.get("findings"), ticks, _findings_of(skipped, pending=only is not None))
         if findings
         else [()] * ticks,
     )
-    procs = [tuple(slot[k] for slot in processes[: running[k]]) for k in range(ticks)]
-    return Block(times, counts, gpus, hosts, procs, parts), skipped[0]
+    block = Block(times, counts, gpus, hosts, (processes, running), parts)
+    block.partial = only is not None
+    return block, skipped[0]
+
+
+def _settings(
+    data: Mapping[str, Any], ticks: int, read: bool
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Each tick's notes, jobs and settings (none, unread, unless ``read``)."""
+    if not read:
+        return [()] * ticks, [()] * ticks, [None] * ticks
+    return (
+        _expand(data.get("notes"), ticks, _notes),
+        _expand(data.get("jobs"), ticks, _jobs),
+        _expand(data.get("settings"), ticks, parse_settings),
+    )
+
+
+class ProcessRow(NamedTuple):
+    """What a report's run log reads of a process at a tick (``Block.process_rows``)."""
+
+    pid: int
+    gpu_index: int
+    name: str | None
+    command: str | None
+    user: str | None
+    ppid: int | None
+
+
+_PROCESS_POSITION: Final = {f.name: k for k, f in enumerate(dataclasses.fields(ProcessSample))}
+_ROW_PLACES: Final = tuple(_PROCESS_POSITION[name] for name in ProcessRow._fields)
 
 
 class Block:
     """One block's ticks, read and checked: each GPU slot's fields as lists (one value a
-    tick, in ``GpuSample``'s field order), the host's and the processes' records, and the
-    rest one value a tick. A tick's ``Frame`` is built when asked (a reader that takes the
-    readings as columns, the report, needs few of them)."""
+    tick, in ``GpuSample``'s field order), the host's records, each process slot's fields
+    as lists, and the rest one value a tick. A tick's ``Frame`` and its processes' records
+    are built when asked (a reader that takes the readings as columns, the report, needs
+    few of them)."""
 
-    __slots__ = ("counts", "gpus", "hosts", "parts", "processes", "times")
+    __slots__ = (
+        "_processes",
+        "_running",
+        "_slots",
+        "counts",
+        "gpus",
+        "hosts",
+        "partial",
+        "parts",
+        "times",
+    )
 
     def __init__(
         self,
@@ -273,7 +225,7 @@ class Block:
         counts: list[int],
         gpus: list[list[list[Any]]],
         hosts: list[Any],
-        processes: list[tuple[ProcessSample, ...]],
+        processes: tuple[list[list[list[Any]]], list[int]],
         parts: tuple[list[Any], list[Any], list[Any], list[Any]],
     ) -> None:
         self.times = times
@@ -281,18 +233,48 @@ class Block:
         self.counts = counts
         self.gpus = gpus
         self.hosts = hosts
-        self.processes = processes
+        #: each process slot's fields as lists, and how many slots each tick fills
+        self._slots, self._running = processes
+        self._processes: list[tuple[ProcessSample, ...]] | None = None
+        #: read in part (``Only``): the fields not read are None, no records are built
+        self.partial = False
         #: notes, jobs, settings and findings, one value a tick
         self.parts = parts
 
     def __len__(self) -> int:
         return len(self.times)
 
+    @property
+    def processes(self) -> list[tuple[ProcessSample, ...]]:
+        """Each tick's processes' records (built, each checked again, when first asked)."""
+        if self._processes is None:
+            self._whole()
+            running = self._running
+            slots = [
+                _assembled(ProcessSample, lists, [c > j for c in running])
+                for j, lists in enumerate(self._slots)
+            ]
+            self._processes = [
+                tuple(slot[k] for slot in slots[: running[k]]) for k in range(len(self.times))
+            ]
+        return self._processes
+
+    def process_rows(self) -> list[tuple[ProcessRow, ...]]:
+        """Each tick's processes as the run log reads them, no records built."""
+        running = self._running
+        slots = [list(map(ProcessRow, *(lists[k] for k in _ROW_PLACES))) for lists in self._slots]
+        return [tuple(slot[k] for slot in slots[: running[k]]) for k in range(len(self.times))]
+
     def field(self, slot: int, name: str) -> list[Any]:
         """A GPU slot's values of one field, one a tick (whatever where it holds none)."""
         return self.gpus[slot][_POSITION[name]]
 
+    def _whole(self) -> None:
+        if self.partial:
+            raise ValueError("a block read in part (Only) builds no records")
+
     def frame(self, k: int) -> Frame:
+        self._whole()
         return Frame(
             self.times[k],
             tuple(GpuSample(*[v[k] for v in lists]) for lists in self.gpus[: self.counts[k]]),
@@ -308,23 +290,18 @@ class Block:
         return [(self.frame(k), self.parts[3][k]) for k in range(len(self.times))]
 
 
-def _slots(
-    cls: type, prefix: str, columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
-) -> list[list[Any]]:
-    """The records of each slot (the j-th GPU, the j-th process of a tick), one a tick."""
-    return [
-        _assembled(cls, lists, [c > j for c in counts])
-        for j, lists in enumerate(_slot_lists(cls, prefix, columns, listed, counts))
-    ]
-
-
 def _slot_lists(
-    cls: type, prefix: str, columns: Mapping[tuple[str, str], Any], listed: Any, counts: list[int]
+    cls: type,
+    prefix: str,
+    columns: Mapping[tuple[str, str], Any],
+    listed: Any,
+    counts: list[int],
+    wanted: frozenset[str] | None = None,
 ) -> list[list[list[Any]]]:
     """Each slot's fields as lists (``_lists``), every value checked."""
     changes = _object(listed, prefix)
     return [
-        _lists(cls, columns, f"{prefix}{j}", _object(changes.get(str(j)), prefix), present)
+        _lists(cls, columns, f"{prefix}{j}", _object(changes.get(str(j)), prefix), present, wanted)
         for j in range(max(counts))
         for present in ([c > j for c in counts],)
     ]
@@ -338,25 +315,60 @@ def _object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _columns(data: Mapping[str, Any], ticks: int) -> dict[tuple[str, str], Any]:
-    """Every column of the block by (part, field), unpacked and checked."""
+def _columns(
+    data: Mapping[str, Any], ticks: int, only: Only | None = None
+) -> dict[tuple[str, str], Any]:
+    """Every column of the block by (part, field), unpacked and checked (of ``only``'s,
+    with the ticks' times)."""
     listed = data.get("columns")
     if not isinstance(listed, list) or len(listed) > 100 * (MAX_GPUS + MAX_PROCESSES):
         raise FormatError("a block's columns are not a list")
-    plan = _plan(listed)
-    view = unpack_blob(data.get("data"), [spec for spec, _ in plan], ticks)
-    out: dict[tuple[str, str], Any] = {}
+    total, taken = _layout(listed, ticks, only)
+    view = unpack_blob(data.get("data"), total)
+    return {
+        (spec.part, spec.field): read_column(view[start:end], spec, ticks, expected.bounds)
+        for start, end, spec, expected in taken
+    }
+
+
+_Layout = tuple[int, list[tuple[int, int, Spec, _Field]]]
+#: a column list's layout for a block of so many ticks read by a reader of so much
+#: (``_layout``), by the list's ``repr`` as ``_PLANS``: a recording's blocks repeat it
+_LAYOUTS: dict[tuple[str, int, Only | None], _Layout] = {}
+
+
+def _layout(listed: list[Any], ticks: int, only: Only | None) -> _Layout:
+    """The blob's size, and where each column read lies in it, with its spec and the field
+    it fills: those this gputui knows (a newer writer's others are skipped), of ``only``'s
+    where given; each one's code checked against its field's."""
+    key, plan = _plan(listed)
+    found = _LAYOUTS.get((key, ticks, only)) if key else None
+    if found is not None:
+        return found
+    taken = []
     offset = 0
     for spec, expected in plan:
         size = spec.size(ticks)
-        if expected is not None:
+        if expected is not None and (only is None or _takes(only, spec)):
             if spec.code != expected.code:
                 raise FormatError(f"column {spec.field}: code {spec.code}, not {expected.code}")
-            out[(spec.part, spec.field)] = read_column(
-                view[offset : offset + size], spec, ticks, expected.bounds
-            )
-        offset += size  # a field this gputui does not know (a newer writer): skipped
-    return out
+            taken.append((offset, offset + size, spec, expected))
+        offset += size
+    if key:
+        if len(_LAYOUTS) >= _PLANS_MOST:
+            _LAYOUTS.clear()
+        _LAYOUTS[(key, ticks, only)] = (offset, taken)
+    return offset, taken
+
+
+def _takes(only: Only, spec: Spec) -> bool:
+    """Whether a reader of ``only`` reads this column."""
+    kind = spec.part.rstrip("0123456789")
+    if kind == "gpu":
+        return spec.field in only.gpu
+    if kind == "proc":
+        return spec.field in only.proc
+    return kind == "time"
 
 
 #: the checked specs of a block's column list, by its ``repr``: a recording's blocks list
@@ -367,9 +379,9 @@ _PLANS_MOST: Final = 32
 _PLAN_KEY_MOST: Final = 256 * 1024
 
 
-def _plan(listed: list[Any]) -> list[tuple[Spec, _Field | None]]:
+def _plan(listed: list[Any]) -> tuple[str, list[tuple[Spec, _Field | None]]]:
     """Each column's spec (checked by ``parse_spec``) and the field it fills (None: one
-    this gputui does not know)."""
+    this gputui does not know); and the key it is kept by ("": not kept)."""
     try:
         key = repr(listed)
     except RecursionError:  # nested too deeply: parse_spec says what is wrong with it
@@ -381,7 +393,9 @@ def _plan(listed: list[Any]) -> list[tuple[Spec, _Field | None]]:
             if len(_PLANS) >= _PLANS_MOST:
                 _PLANS.clear()
             _PLANS[key] = plan
-    return plan
+        else:
+            key = ""
+    return key, plan
 
 
 def _expected(spec: Spec) -> _Field | None:
@@ -468,11 +482,16 @@ def _lists(
     part: str,
     changes: Mapping[str, Any],
     present: Sequence[bool],
+    wanted: frozenset[str] | None = None,
 ) -> list[list[Any]]:
-    """One slot's fields, each one value a tick, in field order, every value checked."""
+    """One slot's fields, each one value a tick, in field order, every value checked; of
+    a field not ``wanted`` (None: every one is), None at every tick, unread."""
     ticks = len(present)
     lists = []
-    for f in _fields(cls):
+    for f in stored_fields(cls):
+        if wanted is not None and f.name not in wanted:
+            lists.append([None] * ticks)
+            continue
         column = columns.get((part, f.name))
         if column is not None:
             values, nulls = column
@@ -515,11 +534,18 @@ def _jobs(raw: Any) -> tuple[JobSettings, ...]:
     return tuple(from_record(JobSettings, j) for j in _listed(raw, "jobs"))
 
 
-def _findings(raw: Any, skipped: list[int]) -> tuple[Finding, ...]:
-    found = []
-    for item in _listed(raw, "findings"):
-        try:
-            found.append(parse_finding(item))
-        except (FormatError, KeyError, TypeError, ValueError):
-            skipped[0] += 1  # a rule this gputui does not know, say
-    return tuple(found)
+def _findings_of(skipped: list[int], pending: bool) -> Callable[[Any], tuple[Any, ...]]:
+    """A change's findings, parsed (``Finding``), or with ``pending`` read as far as which
+    they are (``PendingFinding``: a reader in part parses the words it keeps)."""
+    parse: Callable[[Any], Any] = PendingFinding if pending else parse_finding
+
+    def findings(raw: Any) -> tuple[Any, ...]:
+        found = []
+        for item in _listed(raw, "findings"):
+            try:
+                found.append(parse(item))
+            except (FormatError, KeyError, TypeError, ValueError):
+                skipped[0] += 1  # a rule this gputui does not know, say
+        return tuple(found)
+
+    return findings

@@ -150,10 +150,10 @@ def _bytes(column: array[Any]) -> bytes:
     return column.tobytes()
 
 
-def unpack_blob(text: Any, specs: Sequence[Spec], ticks: int) -> memoryview:
-    """The blob's bytes, exactly as long as its columns say, never more than
-    ``MAX_BLOB_BYTES`` unpacked, whatever the compressed stream holds."""
-    expected = sum(s.size(ticks) for s in specs)
+def unpack_blob(text: Any, expected: int) -> memoryview:
+    """The blob's bytes, exactly as long as its columns say (``expected``: their sizes'
+    sum), never more than ``MAX_BLOB_BYTES`` unpacked, whatever the compressed stream
+    holds."""
     if expected > MAX_BLOB_BYTES:
         raise FormatError(f"columns of {expected:,} bytes: more than a block may hold")
     if not isinstance(text, str):

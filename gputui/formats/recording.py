@@ -24,7 +24,7 @@ from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
 from gputui.core.records import frozen
 from gputui.core.sanitize import clean
-from gputui.formats.blocks import Block, parse_block, parse_columns
+from gputui.formats.blocks import Block, Only, parse_block, parse_columns
 from gputui.formats.values import (
     MAX_GPUS,
     FormatError,
@@ -180,6 +180,7 @@ def stream_recording(
     findings: bool = True,
     blocks: tuple[float, float] | None = None,
     columns: bool = False,
+    only: Only | None = None,
 ) -> Iterator[Header | Tick | Block]:
     """The header, then each tick as it is read, checked as ``read_recording`` checks it:
     a reader of a long file (the report) holds one block at a time. What the reader had to
@@ -189,7 +190,8 @@ def stream_recording(
     version-3 file only the blocks whose first tick lies in [a, b), the others skipped
     unread (``block_marks`` says where they start): a reader of one stretch of a long run.
     ``columns=True``: a version-3 block comes whole, as a ``Block`` (checked alike; a
-    block past ``max_ticks`` still comes tick by tick, up to it).
+    block past ``max_ticks`` still comes tick by tick, up to it); ``only``: of each block
+    those fields alone (``blocks.Only``; one past ``max_ticks`` left out with the rest).
     """
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
@@ -201,7 +203,7 @@ def stream_recording(
             header = _header(path, data)
             yield header
             continue
-        ticks, skipped = _ticks(path, number, data, header.version, findings, columns)
+        ticks, skipped = _ticks(path, number, data, header.version, findings, columns, only)
         skipped_findings += skipped
         if isinstance(ticks, Block):
             if count + len(ticks) <= max_ticks:
@@ -211,6 +213,9 @@ def stream_recording(
                 count += len(ticks)
                 yield ticks
                 continue
+            if ticks.partial:
+                notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
+                break
             ticks = [Tick(frame, found) for frame, found in ticks.pairs()]
         for tick in ticks:
             if count >= max_ticks:
@@ -310,7 +315,13 @@ def block_marks(path: Path) -> list[tuple[float, int]] | None:
 
 
 def _ticks(
-    path: Path, number: int, data: Any, version: int, findings: bool, columns: bool = False
+    path: Path,
+    number: int,
+    data: Any,
+    version: int,
+    findings: bool,
+    columns: bool = False,
+    only: Only | None = None,
 ) -> tuple[list[Tick] | Block, int]:
     """The ticks of one line (one tick before version 3, a block since: a ``Block`` with
     ``columns``), and how many recorded findings were not understood."""
@@ -321,7 +332,7 @@ def _ticks(
         if not isinstance(data, dict):
             raise FormatError("a block is not an object")
         if columns:
-            return parse_columns(data, findings)
+            return parse_columns(data, findings, only)
         pairs, skipped = parse_block(data, findings)
     except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise RecordingError(f"{path}:{number}: not a block of ticks ({exc})") from exc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from gputui.core.model import (
     DeviceWaiter,
@@ -26,7 +26,7 @@ from gputui.core.model import (
     SourceInfo,
     XidEvent,
 )
-from gputui.core.names import NoteKind, SourceKind
+from gputui.core.names import NoteKind, RuleId, SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean, mask_optional, mask_secrets
 
@@ -259,6 +259,34 @@ def parse_finding(data: Any) -> Finding:
     for key in ("since", "updated"):
         _checked(Finding, key, "float", data.get(key))
     return Finding.from_dict(dict(data))
+
+
+_TIME_CHECK: Final = _checker(Finding, "since", "float")
+
+
+class PendingFinding:
+    """A recorded finding read as far as which it is: its rule and GPU (``key``), since
+    when and when last seen, checked; its words parsed and checked (``parse_finding``)
+    only when ``finding()`` is asked. A report takes a finding's words only where an
+    episode ends or a block does; a block repeats them at every change of the others."""
+
+    __slots__ = ("_raw", "key", "since", "updated")
+
+    def __init__(self, raw: Any) -> None:
+        if not isinstance(raw, Mapping):
+            raise FormatError("a finding is not an object")
+        gpu = raw.get("gpu")
+        if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
+            raise FormatError("a finding's gpu is not an index")
+        self.key: Final = (RuleId(raw.get("rule")), gpu)
+        self.since: Final = float(_TIME_CHECK(raw.get("since")))
+        self.updated: Final = float(_TIME_CHECK(raw.get("updated")))
+        self._raw = raw
+
+    def finding(self) -> Finding:
+        """The whole finding (FormatError, KeyError, TypeError or ValueError where its words
+        are not what a finding holds)."""
+        return parse_finding(self._raw)
 
 
 def finding_dict(finding: Finding, keep_secrets: bool = False) -> dict[str, Any]:

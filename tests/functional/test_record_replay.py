@@ -21,7 +21,7 @@ from gputui.core.manual_clock import ManualClock
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter, rotated_name
-from gputui.formats.blocks import findings_shown
+from gputui.formats.block_writer import findings_shown
 from gputui.formats.recording import Header, Recording, RecordingError, read_recording
 from gputui.launch import make_replay_app
 from gputui.sampling.history import History

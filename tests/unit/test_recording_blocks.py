@@ -28,7 +28,7 @@ from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
 from gputui.exporters.recorder import RecordWriter
 from gputui.formats import columns
-from gputui.formats.blocks import findings_shown
+from gputui.formats.block_writer import findings_shown
 from gputui.formats.recording import Header, RecordingError, read_recording, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES, fuzz_settings
@@ -149,7 +149,9 @@ def _rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
 def _column(document: dict[str, Any], part: str, field: str, values: list[Any]) -> None:
     """Replace one column's bytes in a block (same code, same length)."""
     specs = [columns.parse_spec(s) for s in document["columns"]]
-    raw = bytearray(columns.unpack_blob(document["data"], specs, document["block"]))
+    raw = bytearray(
+        columns.unpack_blob(document["data"], sum(s.size(document["block"]) for s in specs))
+    )
     offset = 0
     for spec in specs:
         size = spec.size(document["block"])
@@ -256,7 +258,9 @@ def test_a_field_a_newer_gputui_wrote_is_skipped(tmp_path: Path) -> None:
 
     def newer(document: dict[str, Any]) -> None:
         specs = [columns.parse_spec(s) for s in document["columns"]]
-        raw = bytes(columns.unpack_blob(document["data"], specs, document["block"]))
+        raw = bytes(
+            columns.unpack_blob(document["data"], sum(s.size(document["block"]) for s in specs))
+        )
         document["columns"] = [["gpu0", "quantum_flux", "d", 0, 0], *document["columns"]]
         document["data"] = base64.b64encode(zlib.compress(b"\1" * 8 * 60 + raw)).decode()
         document["gpus"]["0"]["warp_drive"] = [[0, "on"]]
