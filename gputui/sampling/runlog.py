@@ -9,14 +9,33 @@ with at most ``MAX_EPISODES`` episodes and ``MAX_SPANS`` process spans.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-from gputui.core.model import Finding, Frame, ProcessSample
+from gputui.core.model import Finding, Frame
 from gputui.core.names import RuleId
 
 MAX_EPISODES: Final = 20_000
 MAX_SPANS: Final = 20_000
+
+
+class Running(Protocol):
+    """What the run log reads of a process at a tick: a ``ProcessSample``, or a report's
+    row of one read from a recording (``formats.blocks.ProcessRow``)."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def gpu_index(self) -> int: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def command(self) -> str | None: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def ppid(self) -> int | None: ...
 
 
 @dataclass(slots=True)
@@ -65,6 +84,9 @@ class RunLog:
         self._trimmed_at = 0.0
         #: the findings of the last judgement seen, as the advisor handed them over
         self._last: tuple[Finding, ...] | None = None
+        #: the spans of the last tick's processes, and how many it left out (past the cap)
+        self._going: list[Span] = []
+        self._missed = 0
 
     def add(self, frame: Frame, findings: tuple[Finding, ...] | None) -> None:
         """One frame, and the findings judged with it (None: not judged, e.g. catching up
@@ -72,7 +94,7 @@ class RunLog:
         self.add_at(frame.time, frame.processes, findings)
 
     def add_at(
-        self, now: float, processes: tuple[ProcessSample, ...], findings: tuple[Finding, ...] | None
+        self, now: float, processes: Sequence[Running], findings: tuple[Finding, ...] | None
     ) -> None:
         """``add`` of a frame at ``now`` with these processes (all it reads of a frame)."""
         if findings is not None and findings is not self._last:
@@ -108,15 +130,30 @@ class RunLog:
         for key in [k for k in self._open if k not in seen]:
             self._open.pop(key).open = False
 
-    def _processes(self, now: float, processes: tuple[ProcessSample, ...]) -> None:
+    def go_on(self, now: float, ticks: int) -> None:
+        """``ticks`` more ticks up to ``now``, each with the processes of the last one added
+        and no gap longer than ``gap_s``, the findings standing as they were: what
+        ``add_at`` of each would leave (a report's steady stretch of a block, in one call)."""
+        for span in self._going:
+            span.end = now
+        self.dropped += self._missed * ticks
+        if self.horizon_s is not None and now - self._trimmed_at > 60.0:
+            self._trim(now - self.horizon_s)
+            self._trimmed_at = now
+
+    def _processes(self, now: float, processes: Sequence[Running]) -> None:
+        going: list[Span] = []
+        missed = 0
         for proc in processes:
             key = (proc.gpu_index, proc.pid, proc.name or "")
             span = self._running.get(key)
             if span is not None and now - span.end <= self.gap_s:
                 span.end = now
+                going.append(span)
                 continue
             if len(self.spans) >= MAX_SPANS:
                 self.dropped += 1
+                missed += 1
                 continue
             span = Span(
                 proc.gpu_index,
@@ -130,6 +167,8 @@ class RunLog:
             )
             self.spans.append(span)
             self._running[key] = span
+            going.append(span)
+        self._going, self._missed = going, missed
         if len(self._running) > 4 * max(1, len(processes)) + 64:
             self._running = {k: s for k, s in self._running.items() if now - s.end <= self.gap_s}
 

@@ -20,7 +20,8 @@ from gputui.core.names import HostMetric, Metric, SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report.columnar import columns_of
 from gputui.exporters.report.run import Collector, recording_collector
-from gputui.formats.blocks import Block, block_line, parse_columns
+from gputui.formats.block_writer import block_line
+from gputui.formats.blocks import Block, parse_columns
 from gputui.formats.recording import Header, stream_recording
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios

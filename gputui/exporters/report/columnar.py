@@ -47,9 +47,9 @@ class Columns:
     utilisation: tuple[tuple[int, list[tuple[float, ...]]], ...]
 
 
-def plain_slots(block: Block) -> list[int] | None:
+def plain_slots(block: Block, xids: bool = True) -> list[int] | None:
     """Each GPU slot's index where every tick of the block reads the same GPUs in the same
-    slots, none lost and no Xid; None for any other block."""
+    slots, none lost and (``xids``) no Xid; None for any other block."""
     ticks = len(block)
     slots = len(block.gpus)
     if any(count != slots for count in block.counts):
@@ -59,7 +59,7 @@ def plain_slots(block: Block) -> list[int] | None:
         index = block.field(slot, "index")
         if index.count(index[0]) != ticks or any(block.field(slot, "lost")):
             return None
-        if any(block.field(slot, "xid_events")):
+        if xids and any(block.field(slot, "xid_events")):
             return None
         indices.append(index[0])
     return indices if len(set(indices)) == slots else None

@@ -7,20 +7,33 @@ as they stand (``Header.findings_judged_here``) instead of judging the run again
 the ones the live screen showed, and a week is read in the time its readings take. A file
 of another release (other rules, other thresholds), or one whose writer passed findings of
 its own, is judged again (``run.Collector``); so is any file with ``report --rejudge``.
+
+Such a report reads of each block only what it shows (``ONLY``): the charted readings, the
+GPUs' identity and clock-event masks, and who ran where; the rest is left unread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import Final
+from typing import Any, Final
 
 from gputui.core.config import Thresholds
+from gputui.core.model import Finding
 from gputui.exporters.report.columnar import gpu_columns, plain_slots
-from gputui.exporters.report.run import METRICS, RunBuilder
-from gputui.formats.blocks import Block
+from gputui.exporters.report.run import METRICS, NAN, Run, RunBuilder
+from gputui.formats.blocks import Block, Only, ProcessRow
 from gputui.formats.recording import Header, Tick
+from gputui.formats.values import FormatError, PendingFinding
+from gputui.sampling.history import NO_REASONS
 from gputui.sampling.runlog import RunLog
 
+#: what a report of recorded findings reads of a block
+ONLY: Final = Only(
+    gpu=frozenset({m.value for m in METRICS} | {"index", "lost", "clock_reasons"}),
+    proc=frozenset(ProcessRow._fields),
+)
+_UNPARSED: Final[Any] = object()
 #: the report's columns come in the order of METRICS
 _IN_ORDER: Final = tuple(range(len(METRICS)))
 
@@ -38,6 +51,9 @@ class RecordedCollector(RunBuilder):
         )
         # the recorder's monitor judged with the advisor's own thresholds, at any interval
         self._thresholds = Thresholds()
+        #: recorded findings whose words are not a finding's (a rule this gputui does not
+        #: know, say), left out
+        self.not_understood = 0
 
     @property
     def thresholds(self) -> Thresholds:
@@ -68,19 +84,132 @@ class RecordedCollector(RunBuilder):
         in_order = (self._last is None or times[0] > self._last) and all(
             a < b for a, b in pairwise(times)
         )
-        indices = plain_slots(block) if in_order else None
+        indices = plain_slots(block, xids=False) if in_order else None
         if indices is None or (start is not None and times[0] < start <= times[-1]):
-            for k in range(len(block)):
-                self.add_tick(Tick(block.frame(k), block.parts[3][k]))
+            self._by_tick(block)
             return
         if start is not None and times[0] >= start:
             self._begin()
-        found, processes, log = block.parts[3], block.processes, self.runlog
-        for k, when in enumerate(times):
-            log.add_at(when, processes[k], found[k])
+        self._log_steadily(times, self._findings(block), block.process_rows())
         self._last = times[-1]
         if self._record_from is None:  # past the warm-up: the report's columns too
             self._extend(times, gpu_columns(block, indices, METRICS), _IN_ORDER)
+
+    def _log_steadily(
+        self,
+        times: Sequence[float],
+        found: Sequence[tuple[Finding, ...]],
+        processes: Sequence[tuple[ProcessRow, ...]],
+    ) -> None:
+        """The ticks into the run log: a tick with the processes and findings of the one
+        before it, close after it, goes on with it in one call (``RunLog.go_on``)."""
+        log, gap = self.runlog, self.runlog.gap_s
+        steady = 0
+        for k, when in enumerate(times):
+            if (
+                k
+                and found[k] is found[k - 1]
+                and processes[k] == processes[k - 1]
+                and when - times[k - 1] <= gap
+            ):
+                steady += 1
+                continue
+            if steady:
+                log.go_on(times[k - 1], steady)
+                steady = 0
+            log.add_at(when, processes[k], found[k])
+        if steady:
+            log.go_on(times[-1], steady)
+
+    def _by_tick(self, block: Block) -> None:
+        """Any other block (a GPU missing or lost at some tick, a repeated tick, the start
+        of a stretch inside it): tick by tick, from the block's lists."""
+        found, processes = self._findings(block), block.process_rows()
+        for k, when in enumerate(block.times):
+            if self._last is not None and when <= self._last:
+                continue
+            self._last = when
+            if self._record_from is not None:
+                if when < self._record_from:
+                    self.runlog.add_at(when, processes[k], found[k])
+                    continue
+                self._begin()
+            self.runlog.add_at(when, processes[k], found[k])
+            self._append_readings(when, _readings_at(block, k))
+
+    def _findings(self, block: Block) -> list[tuple[Finding, ...]]:
+        """Each tick's findings as the run log takes them (``words_where_kept``); those
+        whose words are not a finding's counted, left out."""
+        found, bad = words_where_kept(block.parts[3])
+        self.not_understood += bad
+        return found
+
+    def finish(self, notices: Sequence[str] = (), last: bool = True) -> Run:
+        bad = self.not_understood
+        said = [f"{bad} recorded finding(s) not understood, skipped"] * bool(bad)
+        return super().finish([*notices, *said], last)
+
+    def _append_readings(self, when: float, present: dict[int, tuple[list[Any], Any]]) -> None:
+        """One tick into the report's columns: per GPU read at it, its readings (in the
+        order of METRICS, None: no reading) and its clock-event mask."""
+        self.times.append(when)
+        for index, columns in self._columns.items():
+            given = present.get(index)
+            if given is None:
+                for column in columns:
+                    column.append(NAN)
+                self._reasons[index].append(NO_REASONS)
+                continue
+            for column, reading in zip(columns, given[0], strict=True):
+                column.append(NAN if reading is None else float(reading))
+            self._reasons[index].append(NO_REASONS if given[1] is None else given[1])
+
+
+def words_where_kept(
+    found: Sequence[tuple[PendingFinding, ...]],
+) -> tuple[list[tuple[Finding, ...]], int]:
+    """A block's recorded findings, one tuple a tick as the run log takes them (the same
+    tuple while nothing changes), and how many could not be parsed. The run log keeps an
+    episode's last words alone: a finding's words are parsed where it first appears in the
+    block and where it last does (its last words there, whether its episode ends or the
+    block does); at the changes between, the words parsed before stand in for it."""
+    changes = [k for k in range(len(found)) if k == 0 or found[k] is not found[k - 1]]
+    last_at = {(p.key, p.since): k for k in changes for p in found[k]}
+    parsed: dict[tuple[Any, float], Finding | None] = {}
+    out: list[tuple[Finding, ...]] = []
+    bad = 0
+    current: tuple[Finding, ...] = ()
+    at = iter([*changes, -1])
+    change = next(at)
+    for k, pending in enumerate(found):
+        if k == change:
+            row = []
+            for p in pending:
+                which = (p.key, p.since)
+                words = parsed.get(which, _UNPARSED)
+                if words is _UNPARSED or last_at[which] == k:
+                    try:
+                        words = p.finding()
+                    except (FormatError, KeyError, TypeError, ValueError):
+                        words, bad = None, bad + 1
+                    parsed[which] = words
+                if words is not None:
+                    row.append(words)
+            current = tuple(row)
+            change = next(at)
+        out.append(current)
+    return out, bad
+
+
+def _readings_at(block: Block, k: int) -> dict[int, tuple[list[Any], Any]]:
+    """Tick ``k``'s GPUs that were read (not lost): their readings and masks by index."""
+    out: dict[int, tuple[list[Any], Any]] = {}
+    for slot in range(block.counts[k]):
+        if block.field(slot, "lost")[k]:
+            continue
+        readings = [block.field(slot, m.value)[k] for m in METRICS]
+        out[block.field(slot, "index")[k]] = (readings, block.field(slot, "clock_reasons")[k])
+    return out
 
 
 def recorded_collector(

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from gputui.core.config import DEFAULT_HISTORY_S
 from gputui.core.records import frozen
-from gputui.exporters.report.recorded import recorded_collector
+from gputui.exporters.report.recorded import ONLY, recorded_collector
 from gputui.exporters.report.run import Run, RunBuilder, Track, recording_collector
 from gputui.formats.blocks import Block
 from gputui.formats.recording import Header, Tick, block_marks, read_header, stream_recording
@@ -101,6 +101,7 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
         findings=recorded,
         blocks=(warm, stretch.end),
         columns=True,
+        only=ONLY if recorded else None,
     )
     header = next(stream)
     assert isinstance(header, Header)
