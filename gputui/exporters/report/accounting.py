@@ -26,10 +26,15 @@ for an idle or unused GPU.
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+import operator
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import compress, islice, pairwise
 from typing import Final
 
 from gputui.core import clock_events as ce
@@ -139,6 +144,7 @@ def account(run: Run) -> Accounting:
     # (a report's own, slower judging is no gap in the readings)
     live_judge_s = run.thresholds.judge_every_s - judged_less_often_s(run.thresholds)
     gap = max(3.0 * run.interval_s, 2.0 * live_judge_s)
+    ticks = _ticks(run, gap)
     gpus: dict[int, Account] = {}
     causes: dict[int, bytearray] = {}
     total = Account()
@@ -146,7 +152,7 @@ def account(run: Run) -> Accounting:
     for index, track in run.tracks.items():
         codes = classify(run, track, peers.get(index, []))
         causes[index] = codes
-        gpus[index] = _tally(run, track, codes, gap)
+        gpus[index] = _tally(track, codes, ticks)
         total.merge(gpus[index])
     return Accounting(wall, gpus, total, causes)
 
@@ -170,22 +176,30 @@ def _gated(
     not read), and the throttled ticks just before each episode, as far back as the rule's
     window and start delay reach (what it needed to see before it could speak)."""
     out = bytearray(len(covered))
-    n = len(covered)
-    i = 0
-    while i < n:
-        if not covered[i]:
-            i += 1
-            continue
-        j, since = i - 1, times[i] - reach_s
+    for lo, hi in _runs(covered):
+        j, since = lo - 1, times[lo] - reach_s
         while j >= 0 and not out[j] and times[j] >= since and _shows(reasons[j], bits):
             out[j] = 1
             j -= 1
-        while i < n and covered[i]:
-            mask = reasons[i]
-            if mask == NO_REASONS or mask & bits:
-                out[i] = 1
-            i += 1
+        out[lo:hi] = _showing(reasons[lo:hi], bits)
     return out
+
+
+def _runs(flags: bytes | bytearray) -> Iterator[tuple[int, int]]:
+    """Each stretch of ones in flags of ones and zeros, as index bounds."""
+    lo = flags.find(1)
+    while lo >= 0:
+        hi = flags.find(0, lo)
+        hi = len(flags) if hi < 0 else hi
+        yield lo, hi
+        lo = flags.find(1, hi)
+
+
+def _showing(masks: Sequence[int], bits: int) -> bytes:
+    """1 for each mask that shows one of ``bits`` or was not read, else 0 (a stretch holds
+    few masks: each is judged once)."""
+    said = {mask: mask == NO_REASONS or bool(mask & bits) for mask in set(masks)}
+    return bytes(map(said.__getitem__, masks))
 
 
 def _shows(mask: int, bits: int) -> bool:
@@ -224,105 +238,235 @@ def _charged(episode: Episode) -> bool:
     return episode.finding.severity.rank >= Severity.WARNING.rank
 
 
+#: a tick's key: bit k set where the findings of ``PRECEDENCE[k]`` cover it, and above
+#: those what its readings say: work, no work with memory held, no work, no reading at all
+_WORK, _HELD, _UNUSED, _UNREAD = (said << len(PRECEDENCE) for said in range(4))
+
+
+def _decide(key: int) -> int:
+    """A tick's cause (its code) from its key."""
+    said = key & _UNREAD
+    if said == _UNREAD:
+        return _CODE[Cause.NOT_RUNNING]
+    for bit, cause in enumerate(PRECEDENCE):
+        if key >> bit & 1:
+            return _CODE[cause]
+    plain = {_WORK: Cause.BUSY, _HELD: Cause.IDLE_HELD, _UNUSED: Cause.NOT_RUNNING}
+    return _CODE[plain[said]]
+
+
+#: every key's code, for ``bytes.translate``: a whole track decided at once
+_DECIDE: Final = bytes(_decide(key) for key in range(_UNREAD << 1)).ljust(256, b"\x00")
+
+
 def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
     """Each tick's cause on one GPU, as an index into ``CAUSES``."""
     times = run.times
     gpu = track.device.index
     mine = [e for e in run.episodes if e.finding.gpu == gpu and _charged(e)]
-    cover: dict[Cause, bytearray] = {}
     later = judged_less_often_s(run.thresholds)
     reach = run.thresholds.window_s + run.thresholds.start_after_s + 2.0 * later
-    for cause in PRECEDENCE:
+    # the keys of all ticks as one integer, a byte a tick: ``|`` and ``<<`` set a bit of
+    # every tick at once (flags are 0 or 1, so no bit spills into the next tick's byte)
+    keys = int.from_bytes(_readings(track, run.thresholds), "little")
+    for bit, cause in enumerate(PRECEDENCE):
         episodes = [e for e in mine if e.finding.rule in RULES[cause]]
         if cause is Cause.STRAGGLER:
             episodes = list(waited_on)
         covered = _covering(times, episodes, later)
         bits = BITS.get(cause)
-        cover[cause] = (
-            covered if bits is None else _gated(covered, track.reasons, bits, times, reach)
-        )
-    t = run.thresholds
-    util = track.values[Metric.UTIL_GPU]
-    activity = track.values[Metric.SM_ACTIVITY]
-    power = track.values[Metric.POWER_W]
-    clock = track.values[Metric.SM_CLOCK_MHZ]
-    used = track.values[Metric.MEM_USED]
-    order = [(cover[c], _CODE[c]) for c in PRECEDENCE]
-    busy, idle_held, off = _CODE[Cause.BUSY], _CODE[Cause.IDLE_HELD], _CODE[Cause.NOT_RUNNING]
-    out = bytearray(len(times))
-    for i in range(len(times)):
-        u = util[i]
-        if u != u:
-            u = activity[i]
-        if u != u and power[i] != power[i] and clock[i] != clock[i]:
-            out[i] = off  # no reading at all
+        if bits is not None:
+            covered = _gated(covered, track.reasons, bits, times, reach)
+        keys |= int.from_bytes(covered, "little") << bit
+    return bytearray(keys.to_bytes(len(times), "little").translate(_DECIDE))
+
+
+#: ticks a block in ``_readings``: a block whose utilisation was read and never idle is
+#: all work, told at C speed
+_BLOCK: Final = 4096
+
+
+def _readings(track: Track, t: Thresholds) -> bytearray:
+    """What each tick's readings say, as key bits: the GPU worked; it did no work (its
+    utilisation, or SM activity where that was not read, at most ``idle_util_pct``) with
+    at least ``idle_allocated_bytes`` in use, or without; it gave no reading at all."""
+    v = track.values
+    util, activity, used = v[Metric.UTIL_GPU], v[Metric.SM_ACTIVITY], v[Metric.MEM_USED]
+    idle = t.idle_util_pct
+    held: float = t.idle_allocated_bytes
+    if float(held) == held:  # the same comparisons, without an int to convert each time
+        held = float(held)
+    said = bytearray()
+    for lo in range(0, len(util), _BLOCK):
+        hi = lo + _BLOCK
+        block = util[lo:hi]
+        total = sum(block)
+        if total == total and min(block) > idle:  # no NaN, no idle tick
+            said += bytes(len(block))
             continue
-        for covered, code in order:
-            if covered[i]:
-                out[i] = code
-                break
-        else:
-            if u == u and u <= t.idle_util_pct:
-                m = used[i]
-                out[i] = idle_held if m == m and m >= t.idle_allocated_bytes else off
-            else:
-                out[i] = busy
-    return out
+        said += bytes(
+            [
+                (_HELD if m >= held else _UNUSED)  # NaN compares false: none held
+                if (u <= idle if u == u else a <= idle)
+                else (_UNREAD if u != u and a != a else _WORK)
+                for u, a, m in zip(block, activity[lo:hi], used[lo:hi], strict=True)
+            ]
+        )
+    power, clock = v[Metric.POWER_W], v[Metric.SM_CLOCK_MHZ]
+    for i in _found(said, _UNREAD):
+        if power[i] == power[i] or clock[i] == clock[i]:
+            said[i] = _WORK  # no utilisation, but a reading: not idle as far as anyone knows
+    return said
 
 
-def _tally(run: Run, track: Track, codes: bytearray, gap: float) -> Account:
+def _found(data: bytearray, value: int) -> Iterator[int]:
+    i = data.find(value)
+    while i >= 0:
+        yield i
+        i = data.find(value, i + 1)
+
+
+@dataclass(frozen=True)
+class _Ticks:
+    """A run's ticks as the tally reads them, the same for each of its GPUs."""
+
+    times: list[float]
+    after: list[float]  # when each tick ends: the next one's time (the last: its own)
+    dts: list[float]  # how long each lasts: until the next, at most the gap (the last: 0)
+    over: list[tuple[int, float]]  # each tick followed by a longer gap, and the rest of it
+    merge: float  # a cause's ticks further apart than this are two stretches
+    apart: list[int]  # each tick followed by the next more than ``merge`` later
+    #: no fewer other ticks between two of a cause's can put them ``merge`` apart, but
+    #: across a longer gap (half what the longest tick outside gaps allows: no rounding
+    #: of a time can matter)
+    least: int
+
+
+def _ticks(run: Run, gap: float) -> _Ticks:
+    times = list(run.times)
+    after = times[1:] + times[-1:]
+    raw = list(map(operator.sub, after, times))
+    merge = max(run.thresholds.window_s, gap)
+    longest = max(raw, default=0.0)
+    if longest <= gap:
+        return _Ticks(times, after, raw, [], merge, [], _least(merge, longest))
+    over = [(i, dt - gap) for i, dt in enumerate(raw) if dt > gap]
+    apart = [i for i, _ in over if raw[i] > merge]
+    inside = max((dt for dt in raw if dt <= gap), default=0.0)
+    dts = [min(dt, gap) for dt in raw]
+    return _Ticks(times, after, dts, over, merge, apart, _least(merge, inside))
+
+
+def _least(merge: float, longest: float) -> int:
+    if longest <= 0.0:
+        return 1
+    return max(1, int(min(merge / (2.0 * longest), 2.0**31)))
+
+
+def _added(values: Iterable[float]) -> float:
+    """0.0 plus each value in turn: a tick-by-tick loop's sum to the last bit, in C
+    (``sum`` may round otherwise: from Python 3.12 it compensates)."""
+    return functools.reduce(operator.add, values, 0.0)
+
+
+#: per code, a ``bytes.translate`` table that gives 1 for the code and 0 for the others
+_ONLY: Final = tuple(bytes(int(key == code) for key in range(256)) for code in range(len(CAUSES)))
+
+
+@dataclass
+class _Lane:
+    """One cause's ticks on one GPU, in order: which they are (1 in ``mask``), how long
+    each lasted and what each lost (None: busy, nothing)."""
+
+    cause: Cause
+    mask: bytearray
+    dts: list[float]
+    lost: list[float] | None
+    #: the sums of both over all its ticks in order (a stretch that holds them all):
+    #: (lost, seconds); None where unknown
+    whole: tuple[float, float] | None = None
+
+
+def _tally(track: Track, codes: bytearray, ticks: _Ticks) -> Account:
     """Seconds and GPU time lost by cause: each tick lasts until the next one, at most
-    ``gap``; the rest of a longer gap had no reading (not running)."""
-    times = run.times
+    the gap; the rest of a longer gap had no reading (not running)."""
     acc = Account()
-    costs = _costs(track, codes)
-    seconds = [0.0] * len(CAUSES)
-    lost = [0.0] * len(CAUSES)
-    off = _CODE[Cause.NOT_RUNNING]
-    for i in range(len(times) - 1):
-        dt = times[i + 1] - times[i]
-        code = codes[i]
-        if dt > gap:
-            seconds[off] += dt - gap
-            lost[off] += dt - gap
-            dt = gap
-        seconds[code] += dt
-        lost[code] += dt * costs[i]
-    for cause in CAUSES:
-        acc.seconds[cause] = seconds[_CODE[cause]]
-        acc.lost_s[cause] = lost[_CODE[cause]]
-    acc.wall_s = sum(seconds)
-    for stretch in stretches(run, track, codes, gap, costs):
-        held = acc.worst.get(stretch.cause)
-        if held is None or _worse(stretch, held):
-            acc.worst[stretch.cause] = stretch
+    top = _clock_ceiling(track)
+    worst: list[tuple[float, int, Stretch]] = []
+    for code, cause in enumerate(CAUSES):
+        if code not in codes and not (cause is Cause.NOT_RUNNING and ticks.over):
+            continue
+        mask = codes.translate(_ONLY[code])
+        dts = list(compress(ticks.dts, mask))
+        lane = _Lane(cause, mask, dts, _lost(cause, track, mask, dts, top))
+        acc.seconds[cause], acc.lost_s[cause], lane.whole = _tallied(lane, ticks, codes[-1] == code)
+        if lane.lost is not None and dts:
+            stretch = _worst(track, lane, ticks, top)
+            worst.append((ticks.times[codes.index(code)], code, stretch))
+    acc.wall_s = sum(acc.seconds.values())
+    for _, _, stretch in sorted(worst, key=lambda found: found[:2]):
+        acc.worst[stretch.cause] = stretch  # in the order each cause first came
     return acc
 
 
-def _costs(track: Track, codes: bytearray) -> list[float]:
-    """Each tick's share of GPU time lost to its cause."""
-    util = track.values[Metric.UTIL_GPU]
-    clock = track.values[Metric.SM_CLOCK_MHZ]
-    top = _clock_ceiling(track)
-    busy = _CODE[Cause.BUSY]
-    whole = {_CODE[Cause.NOT_RUNNING], _CODE[Cause.IDLE_HELD]}  # all of the tick lost
-    return [
-        0.0 if code == busy else 1.0 if code in whole else _cost(CAUSES[code], u, c, top)
-        for code, u, c in zip(codes, util, clock, strict=True)
-    ]
+def _tallied(
+    lane: _Lane, ticks: _Ticks, ends_run: bool
+) -> tuple[float, float, tuple[float, float] | None]:
+    """A cause's seconds and GPU time lost, added tick by tick in order, the last tick
+    lasting no time; for not running, with the rest of each longer gap. Then the lane's
+    ``whole``, where the same sums give it."""
+    if lane.cause is Cause.NOT_RUNNING:
+        seconds = _added(_off_time(lane.mask, ticks))
+        return seconds, seconds, None  # all of it lost
+    dts, lost = lane.dts, lane.lost
+    counted = len(dts) - ends_run
+    seconds = _added(islice(dts, counted))
+    if lost is None:
+        return seconds, 0.0, None
+    lost_s = seconds if lost is dts else _added(islice(lost, counted))
+    # over all its ticks: with the last one's (no time) where it is the cause's
+    whole = (lost_s + lost[-1], seconds + dts[-1]) if ends_run else (lost_s, seconds)
+    return seconds, lost_s, whole
 
 
-def _cost(cause: Cause, util: float, clock: float, top: float | None) -> float:
-    """The share of a tick's GPU time a cause took."""
+def _off_time(mask: bytearray, ticks: _Ticks) -> Iterator[float]:
+    """The time not running, as the tally adds it: each such tick's, and where a longer
+    gap follows a tick, the rest of the gap before that tick's own (the last tick lasts no
+    time)."""
+    pieces: list[Iterable[float]] = []
+    lo, end = 0, len(ticks.dts) - 1
+    for i, rest in ticks.over:
+        pieces += (compress(ticks.dts[lo:i], mask[lo:i]), (rest,))
+        lo = i
+    pieces.append(compress(ticks.dts[lo:end], mask[lo:end]))
+    return itertools.chain.from_iterable(pieces)
+
+
+def _lost(
+    cause: Cause, track: Track, mask: bytearray, dts: list[float], top: float | None
+) -> list[float] | None:
+    """The GPU time each of a cause's ticks lost (none for busy): a throttle, the SM clock
+    given up against the board's maximum; waiting, the share of time the GPU did no work;
+    idle or unused, all of it."""
     if cause is Cause.BUSY:
-        return 0.0
+        return None
     if cause in (Cause.THERMAL, Cause.POWER):
-        if top is None or clock != clock:
-            return 0.0
-        return max(0.0, 1.0 - clock / top)
+        return _given_up(dts, compress(track.values[Metric.SM_CLOCK_MHZ], mask), top)
     if cause in (Cause.STARVED, Cause.STRAGGLER):
-        return max(0.0, 1.0 - util / 100.0) if util == util else 0.0
-    return 1.0
+        return _given_up(dts, compress(track.values[Metric.UTIL_GPU], mask), 100.0)
+    return dts  # each tick's time times 1.0: its time
+
+
+def _given_up(dts: list[float], readings: Iterable[float], full: float | None) -> list[float]:
+    """Each tick's time times ``max(0.0, 1.0 - reading / full)``, 0.0 where the reading or
+    ``full`` is unknown (a NaN reading gives 0.0 either way)."""
+    if full is None:
+        return [dt * 0.0 for dt in dts]
+    # ``max(0.0, share)`` written out: the same value, and a third of the time
+    return [
+        dt * (share if (share := 1.0 - reading / full) > 0.0 else 0.0)
+        for dt, reading in zip(dts, readings, strict=True)
+    ]
 
 
 def _clock_ceiling(track: Track) -> float | None:
@@ -338,64 +482,83 @@ def _worse(a: Stretch, b: Stretch) -> bool:
     return (a.lost_s, a.seconds) > (b.lost_s, b.seconds)
 
 
-def stretches(
-    run: Run, track: Track, codes: bytearray, gap: float, costs: Sequence[float]
-) -> Iterator[Stretch]:
-    """Each stretch of a cause other than busy on one GPU, in time order: a cause's ticks
-    with no more than the advisor's window (or the tick gap) between two of them."""
-    times = run.times
-    merge = max(run.thresholds.window_s, gap)
-    found: list[Stretch] = []
-    for code in sorted(set(codes) - {_CODE[Cause.BUSY]}):
-        ticks = [i for i, c in enumerate(codes) if c == code]
-        group = [ticks[0]]
-        for i in ticks[1:]:
-            if times[i] - times[group[-1]] > merge:
-                found.append(_stretch(run, track, CAUSES[code], group, gap, costs))
-                group = []
-            group.append(i)
-        found.append(_stretch(run, track, CAUSES[code], group, gap, costs))
-    yield from sorted(found, key=lambda s: (s.start, _CODE[s.cause]))
-
-
-def _stretch(
-    run: Run, track: Track, cause: Cause, ticks: list[int], gap: float, costs: Sequence[float]
-) -> Stretch:
-    times = run.times
-    last = len(times) - 1
-    seconds = lost = 0.0
-    for i in ticks:
-        dt = min(times[i + 1] - times[i], gap) if i < last else 0.0
-        seconds += dt
-        lost += dt * costs[i]
-    end = times[ticks[-1] + 1] if ticks[-1] < last else times[ticks[-1]]
+def _worst(track: Track, lane: _Lane, ticks: _Ticks, top: float | None) -> Stretch:
+    """The stretch of a cause on one GPU that lost the most (then lasted the longest; the
+    first of equals): a stretch is the cause's ticks with no more than the advisor's
+    window (or the tick gap) between two of them."""
+    mask, dts, lost = lane.mask, lane.dts, lane.lost
+    assert lost is not None
+    firsts = [mask.find(1), *_splits(mask, ticks)]  # each stretch's first tick
+    if len(firsts) == 1 and lane.whole is not None:
+        sums = [lane.whole]
+    else:
+        ranks = itertools.accumulate(mask.count(1, a, b) for a, b in pairwise(firsts))
+        sums = []
+        for a, b in pairwise([0, *ranks, len(dts)]):
+            seconds = _added(dts[a:b])
+            sums.append((seconds if lost is dts else _added(lost[a:b]), seconds))
+    k = max(range(len(sums)), key=sums.__getitem__)  # (lost, seconds): the first of equals
+    first = firsts[k]
+    last = mask.rfind(1, 0, firsts[k + 1]) if k + 1 < len(firsts) else mask.rfind(1)
+    picked = mask[first : last + 1]
     return Stretch(
         gpu=track.device.index,
-        cause=cause,
-        start=times[ticks[0]],
-        end=end,
-        seconds=seconds,
-        lost_s=lost,
-        figure=_figure(cause, track, ticks, _clock_ceiling(track)),
+        cause=lane.cause,
+        start=ticks.times[first],
+        end=ticks.after[last],
+        seconds=sums[k][1],
+        lost_s=sums[k][0],
+        figure=_figure(lane.cause, track, lambda v: compress(v[first : last + 1], picked), top),
     )
 
 
-def _mean(values: Sequence[float], ticks: Sequence[int]) -> float | None:
-    known = [values[i] for i in ticks if values[i] == values[i]]
+def _splits(mask: bytearray, ticks: _Ticks) -> list[int]:
+    """Where each stretch of a cause but its first begins: at a tick of the cause more than
+    ``merge`` after its last one, across other ticks or a gap in the recording."""
+    times, merge, n = ticks.times, ticks.merge, len(mask)
+    found = {i + 1 for i in ticks.apart if mask[i] and mask[i + 1]}
+    # other ticks between two of the cause's: (first, end) of each stretch of them long
+    # enough to span ``merge``, and of each with a longer gap inside
+    others = [m.span() for m in re.finditer(rb"\x00{%d,}" % ticks.least, mask)]
+    others += [
+        (mask.rfind(1, 0, i + 1) + 1, mask.find(1, i + 1))
+        for i, _ in ticks.over
+        if not (mask[i] and mask[i + 1])
+    ]
+    for lo, hi in others:
+        if lo > 0 and 0 <= hi < n and times[hi] - times[lo - 1] > merge:
+            found.add(hi)
+    return sorted(found)
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    """The mean of the known values (``sum`` of them in order, as ever)."""
+    picked = list(values)
+    total = sum(picked)
+    if total == total:  # no NaN among them: all known
+        return total / len(picked) if picked else None
+    known = [v for v in picked if v == v]
     return sum(known) / len(known) if known else None
 
 
-def _figure(cause: Cause, track: Track, ticks: Sequence[int], top: float | None) -> str:
+def _figure(
+    cause: Cause,
+    track: Track,
+    picked: Callable[[Sequence[float]], Iterable[float]],
+    top: float | None,
+) -> str:
+    """What a stretch cost, in the cause's own terms; ``picked``: a column's readings at
+    the stretch's ticks."""
     if cause in (Cause.THERMAL, Cause.POWER):
-        clock = _mean(track.values[Metric.SM_CLOCK_MHZ], ticks)
+        clock = _mean(picked(track.values[Metric.SM_CLOCK_MHZ]))
         if clock is None or not top:
             return "SM clock not read"
         return f"-{max(0.0, 100.0 * (1.0 - clock / top)):.0f} % SM clock"
     if cause in (Cause.STARVED, Cause.STRAGGLER):
-        util = _mean(track.values[Metric.UTIL_GPU], ticks)
+        util = _mean(picked(track.values[Metric.UTIL_GPU]))
         return "utilisation not read" if util is None else f"{util:.0f} % utilisation"
     if cause is Cause.IDLE_HELD:
-        used = _mean(track.values[Metric.MEM_USED], ticks)
+        used = _mean(picked(track.values[Metric.MEM_USED]))
         return "memory not read" if used is None else f"{used / 2**30:.1f} GiB held, no work"
     return "no work, no reading" if cause is Cause.NOT_RUNNING else ""
 
