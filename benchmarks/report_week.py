@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import re
+import json
 import resource
 import sys
 import tempfile
@@ -33,29 +33,36 @@ from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gputui.advisor import make_monitor
 from gputui.cli.report import REPORT_MAX_TICKS
+from gputui.core.config import Config
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import recording_collector, report_text
+from gputui.exporters.report.recorded import ONLY, recorded_collector
+from gputui.exporters.report.run import RunBuilder
 from gputui.exporters.report.segments import judge_recording, workers
 from gputui.formats.blocks import Block
-from gputui.formats.recording import Header, Tick, stream_recording
+from gputui.formats.recording import Border, Header, Tick, read_header, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 START = 1_800_000_000.0
-#: every block line starts with its tick count and its first tick's time (``block_line``)
-_TIME = re.compile(rb'^\{"block":([0-9]+),"t0":[-0-9.eE+]+,')
 
 
 def record(path: Path, gpus: int, ticks: int) -> None:
+    """What gputui record writes: every tick with the findings its monitor judged live."""
     clock = ManualClock(START)
     source = SimulatedSource(resolve_scenarios("mix", gpus), clock=clock)
     devices = source.open()
-    writer = RecordWriter(path, Header(SourceInfo("SIMULATED", SourceKind.SIMULATED), devices, 1.0))
+    info = SourceInfo("SIMULATED", SourceKind.SIMULATED)
+    monitor = make_monitor(devices, Config(interval_s=1.0), info)
+    monitor.runlog.horizon_s = 3600.0
+    writer = RecordWriter(path, Header(info, devices, 1.0, live_findings=True))
     for _ in range(ticks):
-        writer.write(source.read(), ())
+        frame = source.read()
+        writer.write(frame, monitor.ingest(frame))
         clock.advance(1.0)
     writer.close()
 
@@ -80,18 +87,22 @@ def _repeat(out: BinaryIO | gzip.GzipFile, lines: list[bytes], total: int) -> No
     written = 0
     while written < total:
         for block in blocks:
-            match = _TIME.match(block)
-            assert match is not None, "not a block line"
-            stamp = b'{"block":%s,"t0":%.1f,' % (match.group(1), START + written)
-            out.write(_TIME.sub(stamp, block, count=1))
-            written += int(match.group(1))
+            data = json.loads(block)
+            shift = START + written - data["t0"]
+            data["t0"] = START + written
+            for _tick, found in data["findings"]:
+                for finding in found or ():
+                    finding["since"] += shift
+                    finding["updated"] += shift
+            out.write(json.dumps(data, separators=(",", ":")).encode() + b"\n")
+            written += data["block"]
             if written >= total:
                 return
 
 
 def timed(
-    items: Iterator[Header | Tick | Block], took: dict[str, float]
-) -> Iterator[Header | Tick | Block]:
+    items: Iterator[Header | Tick | Block | Border], took: dict[str, float]
+) -> Iterator[Header | Tick | Block | Border]:
     """The stream, the time spent getting each item added to ``took["read the file"]``."""
     while True:
         t0 = time.perf_counter()
@@ -102,38 +113,49 @@ def timed(
         yield item
 
 
-def report(path: Path, processes: int) -> tuple[int, int, int, dict[str, float]]:
+def report(
+    path: Path, processes: int, rejudge: bool = False
+) -> tuple[int, int, int, dict[str, float]]:
     """The report of a recording as ``gputui report`` makes it: ticks, GPUs, page bytes and
     the stages' seconds."""
     if processes > 1:
         t0 = time.perf_counter()
-        run = judge_recording(path, REPORT_MAX_TICKS, processes)
+        run = judge_recording(path, REPORT_MAX_TICKS, processes, rejudge)
         assert run is not None
         took = {f"read and judge, {processes} processes": time.perf_counter() - t0}
         t0 = time.perf_counter()
         page = report_text(run, "html")
         took["accounting and the page"] = time.perf_counter() - t0
         return len(run.times), len(run.devices), len(page.encode()), took
-    took = {"read the file": 0.0, "columns and the advisor": 0.0}
+    recorded = not rejudge and read_header(path).findings_judged_here()
+    stage = "columns and the recorded findings" if recorded else "columns and the advisor"
+    took = {"read the file": 0.0, stage: 0.0}
     notices: list[str] = []
     stream = timed(
-        stream_recording(path, notices, max_ticks=REPORT_MAX_TICKS, findings=False, columns=True),
+        stream_recording(
+            path,
+            notices,
+            max_ticks=REPORT_MAX_TICKS,
+            findings=recorded,
+            columns=True,
+            only=ONLY if recorded else None,
+        ),
         took,
     )
     header = next(stream)
     assert isinstance(header, Header)
-    collector = recording_collector(header, path.name)
+    make = recorded_collector if recorded else recording_collector
+    collector: RunBuilder = make(header, path.name)
     for tick in stream:
-        assert not isinstance(tick, Header)
         t0 = time.perf_counter()
         if isinstance(tick, Block):
             collector.add_block(tick)
-        else:
-            collector.add(tick.frame)
-        took["columns and the advisor"] += time.perf_counter() - t0
+        elif isinstance(tick, Tick):
+            collector.add_tick(tick)
+        took[stage] += time.perf_counter() - t0
     t0 = time.perf_counter()
     run = collector.finish(notices)
-    took["columns and the advisor"] += time.perf_counter() - t0
+    took[stage] += time.perf_counter() - t0
     t0 = time.perf_counter()
     page = report_text(run, "html")
     took["accounting and the page"] = time.perf_counter() - t0
@@ -158,6 +180,7 @@ def main() -> int:
     parser.add_argument("--file", type=Path, help="report this recording instead")
     parser.add_argument("--keep", type=Path, help="write the recording here and keep it")
     parser.add_argument("--processes", type=int, default=workers(), help="as gputui report")
+    parser.add_argument("--rejudge", action="store_true", help="as gputui report --rejudge")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         path = args.file
@@ -170,7 +193,7 @@ def main() -> int:
             print(f"wrote {path.name}: {ticks:,} ticks in {time.perf_counter() - t0:.0f} s")
         size = path.stat().st_size
         cpu = _cpu()
-        ticks, gpus, page, took = report(path, args.processes)
+        ticks, gpus, page, took = report(path, args.processes, args.rejudge)
         cpu = _cpu() - cpu
     print(f"{path.name}: {ticks:,} ticks of {gpus} GPUs, {size / 1e6:,.0f} MB")
     print(f"{'stage':<26}{'s':>10}{'ms a tick':>12}")

@@ -16,6 +16,7 @@ import json
 import math
 import re
 import zlib
+from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ from gputui.formats.values import (
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_TICKS = 500_000  # nearly six days at 1 s; the rest of a longer file is left out
 MAX_INTERVAL_S = 3600.0
+#: what ``stream_size`` inflates of a gzip file to guess its ratio
+SIZE_SAMPLE_BYTES = 1 << 18
 
 SCHEMA = "gputui.record"
 #: 2: notes became objects with a kind (version 1 files still read); 3: blocks of ticks in
@@ -178,27 +181,27 @@ def stream_recording(
     notices: list[str],
     max_ticks: int | None = None,
     findings: bool = True,
-    blocks: tuple[float, float] | None = None,
+    share: Share | None = None,
     columns: bool = False,
     only: Only | None = None,
-) -> Iterator[Header | Tick | Block]:
-    """The header, then each tick as it is read, checked as ``read_recording`` checks it:
-    a reader of a long file (the report) holds one block at a time. What the reader had to
-    say (a cut last line, findings not understood) is appended to ``notices`` by the end.
-    ``findings=False``: a version-3 file's recorded findings are left unread (ticks
-    without findings), for a reader that judges the frames itself. ``blocks=(a, b)``: of a
-    version-3 file only the blocks whose first tick lies in [a, b), the others skipped
-    unread (``block_marks`` says where they start): a reader of one stretch of a long run.
-    ``columns=True``: a version-3 block comes whole, as a ``Block`` (checked alike; a
-    block past ``max_ticks`` still comes tick by tick, up to it); ``only``: of each block
-    those fields alone (``blocks.Only``; one past ``max_ticks`` left out with the rest).
-    """
+) -> Iterator[Header | Tick | Block | Border]:
+    """The header, then each tick as read, checked as ``read_recording`` does; what the
+    reader had to say in ``notices`` by the end. ``findings=False``: recorded findings
+    left unread. ``share``: of a version-3 file that ``Share`` alone (its warm-up, its
+    ``Border``, its ticks: ``max_ticks`` counts from there). ``columns=True``: a block
+    comes whole, a ``Block`` (one past ``max_ticks`` tick by tick, up to it); ``only``:
+    those fields of it alone (``blocks.Only``; one past ``max_ticks`` left out)."""
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
     last: float | None = None
     count = 0
     skipped_findings = 0
-    for number, data in _documents(path, notices, blocks):
+    for document in _documents(path, notices, share):
+        if isinstance(document, Border):
+            yield document
+            count = 0  # what came before was warm-up: the share's ticks count from here
+            continue
+        number, data = document
         if header is None:
             header = _header(path, data)
             yield header
@@ -236,21 +239,21 @@ def stream_recording(
 
 
 def _documents(
-    path: Path, notices: list[str], blocks: tuple[float, float] | None = None
-) -> Iterator[tuple[int, Any]]:
+    path: Path, notices: list[str], share: Share | None = None
+) -> Iterator[tuple[int, Any] | Border]:
     """Each line's number and JSON document; a damaged or cut last line is skipped with a
-    notice, a damaged one before it is an error naming it. With ``blocks``, a block line
-    whose first tick lies outside it is skipped unread (one past it ends the reading)."""
+    notice, a damaged one before it is an error naming it. With ``share``, the lines of
+    that share alone (``_shared``), and its ``Border``."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
-    for number, raw, complete in _lines(path, notices):
+    lines = _lines(path, notices) if share is None else _shared(path, notices, share)
+    for line in lines:
+        if isinstance(line, Border):
+            yield line
+            continue
+        number, raw, complete = line
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
         mark = _mark(raw) if number > 1 else None
-        if blocks is not None and mark is not None:
-            if mark[0] >= blocks[1]:
-                return
-            if mark[0] < blocks[0]:
-                continue
         try:
             data = _json(raw)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -265,12 +268,98 @@ def _documents(
         if mark is not None and (
             not isinstance(data, dict) or (data.get("t0"), data.get("block")) != mark
         ):
-            # what its start says is how a long run is cut into stretches: it must be true
+            # what its start says is how a long run is cut into shares: it must be true
             raise RecordingError(f"{path}:{number}: a block whose start and body disagree")
         yield number, data
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
+
+
+@frozen
+class Share:
+    """One stretch of a version-3 recording, told by where its lines start in the stream
+    (the file, or what its gzip stream holds): from the first line starting at or past
+    ``begin`` (0: the header on) up to the first one at or past ``end`` (None: to the
+    end). Two readers agree on where a cut falls without reading the file first, each from
+    its own side: the line holds its place in the stream."""
+
+    begin: int
+    end: int | None
+    #: before its first line, the blocks whose first tick lies this many seconds before
+    #: that line's: what warms up a reader of the share (they come before its ``Border``)
+    warm_s: float = 0.0
+
+
+@frozen
+class Border:
+    """Where a share that does not begin at the start begins: its first block's first
+    tick. What the reader yields before it is warm-up."""
+
+    time: float
+
+
+class NotBlocks(RecordingError):
+    """A share's reader met a line before its share that is not a block line: only a
+    reading of the whole file can say what is wrong with it."""
+
+
+def _shared(
+    path: Path, notices: list[str], share: Share
+) -> Iterator[tuple[int, bytes, bool] | Border]:
+    """The header and the lines of ``share``, its warm-up and ``Border`` before it where it
+    does not begin at the start. The lines before it are only looked at (where a block
+    starts and when), not parsed."""
+    offset = 0
+    warm: deque[tuple[float, int, bytes, bool]] = deque()
+    begun = share.begin == 0
+    for number, raw, complete in _lines(path, notices):
+        at, offset = offset, offset + len(raw)
+        if number == 1:
+            yield number, raw, complete
+            continue
+        if share.end is not None and at >= share.end:
+            return
+        if begun:
+            yield number, raw, complete
+            continue
+        mark = _mark(raw)
+        if mark is None:
+            raise NotBlocks(f"{path}:{number}: not a block line, before a share")
+        while warm and warm[0][0] < mark[0] - share.warm_s:
+            warm.popleft()
+        if at < share.begin:
+            warm.append((mark[0], number, raw, complete))
+            continue
+        begun = True
+        for _t0, *line in warm:
+            yield tuple(line)  # type: ignore[misc]
+        warm.clear()
+        yield Border(mark[0])
+        yield number, raw, complete
+
+
+def stream_size(path: Path) -> int:
+    """About how many bytes a recording's lines hold: its size, or what its gzip stream
+    holds: the size its trailer gives (modulo 2**32) plus the multiple of 2**32 nearest
+    what the first block of the stream says of its ratio. Where the shares of a long run
+    are cut; a wrong guess only makes them unequal."""
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != GZIP_MAGIC or size < 32:
+                return size
+            f.seek(-4, io.SEEK_END)
+            trailer = int.from_bytes(f.read(4), "little")
+            f.seek(0)
+            start = f.read(SIZE_SAMPLE_BYTES)
+        inflate = zlib.decompressobj(wbits=31)
+        out = len(inflate.decompress(start, SIZE_SAMPLE_BYTES * 64))
+        taken = len(start) - len(inflate.unconsumed_tail) - len(inflate.unused_data)
+    except (OSError, zlib.error):
+        return size
+    guess = out * size / max(1, taken)
+    return trailer + max(0, round((guess - trailer) / 2**32)) * 2**32
 
 
 #: how a version-3 block line starts (``block_line``): its tick count and first time
@@ -288,30 +377,6 @@ def _mark(raw: bytes) -> tuple[float, int] | None:
     except ValueError:
         return None
     return (t0, int(found.group(1))) if math.isfinite(t0) else None  # (t0, ticks)
-
-
-def block_marks(path: Path) -> list[tuple[float, int]] | None:
-    """Where each block of a version-3 recording starts (its first time, its ticks), read
-    from the lines' starts without parsing them: how a long run is cut into stretches.
-    None for an older version, or a line that does not start as gputui writes blocks (the
-    whole reading will say what is wrong with it)."""
-    marks: list[tuple[float, int]] = []
-    for number, raw, complete in _lines(path, []):  # the whole reading says what is wrong
-        if number == 1:
-            try:
-                head = _json(raw)
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                return None
-            if not isinstance(head, dict) or head.get("version") != 3:
-                return None
-            continue
-        mark = _mark(raw)
-        if mark is None:
-            return None if complete else marks  # a cut last line: the reader drops it too
-        if marks and mark[0] < marks[-1][0]:
-            return None
-        marks.append(mark)
-    return marks
 
 
 def _ticks(

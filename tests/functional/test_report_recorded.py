@@ -20,7 +20,7 @@ from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import account, segments
 from gputui.exporters.report.run import REPORT_JUDGE_EVERY_S, Run
-from gputui.formats.recording import Header, read_header
+from gputui.formats.recording import Header, read_header, stream_size
 from gputui.sampling.monitor import Monitor
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
@@ -88,8 +88,8 @@ def test_stretches_side_by_side_join_into_the_run_read_in_one_go(
     recorded: tuple[Path, Monitor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _live = recorded
-    monkeypatch.setattr(segments, "MIN_STRETCH_S", 600.0)
-    assert len(segments.plan(path, 3, 10**6)) == 3
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(path) // 4)
+    assert len(segments.plan(path, 3)) == 3
     whole = segments.judge_recording(path, 10**6, processes=1)
     split = segments.judge_recording(path, 10**6, processes=3)
     assert whole is not None and split is not None and split.judged_live

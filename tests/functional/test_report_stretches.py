@@ -6,6 +6,7 @@ same shares of time."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import account, segments
 from gputui.exporters.report.run import Run
-from gputui.formats.recording import Header, block_marks
+from gputui.formats.recording import Header, Share, stream_recording, stream_size
 
 START = 1_800_000_000.0
 HOURS = 3
@@ -41,6 +42,14 @@ def long_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _border(path: Path, share: Share) -> float:
+    """When a share begins, as its reader finds it."""
+    from gputui.formats.recording import Border
+
+    stream = stream_recording(path, [], share=share, columns=True)
+    return next(item.time for item in stream if isinstance(item, Border))
+
+
 def _story(run: Run) -> tuple[object, ...]:
     episodes = sorted((e.key[0].value, e.key[1], e.since, e.until, e.open) for e in run.episodes)
     spans = sorted((s.gpu, s.pid, s.name, s.start, s.end) for s in run.spans)
@@ -50,10 +59,10 @@ def _story(run: Run) -> tuple[object, ...]:
 def test_stretches_judged_side_by_side_tell_the_story_of_the_run_judged_in_one_go(
     long_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(segments, "MIN_STRETCH_S", 3600.0)
-    stretches = segments.plan(long_run, 2, 10**6)
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
+    stretches = segments.plan(long_run, 2)
     # the second stretch starts well past a warm-up's length: it does not read the first
-    assert len(stretches) == 2 and stretches[1].start - START > segments.WARMUP_S
+    assert len(stretches) == 2 and _border(long_run, stretches[1].share) - START > segments.WARMUP_S
     whole = segments.judge_recording(long_run, 10**6, processes=1)
     split = segments.judge_recording(long_run, 10**6, processes=2)
     assert whole is not None and split is not None
@@ -70,11 +79,8 @@ def test_stretches_judged_side_by_side_tell_the_story_of_the_run_judged_in_one_g
 def test_a_short_run_an_older_version_or_one_process_is_judged_in_one_go(
     long_run: Path, tmp_path: Path
 ) -> None:
-    assert len(segments.plan(long_run, 2, 10**6)) == 1  # three hours: shorter than 2 stretches
-    assert len(segments.plan(long_run, 1, 10**6)) == 1
-    ticks = sum(n for _, n in block_marks(long_run) or ())
-    assert ticks == HOURS * 3600
-    assert len(segments.plan(long_run, 2, ticks - 1)) == 1  # more than a report reads
+    assert len(segments.plan(long_run, 2)) == 1  # three hours of 2 GPUs: too short to cut
+    assert len(segments.plan(long_run, 1)) == 1
     old = tmp_path / "v2.jsonl"
     old.write_text(
         json.dumps(
@@ -88,7 +94,7 @@ def test_a_short_run_an_older_version_or_one_process_is_judged_in_one_go(
         )
         + "\n"
     )
-    assert block_marks(old) is None
+    assert len(segments.plan(old, 4)) == 1
 
 
 def test_a_damaged_block_in_a_later_stretch_fails_the_report_naming_its_line(
@@ -99,15 +105,70 @@ def test_a_damaged_block_in_a_later_stretch_fails_the_report_naming_its_line(
 ) -> None:
     import gzip
 
-    monkeypatch.setattr(segments, "MIN_STRETCH_S", 3600.0)
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
     with gzip.open(long_run) as f:
         lines = f.read().split(b"\n")
     damaged = len(lines) - 20  # in the second stretch
     lines[damaged] = lines[damaged].replace(b'"data":"', b'"data":"!', 1)
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"\n".join(lines))
-    assert len(segments.plan(path, 2, 10**6)) == 2
+    assert len(segments.plan(path, 2)) == 2
     monkeypatch.setattr(segments, "workers", lambda: 2)
     assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 3
     err = capsys.readouterr().err
     assert f"run.jsonl:{damaged + 1}: not a block of ticks" in err and "Traceback" not in err
+
+
+def test_stretches_that_read_more_than_a_report_reads_give_way_to_one_reading(
+    long_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a reading from the start knows where a report stops (``max_ticks``): the
+    stretches, each short of it, read more in all, and the file is read again in one go."""
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
+    cap = HOURS * 3600 - 600
+    whole = segments.judge_recording(long_run, cap, processes=1)
+    split = segments.judge_recording(long_run, cap, processes=2)
+    assert whole is not None and split is not None
+    assert len(whole.times) == cap and any("more than" in n for n in whole.notices)
+    assert _story(split) == _story(whole)
+
+
+def test_a_line_no_block_before_a_later_stretch_is_named_by_the_reading_in_one_go(
+    long_run: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import gzip
+
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
+    with gzip.open(long_run) as f:
+        lines = f.read().split(b"\n")
+    lines[5] = b'{"frame": "not a block"}'  # in the first stretch, passed over by the second
+    path = tmp_path / "run.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n".join(lines)))
+    assert len(segments.plan(path, 2)) == 2
+    monkeypatch.setattr(segments, "workers", lambda: 2)
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 3
+    err = capsys.readouterr().err
+    assert "run.jsonl.gz:6: not a block of ticks" in err and "Traceback" not in err
+
+
+def test_a_streams_size_is_what_its_lines_hold(long_run: Path, tmp_path: Path) -> None:
+    import gzip
+
+    with gzip.open(long_run) as f:
+        held = len(f.read())
+    assert stream_size(long_run) == held
+    plain = tmp_path / "run.jsonl"
+    plain.write_bytes(gzip.decompress(long_run.read_bytes()))
+    assert stream_size(plain) == held
+
+
+@pytest.mark.parametrize("count", [2, 3, 5, 8])
+def test_the_cuts_give_each_process_as_much_to_do(count: int) -> None:
+    size = 10**9
+    at = [0, *segments.cuts(size, count), size]
+    assert at == sorted(at) and len(set(at)) == count + 1
+    loads = [segments.SKIP_COST * a + (b - a) for a, b in pairwise(at)]
+    assert max(loads) - min(loads) < 1e-6 * size

@@ -22,7 +22,7 @@ from gputui.exporters.report.columnar import columns_of
 from gputui.exporters.report.run import Collector, recording_collector
 from gputui.formats.block_writer import block_line
 from gputui.formats.blocks import Block, parse_columns
-from gputui.formats.recording import Header, stream_recording
+from gputui.formats.recording import Header, Tick, stream_recording
 from gputui.sampling.history import History
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.sources.simulated.scenarios import SCENARIOS
@@ -52,7 +52,7 @@ def _collect(path: Path, columns: bool, capacity: int | None, record_from: float
     for item in stream:
         if isinstance(item, Block):
             collector.add_block(item)
-        elif not isinstance(item, Header):
+        elif isinstance(item, Tick):
             collector.add(item.frame)
     return collector
 

@@ -170,34 +170,34 @@ def words_where_kept(
 ) -> tuple[list[tuple[Finding, ...]], int]:
     """A block's recorded findings, one tuple a tick as the run log takes them (the same
     tuple while nothing changes), and how many could not be parsed. The run log keeps an
-    episode's last words alone: a finding's words are parsed where it first appears in the
-    block and where it last does (its last words there, whether its episode ends or the
-    block does); at the changes between, the words parsed before stand in for it."""
+    episode's last words alone: a finding's words are parsed once for each run of ticks
+    of the block that shows it, where the run ends (its last words, whether its episode
+    ends there or the block does), and stand for it at every tick of the run."""
     changes = [k for k in range(len(found)) if k == 0 or found[k] is not found[k - 1]]
-    last_at = {(p.key, p.since): k for k in changes for p in found[k]}
-    parsed: dict[tuple[Any, float], Finding | None] = {}
+    # at each change, each finding's words: those recorded where its run ends
+    ends: list[dict[tuple[Any, float], PendingFinding]] = []
+    after: dict[tuple[Any, float], PendingFinding] = {}
+    for k in reversed(changes):
+        after = {(p.key, p.since): after.get((p.key, p.since), p) for p in found[k]}
+        ends.append(after)
+    ends.reverse()
+    parsed: dict[int, Finding | None] = {}  # by the id of the words' PendingFinding
     out: list[tuple[Finding, ...]] = []
     bad = 0
-    current: tuple[Finding, ...] = ()
-    at = iter([*changes, -1])
-    change = next(at)
-    for k, pending in enumerate(found):
-        if k == change:
-            row = []
-            for p in pending:
-                which = (p.key, p.since)
-                words = parsed.get(which, _UNPARSED)
-                if words is _UNPARSED or last_at[which] == k:
-                    try:
-                        words = p.finding()
-                    except (FormatError, KeyError, TypeError, ValueError):
-                        words, bad = None, bad + 1
-                    parsed[which] = words
-                if words is not None:
-                    row.append(words)
-            current = tuple(row)
-            change = next(at)
-        out.append(current)
+    for k, until, last in zip(changes, [*changes[1:], len(found)], ends, strict=True):
+        row = []
+        for p in found[k]:
+            said = last[(p.key, p.since)]
+            words = parsed.get(id(said), _UNPARSED)
+            if words is _UNPARSED:
+                try:
+                    words = said.finding()
+                except (FormatError, KeyError, TypeError, ValueError):
+                    words, bad = None, bad + 1
+                parsed[id(said)] = words
+            if words is not None:
+                row.append(words)
+        out.extend([tuple(row)] * (until - k))
     return out, bad
 
 

@@ -203,6 +203,11 @@ class RunBuilder(ABC):
             reasons = sample.clock_reasons
             self._reasons[index].append(NO_REASONS if reasons is None else reasons)
 
+    def begins_at(self, time: float) -> None:
+        """Where the stretch begins, learnt as it is read (a share's ``Border``): the ticks
+        so far were warm-up."""
+        self._record_from = time
+
     def _begin(self) -> None:
         """The stretch begins: what the run log holds now is the stretch before's, but for
         the episodes and spans going on here, which continue the ones it left."""

@@ -1,13 +1,15 @@
-"""A long recording's report judged in stretches side by side, one process each: the
-advisor over a week is most of a report's time, and a stretch needs only the readings
-just before it to judge as the whole run would.
+"""A long recording's report judged in stretches side by side, one process each: reading
+(and where it is judged again, judging) a week is most of a report's time, and a stretch
+needs only the readings just before it to tell its part as the whole run would.
 
-Each stretch is whole blocks of a version-3 recording (``block_marks``). Its process reads
-from ``WARMUP_S`` before its start, so the advisor's history, windows, holds and ends are
-in the state the whole run's would be in, and records from its start: the columns, the finding
-episodes and the process spans. The stretches are then joined in order: an episode (a
-span) the one before left open at the border and this one continues is one episode (one
-span), by the rule the run log itself follows.
+Each stretch is a ``Share`` of a version-3 recording: its lines by where they start in the
+stream, cut where each process's work comes out even (``cuts``), so no pass over the file
+comes before the work. Its process reads the blocks from ``WARMUP_S`` (recorded findings:
+``RECORDED_WARMUP_S``) before its start, so what builds the episodes is in the state the
+whole run's would be in, and records from its start: the columns, the finding episodes
+and the process spans. The stretches are then joined in order: an episode (a span) the
+one before left open at the border and this one continues is one episode (one span), by
+the rule the run log itself follows.
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ from gputui.core.records import frozen
 from gputui.exporters.report.recorded import ONLY, recorded_collector
 from gputui.exporters.report.run import Run, RunBuilder, Track, recording_collector
 from gputui.formats.blocks import Block
-from gputui.formats.recording import Header, Tick, block_marks, read_header, stream_recording
+from gputui.formats.recording import (
+    Border,
+    Header,
+    NotBlocks,
+    Share,
+    Tick,
+    read_header,
+    stream_recording,
+    stream_size,
+)
 from gputui.sampling.runlog import MAX_EPISODES, MAX_SPANS, Episode, Span
 
 #: what a stretch reads before its start: the history the advisor holds (a rule may say a
@@ -37,15 +48,21 @@ WARMUP_S: Final = DEFAULT_HISTORY_S + 600.0
 #: a stretch whose findings were recorded needs only the episodes and process spans going
 #: on at its start: those of the block before it
 RECORDED_WARMUP_S: Final = 120.0
-#: a run shorter than this a stretch is judged in one go
-MIN_STRETCH_S: Final = 4 * 3600.0
+#: a stream shorter than this is read in one go: about two hours of 8 GPUs at 1 s, a
+#: day of one (the warm-up and a process's start would eat what a stretch saves)
+MIN_STRETCH_BYTES: Final = 128 << 20
+#: what passing over a line costs a process that reads past it to its own stretch, as a
+#: share of what reading it costs (measured: inflating and finding where lines start
+#: against a report of recorded findings); where the cuts fall
+SKIP_COST: Final = 0.15
 MAX_WORKERS: Final = 8
 
 
 @frozen
 class Stretch:
-    start: float  # the first block's first tick
-    end: float  # the next stretch's start (infinity for the last)
+    """One process's part of a recording: the lines of ``share``."""
+
+    share: Share
     last: bool
 
 
@@ -58,23 +75,28 @@ def workers() -> int:
     return max(1, min(MAX_WORKERS, cpus))
 
 
-def plan(path: Path, processes: int, max_ticks: int) -> list[Stretch]:
-    """The stretches of a recording, one a process, cut at block starts; one (judge it in
-    one go) for an older version, a short run, more ticks than a report reads, or a single
-    process."""
-    marks = block_marks(path) if processes > 1 else None
-    if not marks or sum(ticks for _, ticks in marks) > max_ticks:
-        return [Stretch(-math.inf, math.inf, True)]
-    first, final = marks[0][0], marks[-1][0]
-    count = max(1, min(processes, int((final - first) // MIN_STRETCH_S)))
-    starts = [first]
-    for k in range(1, count):
-        wanted = first + (final - first) * k / count
-        start = next(t for t, _ in marks if t >= wanted)
-        if start > starts[-1]:
-            starts.append(start)
-    ends = [*starts[1:], math.inf]
-    return [Stretch(a, b, b == math.inf) for a, b in zip(starts, ends, strict=True)]
+def plan(path: Path, processes: int) -> list[Stretch]:
+    """The stretches of a recording, one a process; one (read it in one go) for an older
+    version, a short stream or a single process."""
+    whole = [Stretch(Share(0, None), True)]
+    if processes < 2 or read_header(path).version < 3:
+        return whole
+    size = stream_size(path)
+    count = min(processes, size // MIN_STRETCH_BYTES)
+    if count < 2:
+        return whole
+    at = cuts(size, count)
+    return [Stretch(Share(a, b), b is None) for a, b in zip([0, *at], [*at, None], strict=True)]
+
+
+def cuts(size: int, count: int) -> list[int]:
+    """Where ``count`` stretches of a stream of ``size`` bytes meet, so that each process
+    has as much to do: the k-th passes over the k-1 before it (``SKIP_COST``) and reads its
+    own. Each cut is as far past the one before as the work left allows: ``c[k+1] = c[k] +
+    load - SKIP_COST * c[k]``, the load that ends the last one at ``size``."""
+    keep = 1.0 - SKIP_COST
+    load = size * SKIP_COST / (1.0 - keep**count)
+    return [round(load * (1.0 - keep**k) / SKIP_COST) for k in range(1, count)]
 
 
 @dataclass(slots=True)
@@ -93,19 +115,22 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
     them live (``recorded``), else the advisor run over it again."""
     notices: list[str] = []
     recorded = not rejudge and read_header(path).findings_judged_here()
-    warm = stretch.start - (RECORDED_WARMUP_S if recorded else WARMUP_S)
+    share = stretch.share
+    if share.begin or share.end is not None:
+        share = Share(share.begin, share.end, RECORDED_WARMUP_S if recorded else WARMUP_S)
     stream = stream_recording(
         path,
         notices,
         max_ticks=max_ticks,
         findings=recorded,
-        blocks=(warm, stretch.end),
+        share=share,
         columns=True,
         only=ONLY if recorded else None,
     )
     header = next(stream)
     assert isinstance(header, Header)
-    first = None if stretch.start == -math.inf else stretch.start
+    # a stretch past the start: all is warm-up until its border
+    first = math.inf if share.begin else None
     collector: RunBuilder = (
         recorded_collector(header, path.name, record_from=first)
         if recorded
@@ -116,6 +141,8 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
             collector.add_block(tick)
         elif isinstance(tick, Tick):
             collector.add_tick(tick)
+        elif isinstance(tick, Border):
+            collector.begins_at(tick.time)
     if not len(collector):
         return Part(None, [], [], notices)
     episodes, spans = collector.carried()
@@ -127,15 +154,22 @@ def judge_recording(
     path: Path, max_ticks: int, processes: int | None = None, rejudge: bool = False
 ) -> Run | None:
     """A recording's run, judged in stretches side by side where it is long enough; None
-    when it holds no frames. A damaged file raises the reader's error."""
-    stretches = plan(path, workers() if processes is None else processes, max_ticks)
-    if len(stretches) == 1:
-        return judged(path, stretches[0], max_ticks, rejudge).run
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
-        futures = [pool.submit(judged, path, s, max_ticks, rejudge) for s in stretches]
-        parts = [f.result() for f in futures]
-    return joined([p for p in parts if p.run is not None])
+    when it holds no frames. A damaged file raises the reader's error. Where the stretches
+    read more than ``max_ticks`` in all, or met a line before theirs that is no block, the
+    file is read again in one go: only that reading cuts it where a report stops, or says
+    what is wrong with it."""
+    stretches = plan(path, workers() if processes is None else processes)
+    if len(stretches) > 1:
+        context = multiprocessing.get_context("fork")
+        try:
+            with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
+                futures = [pool.submit(judged, path, s, max_ticks, rejudge) for s in stretches]
+                parts = [f.result() for f in futures]
+        except NotBlocks:
+            parts = []
+        if parts and sum(len(p.run.times) for p in parts if p.run is not None) < max_ticks:
+            return joined([p for p in parts if p.run is not None])
+    return judged(path, Stretch(Share(0, None), True), max_ticks, rejudge).run
 
 
 def joined(parts: Sequence[Part]) -> Run | None:
