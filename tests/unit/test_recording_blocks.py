@@ -352,8 +352,8 @@ def test_the_report_and_replay_of_a_hostile_block_say_which_line_without_a_trace
 
 
 def test_a_block_whose_start_says_another_time_than_its_body_is_refused(tmp_path: Path) -> None:
-    """The start of a block line is what cuts a long run into stretches (``block_marks``):
-    a later "t0" key in the same object, which the JSON parser would take, is a lie."""
+    """The start of a block line is all a share's reader reads of the lines it passes over
+    (``Share``): a later "t0" key in the same object, which the JSON parser would take, is a lie."""
     path = write(tmp_path / "run.jsonl", TICKS[:70])
     lines = path.read_bytes().split(b"\n")
     lines[1] = lines[1][:-1] + b',"t0":5.0}'
