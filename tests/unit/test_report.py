@@ -263,6 +263,29 @@ def test_downsampling_a_week_keeps_every_peak_and_stays_small() -> None:
     ]
 
 
+@pytest.mark.parametrize("scale", [1e-9, 1.0 / (1 << 30), 0.001])
+def test_a_series_scaled_after_its_buckets_is_the_series_of_the_scaled_readings(
+    scale: float,
+) -> None:
+    """The charts scale a bucket's two points, not every reading: the same points, as a
+    float32 column of a run or as a list, with gaps and ties."""
+    from array import array
+
+    rng = random.Random(7)
+    n = 40_000
+    times = [START + i for i in range(n)]
+    values = [rng.choice([0.0, 5e9, 16e9, rng.random() * 3e10]) for _ in range(n)]
+    for i in range(1000, 1400):
+        values[i] = math.nan
+    column = array("f", values)
+    b = downsample.buckets(times, 300)
+    scaled = [v * scale for v in column]
+    for digits in (0, 3):
+        want = downsample.series(scaled, b, digits)
+        assert downsample.series(column, b, digits, scale) == want
+        assert downsample.series(list(column), b, digits, scale) == want
+
+
 class _Tags(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -456,3 +479,20 @@ def test_a_node_that_stopped_before_the_reports_end_keeps_its_own_limits() -> No
         }
     # the report's range, whole: each GPU's last values in its 8 hours
     assert any("last_over_time(" in q and "[28800s]" in q for q in report.asked)
+
+
+def test_the_links_pairs_of_a_run_are_those_read_side_by_side() -> None:
+    """A run's float32 columns are told apart as 8-byte keys (no Python loop a tick): the
+    same pairs a loop finds, gaps left out, a generation and a width never read together
+    not made a pair."""
+    from array import array
+
+    from gputui.exporters.report import charts
+
+    nan = math.nan
+    gens = [4.0, 4.0, 5.0, nan, 5.0, 3.0, nan] * 1000
+    widths = [16.0, 16.0, 8.0, 16.0, nan, 16.0, nan] * 1000
+    want = {(4.0, 16.0), (5.0, 8.0), (3.0, 16.0)}
+    assert charts._pairs(gens, widths) == want
+    assert charts._pairs(array("f", gens), array("f", widths)) == want
+    assert charts._pairs(array("f"), array("f")) == set()

@@ -6,6 +6,9 @@ that travels (cleaned by the model, credentials masked here unless kept)."""
 from __future__ import annotations
 
 import math
+import struct
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -20,6 +23,7 @@ from gputui.sampling.runlog import Episode, Span
 #: time buckets over the whole run (two points each): enough for a wide screen's pixels
 BUCKETS: Final = 1500
 GIB: Final = float(1 << 30)
+_PAIR: Final = struct.Struct("=ff")
 #: findings shaded behind a GPU's charts, at most
 MAX_SHADES: Final = 400
 #: a chart's series: (label, metric, scale, digits, colour)
@@ -121,16 +125,15 @@ def _chart(
         values = track.values[metric]
         if not any(v == v for v in values):
             continue  # never read (SM activity without GPM): no empty line in the legend
-        scaled = values if scale == 1.0 else [v * scale for v in values]
-        drawn.append(
-            {"label": label, "colour": colour, "values": downsample.series(scaled, b, digits)}
-        )
+        points = downsample.series(values, b, digits, scale)
+        drawn.append({"label": label, "colour": colour, "values": points})
     return {"title": title, "unit": unit, "series": drawn, "limits": limits}
 
 
 def _constant(values: Sequence[float], scale: float = 1.0) -> float | None:
     """The one value a limit held through the run (the highest where it changed)."""
-    known = [v for v in values if v == v]
+    whole = sum(values)
+    known = values if whole == whole else [v for v in values if v == v]  # no NaN: as it is
     return max(known) * scale if known else None
 
 
@@ -167,11 +170,32 @@ def _link(track: Track) -> float | None:
     downshift: the one under load is the one that matters)."""
     gens, widths = track.values[Metric.PCIE_GEN], track.values[Metric.PCIE_WIDTH]
     best = None
-    for gen, width in {(g, w) for g, w in zip(gens, widths, strict=True) if g == g and w == w}:
+    for gen, width in _pairs(gens, widths):
         bps = link_bandwidth(int(gen), int(width))
         if bps is not None and (best is None or bps > best):
             best = bps
     return None if best is None else best * 1e-9
+
+
+def _pairs(gens: Sequence[float], widths: Sequence[float]) -> set[tuple[float, float]]:
+    """The (generation, width) pairs a link was read at, NaN left out. Two float32
+    columns (a run's) are told apart as 8-byte keys, a tick's two readings side by side,
+    so a week's ticks are never a Python loop."""
+    if (
+        isinstance(gens, array)
+        and isinstance(widths, array)
+        and gens.typecode == widths.typecode == "f"
+        and len(gens) == len(widths)
+    ):
+        g, w = gens.tobytes(), widths.tobytes()
+        both = bytearray(8 * len(gens))
+        for i in range(4):
+            both[i::8] = g[i::4]
+            both[4 + i :: 8] = w[i::4]
+        keys = set(memoryview(both).cast("Q"))
+        read = (_PAIR.unpack(key.to_bytes(8, sys.byteorder)) for key in keys)
+        return {(g, w) for g, w in read if g == g and w == w}
+    return {(g, w) for g, w in zip(gens, widths, strict=True) if g == g and w == w}
 
 
 def _shades(run: Run, gpu: int, keep_secrets: bool, width: float) -> list[list[Any]]:

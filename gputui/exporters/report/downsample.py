@@ -8,6 +8,7 @@ Runs with no more ticks than points are kept as they are.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Sequence
 
 from gputui.core.records import frozen
@@ -42,20 +43,25 @@ def buckets(times: Sequence[float], count: int) -> Buckets:
     return Buckets(xs, bounds, raw=False)
 
 
-def series(values: Sequence[float], b: Buckets, digits: int = 1) -> list[Point]:
-    """One series over the buckets: NaN and empty buckets become gaps (None)."""
+def series(values: Sequence[float], b: Buckets, digits: int = 1, scale: float = 1.0) -> list[Point]:
+    """One series over the buckets, each point times ``scale`` (positive: a bucket's lowest
+    and highest readings are the same ticks scaled or not, so the scaling is done on the
+    points alone): NaN and empty buckets become gaps (None)."""
     if b.raw:
-        return [round(v, digits) if v == v else None for v in values]
+        return [round(v * scale, digits) if v == v else None for v in values]
     out: list[Point] = []
     bounds = b.bounds
+    if isinstance(values, array):
+        values = values.tolist()  # each reading made a float once, not at every pass
+    whole = sum(values)
+    gaps = whole != whole  # no NaN in the whole run: none in any bucket, not summed again
     for k in range(len(bounds) - 1):
         lo, hi = bounds[k], bounds[k + 1]
         if hi <= lo:
             out += (None, None)
             continue
         chunk = values[lo:hi]
-        total = sum(chunk)
-        if total != total:  # a gap inside: its readings only (and which tick each was)
+        if gaps and (total := sum(chunk)) != total:  # its readings only, and which tick
             known = [(i, v) for i, v in enumerate(chunk) if v == v]
             if not known:
                 out += (None, None)
@@ -63,13 +69,13 @@ def series(values: Sequence[float], b: Buckets, digits: int = 1) -> list[Point]:
             low = min(known, key=_second)
             high = max(known, key=_second)
             first, second = (low, high) if low[0] <= high[0] else (high, low)
-            out += (round(first[1], digits), round(second[1], digits))
+            out += (round(first[1] * scale, digits), round(second[1] * scale, digits))
             continue
         low_v, high_v = min(chunk), max(chunk)
         if chunk.index(low_v) <= chunk.index(high_v):
-            out += (round(low_v, digits), round(high_v, digits))
+            out += (round(low_v * scale, digits), round(high_v * scale, digits))
         else:
-            out += (round(high_v, digits), round(low_v, digits))
+            out += (round(high_v * scale, digits), round(low_v * scale, digits))
     return out
 
 
