@@ -263,6 +263,8 @@ class Block:
         """Each tick's processes as the run log reads them, no records built."""
         running = self._running
         slots = [list(map(ProcessRow, *(lists[k] for k in _ROW_PLACES))) for lists in self._slots]
+        if slots and min(running) == len(slots):  # every slot at every tick: in C
+            return list(zip(*slots, strict=True))
         return [tuple(slot[k] for slot in slots[: running[k]]) for k in range(len(self.times))]
 
     def field(self, slot: int, name: str) -> list[Any]:
