@@ -19,7 +19,7 @@ import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
@@ -188,18 +188,18 @@ def stream_recording(
     """The header, then each tick as read, checked as ``read_recording`` does; what the
     reader had to say in ``notices`` by the end. ``findings=False``: recorded findings
     left unread. ``share``: of a version-3 file that ``Share`` alone (its warm-up, its
-    ``Border``, its ticks: ``max_ticks`` counts from there). ``columns=True``: a block
+    ``Border``, its ticks: ``max_ticks`` counts those alone). ``columns=True``: a block
     comes whole, a ``Block`` (one past ``max_ticks`` tick by tick, up to it); ``only``:
     those fields of it alone (``blocks.Only``; one past ``max_ticks`` left out)."""
     max_ticks = MAX_TICKS if max_ticks is None else max_ticks
     header: Header | None = None
     last: float | None = None
-    count = 0
+    count: float = -math.inf if share is not None and share.begin else 0  # warm-up: no cap
     skipped_findings = 0
     for document in _documents(path, notices, share):
         if isinstance(document, Border):
             yield document
-            count = 0  # what came before was warm-up: the share's ticks count from here
+            count = skipped_findings = 0  # warm-up before: the share's own count from here
             continue
         number, data = document
         if header is None:
@@ -246,10 +246,14 @@ def _documents(
     that share alone (``_shared``), and its ``Border``."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
     lines = _lines(path, notices) if share is None else _shared(path, notices, share)
+    short = False  # stopped where a share ends, not at the file's end
     for line in lines:
         if isinstance(line, Border):
             yield line
             continue
+        if isinstance(line, _ShareEnds):
+            short = True
+            break
         number, raw, complete = line
         if pending is not None:
             raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
@@ -271,6 +275,8 @@ def _documents(
             # what its start says is how a long run is cut into shares: it must be true
             raise RecordingError(f"{path}:{number}: a block whose start and body disagree")
         yield number, data
+    if pending is not None and short:
+        raise RecordingError(f"{path}:{pending[0]}: {pending[1]}")
     if pending is not None:
         # the final line is damaged though complete: a write cut short, skip it
         notices.append(f"{path}:{pending[0]}: the last line is damaged and was skipped")
@@ -304,12 +310,20 @@ class NotBlocks(RecordingError):
     reading of the whole file can say what is wrong with it."""
 
 
+class _ShareEnds:
+    """Where a share's reader stops short of the file's end: a damaged line just before
+    is no cut last line, but an error."""
+
+
+_SHARE_ENDS: Final = _ShareEnds()
+
+
 def _shared(
     path: Path, notices: list[str], share: Share
-) -> Iterator[tuple[int, bytes, bool] | Border]:
+) -> Iterator[tuple[int, bytes, bool] | Border | _ShareEnds]:
     """The header and the lines of ``share``, its warm-up and ``Border`` before it where it
-    does not begin at the start. The lines before it are only looked at (where a block
-    starts and when), not parsed."""
+    does not begin at the start (at least the block just before it, however far back).
+    The lines before it are only looked at (where a block starts and when), not parsed."""
     offset = 0
     warm: deque[tuple[float, int, bytes, bool]] = deque()
     begun = share.begin == 0
@@ -319,6 +333,7 @@ def _shared(
             yield number, raw, complete
             continue
         if share.end is not None and at >= share.end:
+            yield _SHARE_ENDS
             return
         if begun:
             yield number, raw, complete
@@ -326,13 +341,14 @@ def _shared(
         mark = _mark(raw)
         if mark is None:
             raise NotBlocks(f"{path}:{number}: not a block line, before a share")
-        while warm and warm[0][0] < mark[0] - share.warm_s:
+        while len(warm) > 1 and warm[0][0] < mark[0] - share.warm_s:
             warm.popleft()
         if at < share.begin:
             warm.append((mark[0], number, raw, complete))
             continue
         begun = True
-        for _t0, *line in warm:
+        kept = [w for w in warm if w[0] >= mark[0] - share.warm_s] or list(warm)[-1:]
+        for _t0, *line in kept:
             yield tuple(line)  # type: ignore[misc]
         warm.clear()
         yield Border(mark[0])
@@ -342,8 +358,9 @@ def _shared(
 def stream_size(path: Path) -> int:
     """About how many bytes a recording's lines hold: its size, or what its gzip stream
     holds: the size its trailer gives (modulo 2**32) plus the multiple of 2**32 nearest
-    what the first block of the stream says of its ratio. Where the shares of a long run
-    are cut; a wrong guess only makes them unequal."""
+    what the start of the stream says of its ratio, or that guess where the trailer is far
+    from it. Where the shares of a long run are cut; a wrong guess only makes them
+    unequal."""
     size = path.stat().st_size
     try:
         with open(path, "rb") as f:
@@ -359,7 +376,9 @@ def stream_size(path: Path) -> int:
     except (OSError, zlib.error):
         return size
     guess = out * size / max(1, taken)
-    return trailer + max(0, round((guess - trailer) / 2**32)) * 2**32
+    said = trailer + max(0, round((guess - trailer) / 2**32)) * 2**32
+    # a stream cut short (a recorder killed, or still writing) ends in no trailer at all
+    return said if guess / 2 <= said <= guess * 2 else round(guess)
 
 
 #: how a version-3 block line starts (``block_line``): its tick count and first time

@@ -144,3 +144,29 @@ def test_gputui_record_says_its_findings_are_the_live_ones(tmp_path: Path) -> No
     args = ["record", "--demo", "--gpus", "1", "--interval", "0.5", "--duration", "1.2"]
     assert cli.main([*args, "-o", str(path)]) == 0
     assert read_header(path).findings_judged_here()
+
+
+def test_a_slow_recordings_stretches_warm_up_on_the_block_before_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 90 s a tick, blocks lie further apart than the recorded findings' warm-up: a
+    stretch still reads the block before its own, and the story is the one-go story."""
+    clock = ManualClock(START)
+    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
+    devices = source.open()
+    info = SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix")
+    monitor = make_monitor(devices, Config(interval_s=90.0), info)
+    path = tmp_path / "slow.jsonl"
+    writer = RecordWriter(path, Header(info, devices, 90.0, live_findings=True))
+    for _ in range(400):
+        frame = source.read()
+        writer.write(frame, monitor.ingest(frame))
+        clock.advance(90.0)
+    writer.close()
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(path) // 4)
+    whole = segments.judge_recording(path, 10**6, processes=1)
+    split = segments.judge_recording(path, 10**6, processes=3)
+    assert whole is not None and split is not None and whole.episodes
+    assert split.episodes == whole.episodes
+    assert _spans(split) == _spans(whole)
+    assert split.notices == whole.notices

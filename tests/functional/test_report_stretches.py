@@ -172,3 +172,81 @@ def test_the_cuts_give_each_process_as_much_to_do(count: int) -> None:
     assert at == sorted(at) and len(set(at)) == count + 1
     loads = [segments.SKIP_COST * a + (b - a) for a, b in pairwise(at)]
     assert max(loads) - min(loads) < 1e-6 * size
+
+
+def test_a_recording_cut_short_tells_split_what_it_tells_whole(
+    long_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip stream cut short (a recorder killed, or still writing) has no trailer to
+    say its size: the shares are cut by a guess, and the last one still ends the run."""
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
+    packed = long_run.read_bytes()
+    for keep in (0.5, 0.8, 0.95):
+        cut = tmp_path / f"cut{keep}.jsonl.gz"
+        cut.write_bytes(packed[: int(len(packed) * keep)])
+        assert stream_size(cut) < 2 * stream_size(long_run)
+        whole = segments.judge_recording(cut, 10**6, processes=1)
+        split = segments.judge_recording(cut, 10**6, processes=2)
+        assert whole is not None and split is not None
+        assert _story(split) == _story(whole), keep
+
+
+def test_what_lies_past_a_reports_last_tick_fails_no_stretch(
+    long_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged line the reading in one go never reaches (past ``max_ticks``) fails no
+    report read in stretches either."""
+    import gzip
+
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
+    with gzip.open(long_run) as f:
+        lines = f.read().split(b"\n")
+    lines[130] = lines[130][:-3] + b"@@@"  # past the first 3000 ticks, in the 2nd stretch
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    whole = segments.judge_recording(path, 3000, processes=1)
+    split = segments.judge_recording(path, 3000, processes=2)
+    assert whole is not None and split is not None and len(whole.times) == 3000
+    assert _story(split) == _story(whole)
+
+
+def test_a_damaged_line_where_a_stretch_ends_fails_the_report(
+    long_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last line before a cut is no file's last line: damaged, it is an error, as
+    in a reading in one go, whatever the warm-up reaches back to."""
+    import gzip
+
+    from gputui.formats.recording import RecordingError
+
+    with gzip.open(long_run) as f:
+        lines = f.read().split(b"\n")
+    lines[60] = lines[60][:-3] + b"@@@"
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    border = sum(len(line) + 1 for line in lines[:61])
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", 1)
+    monkeypatch.setattr(segments, "WARMUP_S", 0.0)
+    monkeypatch.setattr(segments, "cuts", lambda size, count: [border])
+    with pytest.raises(RecordingError, match=r"run.jsonl:61: damaged line"):
+        segments.judge_recording(path, 10**6, processes=1)
+    with pytest.raises(RecordingError, match=r"run.jsonl:61: damaged line"):
+        segments.judge_recording(path, 10**6, processes=2)
+
+
+def test_the_stretches_counts_of_findings_not_understood_are_one_notice() -> None:
+    notices = segments._summed(
+        [
+            "run.jsonl: 3 recorded finding(s) not understood, skipped",
+            "a cut last line",
+            "5 recorded finding(s) not understood, skipped",
+            "run.jsonl: 4 recorded finding(s) not understood, skipped",
+            "a cut last line",
+            "5 recorded finding(s) not understood, skipped",
+        ]
+    )
+    assert notices == [
+        "run.jsonl: 7 recorded finding(s) not understood, skipped",
+        "a cut last line",
+        "10 recorded finding(s) not understood, skipped",
+    ]

@@ -141,7 +141,9 @@ class RecordedCollector(RunBuilder):
         """Each tick's findings as the run log takes them (``words_where_kept``); those
         whose words are not a finding's counted, left out."""
         found, bad = words_where_kept(block.parts[3])
-        self.not_understood += bad
+        start = self._record_from
+        if start is None or block.times[-1] >= start:  # a warm-up's are the stretch before's
+            self.not_understood += bad
         return found
 
     def finish(self, notices: Sequence[str] = (), last: bool = True) -> Run:

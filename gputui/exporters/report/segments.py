@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from gputui.formats.blocks import Block
 from gputui.formats.recording import (
     Border,
     Header,
-    NotBlocks,
+    RecordingError,
     Share,
     Tick,
     read_header,
@@ -102,12 +103,14 @@ def cuts(size: int, count: int) -> list[int]:
 @dataclass(slots=True)
 class Part:
     """One stretch judged: its run (None: no frames), the episodes and spans it carried
-    on from the stretch before, and what the reader had to say."""
+    on from the stretch before, what the reader had to say, and how many ticks it read of
+    its own (as the reader counts them against ``max_ticks``)."""
 
     run: Run | None
     episodes: list[Episode]
     spans: list[Span]
     notices: list[str]
+    ticks: int = 0
 
 
 def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) -> Part:
@@ -136,28 +139,33 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
         if recorded
         else recording_collector(header, path.name, record_from=first)
     )
+    read = 0
     for tick in stream:
         if isinstance(tick, Block):
             collector.add_block(tick)
+            read += len(tick)
         elif isinstance(tick, Tick):
             collector.add_tick(tick)
+            read += 1
         elif isinstance(tick, Border):
             collector.begins_at(tick.time)
+            read = 0
     if not len(collector):
-        return Part(None, [], [], notices)
+        return Part(None, [], [], notices, read)
     episodes, spans = collector.carried()
     run = collector.finish(notices if stretch.last else (), last=stretch.last)
-    return Part(run, episodes, spans, notices)
+    return Part(run, episodes, spans, notices, read)
 
 
 def judge_recording(
     path: Path, max_ticks: int, processes: int | None = None, rejudge: bool = False
 ) -> Run | None:
     """A recording's run, judged in stretches side by side where it is long enough; None
-    when it holds no frames. A damaged file raises the reader's error. Where the stretches
-    read more than ``max_ticks`` in all, or met a line before theirs that is no block, the
-    file is read again in one go: only that reading cuts it where a report stops, or says
-    what is wrong with it."""
+    when it holds no frames. A damaged file raises the reader's error. Where a stretch
+    met what it could not read, the stretches read ``max_ticks`` or more in all, or the
+    last of them found nothing (the stream is shorter than its size said: a file still
+    being written), the file is read again in one go: only that reading cuts it where a
+    report stops, says what is wrong with it, and ends the run where it ends."""
     stretches = plan(path, workers() if processes is None else processes)
     if len(stretches) > 1:
         context = multiprocessing.get_context("fork")
@@ -165,9 +173,9 @@ def judge_recording(
             with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
                 futures = [pool.submit(judged, path, s, max_ticks, rejudge) for s in stretches]
                 parts = [f.result() for f in futures]
-        except NotBlocks:
+        except RecordingError:
             parts = []
-        if parts and sum(len(p.run.times) for p in parts if p.run is not None) < max_ticks:
+        if parts and parts[-1].run is not None and sum(p.ticks for p in parts) < max_ticks:
             return joined([p for p in parts if p.run is not None])
     return judged(path, Stretch(Share(0, None), True), max_ticks, rejudge).run
 
@@ -177,7 +185,7 @@ def joined(parts: Sequence[Part]) -> Run | None:
     if not parts:
         return None
     runs = [p.run for p in parts if p.run is not None]
-    notices = list(dict.fromkeys(n for p in parts for n in p.notices))
+    read = [n for p in parts for n in p.notices]  # the readers' (the last run holds its own)
     first = runs[0]
     times = array("d")
     for run in runs:
@@ -198,7 +206,7 @@ def joined(parts: Sequence[Part]) -> Run | None:
         episode.open = False
     dropped = max(0, len(episodes) - MAX_EPISODES) + max(0, len(spans) - MAX_SPANS)
     extra = [f"{dropped:,} findings or process spans past the report's caps"] * bool(dropped)
-    kept = [n for run in runs for n in run.notices if n not in notices]
+    kept = [n for run in runs for n in run.notices if n not in read]
     return Run(
         source=first.source,
         devices=first.devices,
@@ -209,9 +217,37 @@ def joined(parts: Sequence[Part]) -> Run | None:
         spans=spans[:MAX_SPANS],
         thresholds=first.thresholds,
         origin=first.origin,
-        notices=list(dict.fromkeys([*notices, *kept, *extra])),
+        notices=_summed([*read, *kept, *extra]),
         judged_live=first.judged_live,
     )
+
+
+#: a stretch's count of recorded findings it could not read (reader's or collector's)
+_NOT_UNDERSTOOD: Final = re.compile(
+    r"^(.*?)([0-9]+)( recorded finding\(s\) not understood, skipped)$"
+)
+
+
+def _summed(notices: Iterable[str]) -> list[str]:
+    """The stretches' notices, in order, once each; those that count recorded findings
+    not understood (each stretch counts its own) as one notice of their sum, where the
+    first of them stood."""
+    out: list[str] = []
+    counted: dict[tuple[str, str], tuple[int, int]] = {}  # where it stands, its sum
+    for notice in notices:
+        found = _NOT_UNDERSTOOD.match(notice)
+        if found is None:
+            if notice not in out:
+                out.append(notice)
+            continue
+        key = (found.group(1), found.group(3))
+        place, total = counted.get(key, (len(out), 0))
+        if key not in counted:
+            out.append(notice)
+        counted[key] = (place, total + int(found.group(2)))
+    for (head, tail), (place, total) in counted.items():
+        out[place] = f"{head}{total}{tail}"
+    return out
 
 
 def _joined(columns: Sequence[Sequence[Any]]) -> array[Any]:
