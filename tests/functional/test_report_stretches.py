@@ -5,6 +5,7 @@ same shares of time."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from itertools import pairwise
 from pathlib import Path
@@ -40,6 +41,12 @@ def long_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         clock.advance(1.0)
     writer.close()
     return path
+
+
+def _lines(path: Path) -> list[bytes]:
+    """A gzip recording's lines, to damage a copy of."""
+    with gzip.open(path) as f:
+        return f.read().split(b"\n")
 
 
 def _border(path: Path, share: Share) -> float:
@@ -103,20 +110,26 @@ def test_a_damaged_block_in_a_later_stretch_fails_the_report_naming_its_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import gzip
-
-    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
-    with gzip.open(long_run) as f:
-        lines = f.read().split(b"\n")
+    lines = _lines(long_run)
     damaged = len(lines) - 20  # in the second stretch
     lines[damaged] = lines[damaged].replace(b'"data":"', b'"data":"!', 1)
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"\n".join(lines))
+    err = _report_fails_in_stretches(path, long_run, monkeypatch, capsys)
+    assert f"run.jsonl:{damaged + 1}: not a block of ticks" in err
+
+
+def _report_fails_in_stretches(
+    path: Path, long_run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
+    """What ``gputui report`` of a damaged copy of the long run, cut in two, says."""
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
     assert len(segments.plan(path, 2)) == 2
     monkeypatch.setattr(segments, "workers", lambda: 2)
-    assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 3
+    assert cli.main(["report", str(path), "-o", str(path.with_suffix(".html"))]) == 3
     err = capsys.readouterr().err
-    assert f"run.jsonl:{damaged + 1}: not a block of ticks" in err and "Traceback" not in err
+    assert "Traceback" not in err
+    return err
 
 
 def test_stretches_that_read_more_than_a_report_reads_give_way_to_one_reading(
@@ -139,24 +152,15 @@ def test_a_line_no_block_before_a_later_stretch_is_named_by_the_reading_in_one_g
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import gzip
-
-    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
-    with gzip.open(long_run) as f:
-        lines = f.read().split(b"\n")
+    lines = _lines(long_run)
     lines[5] = b'{"frame": "not a block"}'  # in the first stretch, passed over by the second
     path = tmp_path / "run.jsonl.gz"
     path.write_bytes(gzip.compress(b"\n".join(lines)))
-    assert len(segments.plan(path, 2)) == 2
-    monkeypatch.setattr(segments, "workers", lambda: 2)
-    assert cli.main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 3
-    err = capsys.readouterr().err
-    assert "run.jsonl.gz:6: not a block of ticks" in err and "Traceback" not in err
+    err = _report_fails_in_stretches(path, long_run, monkeypatch, capsys)
+    assert "run.jsonl.gz:6: not a block of ticks" in err
 
 
 def test_a_streams_size_is_what_its_lines_hold(long_run: Path, tmp_path: Path) -> None:
-    import gzip
-
     with gzip.open(long_run) as f:
         held = len(f.read())
     assert stream_size(long_run) == held
@@ -196,11 +200,9 @@ def test_what_lies_past_a_reports_last_tick_fails_no_stretch(
 ) -> None:
     """A damaged line the reading in one go never reaches (past ``max_ticks``) fails no
     report read in stretches either."""
-    import gzip
 
     monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(long_run) // 3)
-    with gzip.open(long_run) as f:
-        lines = f.read().split(b"\n")
+    lines = _lines(long_run)
     lines[130] = lines[130][:-3] + b"@@@"  # past the first 3000 ticks, in the 2nd stretch
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"\n".join(lines))
@@ -215,12 +217,10 @@ def test_a_damaged_line_where_a_stretch_ends_fails_the_report(
 ) -> None:
     """The last line before a cut is no file's last line: damaged, it is an error, as
     in a reading in one go, whatever the warm-up reaches back to."""
-    import gzip
 
     from gputui.formats.recording import RecordingError
 
-    with gzip.open(long_run) as f:
-        lines = f.read().split(b"\n")
+    lines = _lines(long_run)
     lines[60] = lines[60][:-3] + b"@@@"
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"\n".join(lines))
