@@ -15,17 +15,15 @@ GPUs' identity and clock-event masks, and who ran where; the rest is left unread
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import Any, Final
 
 from gputui.core.config import Thresholds
 from gputui.core.model import Finding
 from gputui.exporters.report.columnar import gpu_columns, plain_slots
-from gputui.exporters.report.run import METRICS, NAN, Run, RunBuilder
+from gputui.exporters.report.run import METRICS, Run, RunBuilder
 from gputui.formats.blocks import Block, Only, ProcessRow
 from gputui.formats.recording import Header, Tick
 from gputui.formats.values import FormatError, PendingFinding
-from gputui.sampling.history import NO_REASONS
 from gputui.sampling.runlog import RunLog
 
 #: what a report of recorded findings reads of a block
@@ -64,28 +62,20 @@ class RecordedCollector(RunBuilder):
         return
 
     def add_tick(self, tick: Tick) -> None:
-        frame = tick.frame
-        if self._last is not None and frame.time <= self._last:
-            return  # a repeated tick: once is enough
-        self._last = frame.time
-        if self._record_from is not None:
-            if frame.time < self._record_from:
-                self.runlog.add(frame, tick.findings)  # the stretch before's: warm-up only
-                return
-            self._begin()
-        self.runlog.add(frame, tick.findings)
-        self._append(frame)
+        taken = self._taken(tick.frame.time)
+        if taken is None:
+            return
+        self.runlog.add(tick.frame, tick.findings)
+        if taken:
+            self._append(tick.frame)
 
     def add_block(self, block: Block) -> None:
         """A block's ticks: its GPUs' readings in columns where every tick reads the same
         GPUs in the same slots (``plain_slots``), tick by tick otherwise."""
         times = block.times
         start = self._record_from
-        in_order = (self._last is None or times[0] > self._last) and all(
-            a < b for a, b in pairwise(times)
-        )
-        indices = plain_slots(block, xids=False) if in_order else None
-        if indices is None or (start is not None and times[0] < start <= times[-1]):
+        indices = plain_slots(block, xids=False) if self._at_once(times) else None
+        if indices is None:
             self._by_tick(block)
             return
         if start is not None and times[0] >= start:
@@ -126,16 +116,12 @@ class RecordedCollector(RunBuilder):
         of a stretch inside it): tick by tick, from the block's lists."""
         found, processes = self._findings(block), block.process_rows()
         for k, when in enumerate(block.times):
-            if self._last is not None and when <= self._last:
+            taken = self._taken(when)
+            if taken is None:
                 continue
-            self._last = when
-            if self._record_from is not None:
-                if when < self._record_from:
-                    self.runlog.add_at(when, processes[k], found[k])
-                    continue
-                self._begin()
             self.runlog.add_at(when, processes[k], found[k])
-            self._append_readings(when, _readings_at(block, k))
+            if taken:
+                self._append_readings(when, _readings_at(block, k))
 
     def _findings(self, block: Block) -> list[tuple[Finding, ...]]:
         """Each tick's findings as the run log takes them (``words_where_kept``); those
@@ -150,21 +136,6 @@ class RecordedCollector(RunBuilder):
         bad = self.not_understood
         said = [f"{bad} recorded finding(s) not understood, skipped"] * bool(bad)
         return super().finish([*notices, *said], last)
-
-    def _append_readings(self, when: float, present: dict[int, tuple[list[Any], Any]]) -> None:
-        """One tick into the report's columns: per GPU read at it, its readings (in the
-        order of METRICS, None: no reading) and its clock-event mask."""
-        self.times.append(when)
-        for index, columns in self._columns.items():
-            given = present.get(index)
-            if given is None:
-                for column in columns:
-                    column.append(NAN)
-                self._reasons[index].append(NO_REASONS)
-                continue
-            for column, reading in zip(columns, given[0], strict=True):
-                column.append(NAN if reading is None else float(reading))
-            self._reasons[index].append(NO_REASONS if given[1] is None else given[1])
 
 
 def words_where_kept(

@@ -13,11 +13,11 @@ import dataclasses
 import math
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from operator import attrgetter
-from typing import Final
+from typing import Any, Final
 
 from gputui.advisor import make_monitor
 from gputui.core.config import Config, Thresholds
@@ -189,19 +189,50 @@ class RunBuilder(ABC):
 
     def _append(self, frame: Frame) -> None:
         """One tick's readings into the report's columns."""
-        self.times.append(frame.time)
-        present = {s.index: s for s in frame.gpus if not s.lost}
+        self._append_readings(
+            frame.time,
+            {s.index: (_READINGS(s), s.clock_reasons) for s in frame.gpus if not s.lost},
+        )
+
+    def _append_readings(
+        self, when: float, present: Mapping[int, tuple[Sequence[Any], int | None]]
+    ) -> None:
+        """One tick into the report's columns: per GPU read at it, its readings (in the
+        order of METRICS, None: no reading) and its clock-event mask."""
+        self.times.append(when)
         for index, columns in self._columns.items():
-            sample = present.get(index)
-            if sample is None:
-                for column, value in zip(columns, self._blank, strict=True):
-                    column.append(value)
+            given = present.get(index)
+            if given is None:
+                for column in columns:
+                    column.append(NAN)
                 self._reasons[index].append(NO_REASONS)
                 continue
-            for column, reading in zip(columns, _READINGS(sample), strict=True):
+            for column, reading in zip(columns, given[0], strict=True):
                 column.append(NAN if reading is None else float(reading))
-            reasons = sample.clock_reasons
-            self._reasons[index].append(NO_REASONS if reasons is None else reasons)
+            self._reasons[index].append(NO_REASONS if given[1] is None else given[1])
+
+    def _taken(self, when: float) -> bool | None:
+        """What a tick at ``when`` is: None, a repeated one (once is enough); False, warm-up
+        (it feeds only what builds the episodes); True, the run's (the first begins the
+        stretch)."""
+        if self._last is not None and when <= self._last:
+            return None
+        self._last = when
+        if self._record_from is not None:
+            if when < self._record_from:
+                return False
+            self._begin()
+        return True
+
+    def _at_once(self, times: Sequence[float]) -> bool:
+        """Whether a block's ticks can go in at once: after the last one taken, in order,
+        and not across the stretch's start (the first begins it where it is the start)."""
+        start = self._record_from
+        if self._last is not None and times[0] <= self._last:
+            return False
+        if any(b <= a for a, b in pairwise(times)):
+            return False
+        return start is None or not times[0] < start <= times[-1]
 
     def begins_at(self, time: float) -> None:
         """Where the stretch begins, learnt as it is read (a share's ``Border``): the ticks
@@ -305,16 +336,12 @@ class Collector(RunBuilder):
         return self.monitor.thresholds
 
     def add(self, frame: Frame) -> None:
-        if self._last is not None and frame.time <= self._last:
-            return  # a repeated tick (a range's edges overlapping): once is enough
-        self._last = frame.time
-        if self._record_from is not None:
-            if frame.time < self._record_from:
-                self.monitor.ingest(frame)
-                return
-            self._begin()
+        taken = self._taken(frame.time)  # None: a range's edges overlapping
+        if taken is None:
+            return
         self.monitor.ingest(frame)
-        self._append(frame)
+        if taken:
+            self._append(frame)
 
     def add_tick(self, tick: Tick) -> None:
         """A recording's tick: its frame judged here (its recorded findings left aside)."""
@@ -325,12 +352,8 @@ class Collector(RunBuilder):
         in columns where it can (``columnar``), frame by frame where it cannot."""
         times = block.times
         start = self._record_from
-        plain = (self._last is None or times[0] > self._last) and all(
-            a < b for a, b in pairwise(times)
-        )
-        columns = columns_of(block) if plain else None
-        straddles = start is not None and times[0] < start <= times[-1]
-        if columns is not None and not straddles:
+        columns = columns_of(block) if self._at_once(times) else None
+        if columns is not None:
             if start is not None and times[0] >= start:
                 self._begin()
             if columnar.ingest(self.monitor, block, columns):
