@@ -33,45 +33,21 @@ from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gputui.advisor import make_monitor
 from gputui.cli.report import REPORT_MAX_TICKS
-from gputui.core.config import Config
-from gputui.core.manual_clock import ManualClock
-from gputui.core.model import SourceInfo
-from gputui.core.names import SourceKind
-from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import recording_collector, report_text
 from gputui.exporters.report.recorded import ONLY, recorded_collector
 from gputui.exporters.report.run import RunBuilder
 from gputui.exporters.report.segments import judge_recording, workers
 from gputui.formats.blocks import Block
 from gputui.formats.recording import Border, Header, Tick, read_header, stream_recording
-from gputui.sources.simulated import SimulatedSource, resolve_scenarios
-
-START = 1_800_000_000.0
-
-
-def record(path: Path, gpus: int, ticks: int) -> None:
-    """What gputui record writes: every tick with the findings its monitor judged live."""
-    clock = ManualClock(START)
-    source = SimulatedSource(resolve_scenarios("mix", gpus), clock=clock)
-    devices = source.open()
-    info = SourceInfo("SIMULATED", SourceKind.SIMULATED)
-    monitor = make_monitor(devices, Config(interval_s=1.0), info)
-    monitor.runlog.horizon_s = 3600.0
-    writer = RecordWriter(path, Header(info, devices, 1.0, live_findings=True))
-    for _ in range(ticks):
-        frame = source.read()
-        writer.write(frame, monitor.ingest(frame))
-        clock.advance(1.0)
-    writer.close()
+from tests.live_recording import START, record_live
 
 
 def write_long(path: Path, gpus: int, chunk: int, total: int, plain: bool) -> None:
     """A recording of ``total`` ticks: ``chunk`` simulated ones, repeated, times moved on."""
     with tempfile.TemporaryDirectory() as work:
         part = Path(work) / "chunk.jsonl"
-        record(part, gpus, chunk)
+        record_live(part, chunk, gpus)  # what gputui record writes
         lines = part.read_bytes().splitlines(keepends=True)
     with open(path, "wb") as raw:
         if plain:

@@ -16,18 +16,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gputui.advisor import make_monitor  # noqa: E402
 from gputui.cli.report import REPORT_MAX_TICKS  # noqa: E402
-from gputui.core.config import Config  # noqa: E402
-from gputui.core.manual_clock import ManualClock  # noqa: E402
-from gputui.core.model import SourceInfo  # noqa: E402
-from gputui.core.names import SourceKind  # noqa: E402
-from gputui.exporters.recorder import RecordWriter  # noqa: E402
 from gputui.exporters.report import report_text  # noqa: E402
 from gputui.exporters.report.segments import judge_recording  # noqa: E402
-from gputui.formats.recording import Header  # noqa: E402
-from gputui.sources.simulated import SimulatedSource, resolve_scenarios  # noqa: E402
 from tests.browser import chromium, open_page  # noqa: E402
+from tests.live_recording import record_live  # noqa: E402
 
 START = 1_800_000_000.0
 SECONDS = 30 * 60
@@ -41,19 +34,9 @@ CHARTS = (
 def report_html() -> str:
     """The report of a file recorded as ``gputui record`` records it: every tick with the
     findings its live advisor gave, reported as ``gputui report`` reports it."""
-    clock = ManualClock(START)
-    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
-    devices = source.open()
-    info = SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix")
-    monitor = make_monitor(devices, Config(interval_s=1.0), info)
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "night-run.jsonl.gz"
-        writer = RecordWriter(path, Header(info, devices, 1.0, live_findings=True))
-        for _ in range(SECONDS):
-            frame = source.read()
-            writer.write(frame, monitor.ingest(frame))
-            clock.advance(1.0)
-        writer.close()
+        record_live(path, SECONDS)
         run = judge_recording(path, REPORT_MAX_TICKS)
     assert run is not None
     return report_text(run, "html")

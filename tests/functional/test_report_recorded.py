@@ -12,46 +12,20 @@ from pathlib import Path
 import pytest
 
 from gputui import __version__, cli
-from gputui.advisor import make_monitor
-from gputui.core.config import Config, Thresholds
-from gputui.core.manual_clock import ManualClock
-from gputui.core.model import SourceInfo
-from gputui.core.names import SourceKind
-from gputui.exporters.recorder import RecordWriter
+from gputui.core.config import Thresholds
 from gputui.exporters.report import account, segments
 from gputui.exporters.report.run import REPORT_JUDGE_EVERY_S, Run
-from gputui.formats.recording import Header, read_header, stream_size
+from gputui.formats.recording import read_header, stream_size
 from gputui.sampling.monitor import Monitor
-from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from tests.live_recording import record_live
 
-START = 1_800_000_000.0
 MINUTES = 50
-
-
-def record(path: Path, live_findings: bool = True, minutes: int = MINUTES) -> Monitor:
-    """What `gputui record` does over the demo mix (4 GPUs, 1 s ticks): every tick written
-    with the findings its monitor judged; the monitor's run log kept whole."""
-    clock = ManualClock(START)
-    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
-    devices = source.open()
-    info = SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix")
-    monitor = make_monitor(devices, Config(), info)
-    monitor.runlog.horizon_s = None
-    monitor.follow_processes = False
-    writer = RecordWriter(path, Header(info, devices, 1.0, live_findings=live_findings))
-    for _ in range(minutes * 60):
-        frame = source.read()
-        writer.write(frame, monitor.ingest(frame))
-        clock.advance(1.0)
-    writer.close()
-    monitor.runlog.finish()
-    return monitor
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Monitor]:
     path = tmp_path_factory.mktemp("recorded") / "run.jsonl.gz"
-    return path, record(path)
+    return path, record_live(path, MINUTES * 60)
 
 
 def _spans(run: Run) -> list[tuple[object, ...]]:
@@ -151,18 +125,8 @@ def test_a_slow_recordings_stretches_warm_up_on_the_block_before_them(
 ) -> None:
     """At 90 s a tick, blocks lie further apart than the recorded findings' warm-up: a
     stretch still reads the block before its own, and the story is the one-go story."""
-    clock = ManualClock(START)
-    source = SimulatedSource(resolve_scenarios("mix", 4), clock=clock)
-    devices = source.open()
-    info = SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix")
-    monitor = make_monitor(devices, Config(interval_s=90.0), info)
     path = tmp_path / "slow.jsonl"
-    writer = RecordWriter(path, Header(info, devices, 90.0, live_findings=True))
-    for _ in range(400):
-        frame = source.read()
-        writer.write(frame, monitor.ingest(frame))
-        clock.advance(90.0)
-    writer.close()
+    record_live(path, 400, interval_s=90.0)
     monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", stream_size(path) // 4)
     whole = segments.judge_recording(path, 10**6, processes=1)
     split = segments.judge_recording(path, 10**6, processes=3)
