@@ -49,9 +49,10 @@ WARMUP_S: Final = DEFAULT_HISTORY_S + 600.0
 #: a stretch whose findings were recorded needs only the episodes and process spans going
 #: on at its start: those of the block before it
 RECORDED_WARMUP_S: Final = 120.0
-#: a stream shorter than this is read in one go: about two hours of 8 GPUs at 1 s, a
-#: day of one (the warm-up and a process's start would eat what a stretch saves)
-MIN_STRETCH_BYTES: Final = 128 << 20
+#: each stretch at least this long, or the stream is read in one go: about four hours of
+#: 8 GPUs at 1 s, a day and a half of one (a week of 8 GPUs is ~980 MB); shorter, the
+#: warm-up and a process's start would eat what a stretch saves
+MIN_STRETCH_BYTES: Final = 24 << 20
 #: what passing over a line costs a process that reads past it to its own stretch, as a
 #: share of what reading it costs (measured: inflating and finding where lines start
 #: against a report of recorded findings); where the cuts fall
