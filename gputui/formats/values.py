@@ -253,12 +253,18 @@ def parse_finding(data: Any) -> Finding:
     texts = [data.get("title"), *(data.get("evidence") or ()), *(data.get("remedies") or ())]
     if not all(isinstance(t, str) for t in texts):
         raise FormatError("a finding's title, evidence and remedies must be text")
-    gpu = data.get("gpu")
-    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
-        raise FormatError("a finding's gpu is not an index")
+    _finding_gpu(data)
     for key in ("since", "updated"):
         _checked(Finding, key, "float", data.get(key))
     return Finding.from_dict(dict(data))
+
+
+def _finding_gpu(data: Mapping[str, Any]) -> int | None:
+    """A recorded finding's GPU, checked: an index, or None for the node."""
+    gpu = data.get("gpu")
+    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
+        raise FormatError("a finding's gpu is not an index")
+    return gpu
 
 
 _TIME_CHECK: Final = _checker(Finding, "since", "float")
@@ -275,10 +281,7 @@ class PendingFinding:
     def __init__(self, raw: Any) -> None:
         if not isinstance(raw, Mapping):
             raise FormatError("a finding is not an object")
-        gpu = raw.get("gpu")
-        if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
-            raise FormatError("a finding's gpu is not an index")
-        self.key: Final = (RuleId(raw.get("rule")), gpu)
+        self.key: Final = (RuleId(raw.get("rule")), _finding_gpu(raw))
         self.since: Final = float(_TIME_CHECK(raw.get("since")))
         self.updated: Final = float(_TIME_CHECK(raw.get("updated")))
         self._raw = raw

@@ -105,9 +105,7 @@ class RunLog:
             # reaches its update; unless one had none (past the cap): then it is counted
             self._last = findings if self.dropped == dropped else None
         self._processes(now, processes)
-        if self.horizon_s is not None and now - self._trimmed_at > 60.0:
-            self._trim(now - self.horizon_s)
-            self._trimmed_at = now
+        self._trim_now_and_then(now)
 
     def _findings(self, now: float, findings: tuple[Finding, ...]) -> None:
         seen = set()
@@ -137,9 +135,7 @@ class RunLog:
         for span in self._going:
             span.end = now
         self.dropped += self._missed * ticks
-        if self.horizon_s is not None and now - self._trimmed_at > 60.0:
-            self._trim(now - self.horizon_s)
-            self._trimmed_at = now
+        self._trim_now_and_then(now)
 
     def _processes(self, now: float, processes: Sequence[Running]) -> None:
         going: list[Span] = []
@@ -171,6 +167,12 @@ class RunLog:
         self._going, self._missed = going, missed
         if len(self._running) > 4 * max(1, len(processes)) + 64:
             self._running = {k: s for k, s in self._running.items() if now - s.end <= self.gap_s}
+
+    def _trim_now_and_then(self, now: float) -> None:
+        """Past the horizon, left out: once a minute (a trim walks everything held)."""
+        if self.horizon_s is not None and now - self._trimmed_at > 60.0:
+            self._trim(now - self.horizon_s)
+            self._trimmed_at = now
 
     def _trim(self, before: float) -> None:
         self.episodes = [e for e in self.episodes if e.open or e.until >= before]
