@@ -6,12 +6,20 @@ a class, ~0.4 MB for the record types a running gputui holds (issue 30). These t
 code of their own: they read the fields through one ``attrgetter`` made once a class. They
 behave as dataclasses' do: equal only to an instance of the same class whose compared
 fields are equal, hashed on those fields, shown as ``Name(field=value, ...)``.
+
+Nor do ``__setattr__`` and ``__delattr__``: a frozen dataclass compiles both for every class
+(two of its three ``exec`` calls, ~40 % of making a class, and gputui makes some 60 record
+classes before its first frame), where one shared pair raises ``FrozenInstanceError`` alike.
+The class is made as an ordinary slotted dataclass without an ``__init__``; the one this
+module compiles sets the fields as a frozen dataclass's does (``object.__setattr__``), then
+calls ``__post_init__``. ``fields``, ``replace``, ``asdict``, pickling and copying work as
+on any dataclass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -48,11 +56,74 @@ def _repr(self: Any) -> str:
     return f"{type(self).__qualname__}({shown})"
 
 
+def _frozen_setattr(self: Any, name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _getstate(self: Any) -> list[Any]:
+    return [getattr(self, f.name) for f in fields(self)]
+
+
+def _setstate(self: Any, state: list[Any]) -> None:
+    for f, value in zip(fields(self), state, strict=True):
+        object.__setattr__(self, f.name, value)
+
+
+class _Factory:
+    """Stands for "not given" where a field's default comes from its factory."""
+
+
+_FACTORY = _Factory()
+
+
+def _init(cls: type, every: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """The ``__init__`` a frozen dataclass would have: each field set with
+    ``object.__setattr__``, defaults and factories as declared, then ``__post_init__``."""
+    names: dict[str, Any] = {"_set": object.__setattr__, "_FACTORY": _FACTORY}
+    params: list[str] = []
+    body: list[str] = []
+    for f in every:
+        value = f.name
+        if f.default is not MISSING:
+            names[f"_d_{f.name}"] = f.default
+            default = f"_d_{f.name}"
+        elif f.default_factory is not MISSING:
+            names[f"_f_{f.name}"] = f.default_factory
+            default = "_FACTORY"
+            value = f"_f_{f.name}() if {f.name} is _FACTORY else {f.name}"
+        else:
+            default = ""
+        if f.init:
+            params.append(f"{f.name}={default}" if default else f.name)
+        elif default:
+            value = f"_f_{f.name}()" if default == "_FACTORY" else default
+        else:
+            continue  # no value and not an argument: unset, as dataclasses leave it
+        body.append(f"_set(self, {f.name!r}, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("self.__post_init__()")
+    source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body or ["pass"])
+    made: dict[str, Any] = {}
+    exec(source, names, made)  # the source is built above, from the fields' own names
+    init: Callable[..., None] = made["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
 @dataclass_transform(frozen_default=True)
 def frozen(cls: type[T]) -> type[T]:
     """``@dataclass(frozen=True, slots=True)``, with the shared ``==``, hash and repr."""
-    made = dataclass(frozen=True, slots=True, eq=False, repr=False)(cls)
+    made = dataclass(slots=True, init=False, eq=False, repr=False)(cls)
     every = fields(made)  # type: ignore[arg-type]
+    setattr(made, "__init__", _init(made, every))  # noqa: B010
+    setattr(made, "__setattr__", _frozen_setattr)  # noqa: B010
+    setattr(made, "__delattr__", _frozen_delattr)  # noqa: B010
+    setattr(made, "__getstate__", _getstate)  # noqa: B010
+    setattr(made, "__setstate__", _setstate)  # noqa: B010
     compared = staticmethod(_getter([f.name for f in every if f.compare]))
     setattr(made, "_record_compared", compared)  # noqa: B010
     setattr(made, "_record_shown", tuple(f.name for f in every if f.repr))  # noqa: B010

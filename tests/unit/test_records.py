@@ -3,6 +3,7 @@ equality, hash, repr, immutability, replace, pickling and match arguments."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import pickle
 from dataclasses import field
@@ -73,3 +74,42 @@ def test_still_a_frozen_slotted_dataclass() -> None:
             assert y == 2.0
         case _:
             pytest.fail("no match")
+
+
+@frozen
+class Made:
+    """Defaults from factories, a field set after the arguments, and a check after them."""
+
+    name: str
+    tags: list[str] = field(default_factory=list)
+    count: int = field(default=0, init=False)
+    seen: list[str] = field(default_factory=lambda: ["start"], init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.name.strip())
+
+
+def test_init_as_a_frozen_dataclass_writes_it() -> None:
+    # frozen compiles one __init__ a class and shares __setattr__ and __delattr__
+    a, b = Made(" a "), Made("b", ["x"])
+    assert (a.name, a.tags, a.count, a.seen) == ("a", [], 0, ["start"])
+    assert b.tags == ["x"]
+    assert a.tags is not Made("c").tags and a.seen is not Made("c").seen  # a new one each
+    assert Made.__init__.__qualname__ == "Made.__init__"
+    with pytest.raises(TypeError):
+        Made()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Made("a", count=1)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'name'"):
+        del a.name
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'x'"):
+        Point(1).x = 2  # type: ignore[misc]
+    assert [f.name for f in dataclasses.fields(Made)] == ["name", "tags", "count", "seen"]
+    assert dataclasses.asdict(b) == {"name": "b", "tags": ["x"], "count": 0, "seen": ["start"]}
+
+
+def test_copies_and_pickles_keep_every_field() -> None:
+    made = Made("a", ["x"])
+    for copied in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert copied == made and copied.tags == ["x"] and copied.seen == ["start"]
+    assert copy.deepcopy(made).tags is not made.tags
