@@ -154,7 +154,9 @@ class GpuTuiApp(App[int]):
         # when they stop coming (a hung driver call). Slow, because every tick costs.
         self.set_interval(WATCHDOG_S, self._tick_header)
         if self.sampler is not None:
-            self.sampler.start()
+            # after the first paint: the first read (each process's environment and
+            # libraries, the job's settings) would hold the GIL while the screen is drawn
+            self.call_after_refresh(self.sampler.start)
         if self._parts.owns_process:
             self.call_after_refresh(self._freeze_startup_heap)
         # SIGTERM (a scheduler), SIGHUP (SSH dropped), SIGINT (kill -INT; ctrl+c is a key in
