@@ -3,15 +3,17 @@ same run, same fake 8-GPU node, same terminal.
 
 Usage: python benchmarks/vs_nvitop.py [--python /tmp/nvitop-venv/bin/python] [--gpus 8]
                                       [--warmup 10] [--seconds 60] [--size 160x50] [--still]
-                                      [--rounds 3] [--day]
+                                      [--rounds 3] [--starts 3] [--day]
 
 Starts each monitor in its own detached tmux session of the given size through this same
 script (``--child gputui`` / ``--child bare`` / ``--child nvitop``), one after the other,
 --rounds times in turn. The bare app is Textual's floor: the same child (the same fake
 node, pytest and the double imported), then an ``App`` with one ``Static`` showing a row
 per GPU; what gputui takes above it is gputui's own. The first frame is the time from the
-exec to the first capture of tmux's pane that shows every GPU's row. Without nvitop (no
---python that imports it) the table has gputui and the bare app only. --day adds
+exec to the first capture of tmux's pane that shows every GPU's row, the median of --starts
+starts in each round (one start through tmux moves by a third between tries; the last start
+goes on to be warmed up and measured, each child gone before the next starts). Without
+nvitop (no --python that imports it) the table has gputui and the bare app only. --day adds
 benchmarks/app_memory.py over 24 simulated hours (minutes of CPU): the app's RSS after the
 first hour and at the end. The child installs
 the test double of libnvidia-ml (tests/nvml_double.py, an R570 driver with N Hopper GPUs,
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -323,11 +326,48 @@ class Result:
     calls: dict[str, int]
 
 
-def measure(
-    tool: str, python: str, gpus: int, warmup: float, seconds: float, size: str, moving: bool
-) -> Result:
-    session = f"vs-nvitop-{tool}"
+def _start(tool: str, command: str, session: str, gpus: int, size: str) -> tuple[int, float]:
+    """The child started in its own tmux session: its PID, and the time from the exec to
+    the first capture that shows every GPU's row."""
     width, height = size.split("x")
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    started = time.perf_counter()
+    tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
+    # a tool that stops leaves its pane, and its last words, to read
+    tmux("set-option", "-t", session, "remain-on-exit", "on")
+    pid = int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
+    screen = ""
+    while time.perf_counter() - started < 30:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if gpu_rows(tool, screen) >= gpus:
+            return pid, time.perf_counter() - started
+        if tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1":
+            break
+        time.sleep(0.05)
+    raise RuntimeError(f"{tool} did not show {gpus} GPUs; its screen:\n{screen}")
+
+
+def _stopped(session: str, pid: int) -> None:
+    """The session closed and its child gone (reaped), before anything else starts."""
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).wait(timeout=10)
+
+
+def measure(
+    tool: str,
+    python: str,
+    gpus: int,
+    warmup: float,
+    seconds: float,
+    size: str,
+    moving: bool,
+    starts: int = 1,
+) -> Result:
+    """One round of one tool: ``starts`` starts for the first frame (their median: a single
+    start through tmux moves by a third between tries), the last of them then warmed up and
+    measured."""
+    session = f"vs-nvitop-{tool}"
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         command = shlex.join(
@@ -343,28 +383,18 @@ def measure(
                 *([] if moving else ["--still"]),
             ]
         )
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-        started = time.perf_counter()
         # exec: the pane's process is the tool itself, not a shell waiting for it
         # bytecode as an installed package has it: compiled once, never at each start
         command = f"env -u PYTHONDONTWRITEBYTECODE {command}"
-        tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
+        frames: list[float] = []
+        for _ in range(starts - 1):
+            pid, first_frame = _start(tool, command, session, gpus, size)
+            frames.append(first_frame)
+            _stopped(session, pid)
+        pid, first_frame = _start(tool, command, session, gpus, size)
+        frames.append(first_frame)
+        started = time.perf_counter() - first_frame
         try:
-            # a tool that stops leaves its pane, and its last words, to read
-            tmux("set-option", "-t", session, "remain-on-exit", "on")
-            pid = int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
-            first_frame = float("nan")
-            screen = ""
-            while time.perf_counter() - started < 30:
-                screen = tmux("capture-pane", "-p", "-t", session)
-                if gpu_rows(tool, screen) >= gpus:
-                    first_frame = time.perf_counter() - started
-                    break
-                if tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1":
-                    break
-                time.sleep(0.05)
-            if math.isnan(first_frame):
-                raise RuntimeError(f"{tool} did not show {gpus} GPUs; its screen:\n{screen}")
             time.sleep(max(0.0, warmup - (time.perf_counter() - started)))
             rss_start = rss_mb(pid)
             os.kill(pid, signal.SIGUSR1)
@@ -381,14 +411,14 @@ def measure(
                 time.sleep(0.1)
             counted: dict[str, Any] = json.loads(report.read_text())
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+            _stopped(session, pid)
     calls: dict[str, int] = counted["calls"]
     return Result(
         tool,
         100.0 * (cpu1 - cpu0) / (wall1 - wall0),
         rss_start,
         rss_end,
-        first_frame,
+        _median(frames),
         screen,
         counted["added"],
         counted["changed"],
@@ -418,6 +448,9 @@ def main() -> int:
     parser.add_argument(
         "--rounds", type=int, default=3, help="measure each tool this often, in turn"
     )
+    parser.add_argument(
+        "--starts", type=int, default=3, help="starts a round for the first frame (their median)"
+    )
     parser.add_argument("--day", action="store_true", help="also 24 simulated hours of RSS")
     args = parser.parse_args()
     if args.child:
@@ -431,7 +464,8 @@ def main() -> int:
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
         f"tmux {args.size}; fake R570 driver, {args.gpus} x H100 with GPM, readings "
         f"{'fixed' if args.still else 'changing every second'}; "
-        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s, {args.rounds} rounds"
+        f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s, {args.rounds} rounds, "
+        f"the first frame of {max(1, args.starts)} starts a round"
     )
     print(f"gputui and the bare Textual app: {sys.executable} (Python {sys.version.split()[0]})")
     if version is None:
@@ -451,7 +485,14 @@ def main() -> int:
         # In turn, so a slow spell of the machine falls on every tool alike.
         one = {
             tool: measure(
-                tool, pythons[tool], args.gpus, args.warmup, args.seconds, args.size, not args.still
+                tool,
+                pythons[tool],
+                args.gpus,
+                args.warmup,
+                args.seconds,
+                args.size,
+                not args.still,
+                max(1, args.starts),
             )
             for tool in tools
         }
