@@ -117,9 +117,13 @@ def _init(cls: type, every: tuple[Field[Any], ...]) -> Callable[..., None]:
 @dataclass_transform(frozen_default=True)
 def frozen(cls: type[T]) -> type[T]:
     """``@dataclass(frozen=True, slots=True)``, with the shared ``==``, hash and repr."""
+    for name in ("__setattr__", "__delattr__"):  # as dataclasses refuse for frozen ones
+        if name in cls.__dict__:
+            raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
     made = dataclass(slots=True, init=False, eq=False, repr=False)(cls)
     every = fields(made)  # type: ignore[arg-type]
-    setattr(made, "__init__", _init(made, every))  # noqa: B010
+    if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as with dataclasses
+        setattr(made, "__init__", _init(made, every))  # noqa: B010
     setattr(made, "__setattr__", _frozen_setattr)  # noqa: B010
     setattr(made, "__delattr__", _frozen_delattr)  # noqa: B010
     setattr(made, "__getstate__", _getstate)  # noqa: B010

@@ -113,3 +113,22 @@ def test_copies_and_pickles_keep_every_field() -> None:
     for copied in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
         assert copied == made and copied.tags == ["x"] and copied.seen == ["start"]
     assert copy.deepcopy(made).tags is not made.tags
+
+
+def test_a_class_keeps_its_own_init_and_may_not_bring_its_own_setattr() -> None:
+    @frozen
+    class Own:
+        x: int
+
+        def __init__(self, text: str) -> None:
+            object.__setattr__(self, "x", int(text))
+
+    assert Own("4").x == 4
+    with pytest.raises(TypeError, match="__setattr__"):
+
+        @frozen
+        class Loose:
+            x: int
+
+            def __setattr__(self, name: str, value: object) -> None:
+                object.__setattr__(self, name, value)
