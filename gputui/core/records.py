@@ -87,23 +87,26 @@ def _init(cls: type, every: tuple[Field[Any], ...]) -> Callable[..., None]:
     params: list[str] = []
     body: list[str] = []
     for f in every:
-        value = f.name
+        name = f.name
+        value = name  # what the field is set to: the argument as given
+        fallback: str | None = None  # what it takes when not given
+        param = name
         if f.default is not MISSING:
-            names[f"_d_{f.name}"] = f.default
-            default = f"_d_{f.name}"
+            names[f"_d_{name}"] = f.default
+            fallback = f"_d_{name}"
+            param = f"{name}={fallback}"
         elif f.default_factory is not MISSING:
-            names[f"_f_{f.name}"] = f.default_factory
-            default = "_FACTORY"
-            value = f"_f_{f.name}() if {f.name} is _FACTORY else {f.name}"
-        else:
-            default = ""
+            names[f"_f_{name}"] = f.default_factory
+            fallback = f"_f_{name}()"
+            param = f"{name}=_FACTORY"
+            value = f"{fallback} if {name} is _FACTORY else {name}"
         if f.init:
-            params.append(f"{f.name}={default}" if default else f.name)
-        elif default:
-            value = f"_f_{f.name}()" if default == "_FACTORY" else default
+            params.append(param)
+        elif fallback is not None:
+            value = fallback
         else:
             continue  # no value and not an argument: unset, as dataclasses leave it
-        body.append(f"_set(self, {f.name!r}, {value})")
+        body.append(f"_set(self, {name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body or ["pass"])
