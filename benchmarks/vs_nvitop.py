@@ -344,6 +344,7 @@ def _start(tool: str, command: str, session: str, gpus: int, size: str) -> tuple
         if tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1":
             break
         time.sleep(0.05)
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     raise RuntimeError(f"{tool} did not show {gpus} GPUs; its screen:\n{screen}")
 
 
@@ -386,16 +387,14 @@ def measure(
         # exec: the pane's process is the tool itself, not a shell waiting for it
         # bytecode as an installed package has it: compiled once, never at each start
         command = f"env -u PYTHONDONTWRITEBYTECODE {command}"
-        frames: list[float] = []
-        for _ in range(starts - 1):
+        pid, first_frame = _start(tool, command, session, gpus, size)
+        frames = [first_frame]
+        for _ in range(starts - 1):  # each start stopped before the next: the last one stays
+            _stopped(session, pid)
             pid, first_frame = _start(tool, command, session, gpus, size)
             frames.append(first_frame)
-            _stopped(session, pid)
-        pid, first_frame = _start(tool, command, session, gpus, size)
-        frames.append(first_frame)
-        started = time.perf_counter() - first_frame
         try:
-            time.sleep(max(0.0, warmup - (time.perf_counter() - started)))
+            time.sleep(max(0.0, warmup - first_frame))  # the last start is just showing
             rss_start = rss_mb(pid)
             os.kill(pid, signal.SIGUSR1)
             proc = psutil.Process(pid)
@@ -453,6 +452,7 @@ def main() -> int:
     )
     parser.add_argument("--day", action="store_true", help="also 24 simulated hours of RSS")
     args = parser.parse_args()
+    starts = max(1, args.starts)
     if args.child:
         return child(args.child, args.gpus, not args.still, args.report)
     if shutil.which("tmux") is None:
@@ -465,7 +465,7 @@ def main() -> int:
         f"tmux {args.size}; fake R570 driver, {args.gpus} x H100 with GPM, readings "
         f"{'fixed' if args.still else 'changing every second'}; "
         f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s, {args.rounds} rounds, "
-        f"the first frame of {max(1, args.starts)} starts a round"
+        f"the first frame of {starts} starts a round"
     )
     print(f"gputui and the bare Textual app: {sys.executable} (Python {sys.version.split()[0]})")
     if version is None:
@@ -492,7 +492,7 @@ def main() -> int:
                 args.seconds,
                 args.size,
                 not args.still,
-                max(1, args.starts),
+                starts,
             )
             for tool in tools
         }
