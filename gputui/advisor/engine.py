@@ -129,8 +129,8 @@ class Advisor:
             return self.findings
         if self._kept_at is None or frame.time > self._kept_at:  # each frame once
             self.keep(frame.time, [(s.index, s.util_samples) for s in frame.gpus], frame.processes)
-        # A lost GPU is judged at once: that one cannot wait.
-        if not self.due(frame.time) and not force and not any(s.lost for s in frame.gpus):
+        # A lost GPU or a new Xid is judged at once: news that cannot wait.
+        if not (force or self.due(frame.time) or any(s.lost or s.xid_events for s in frame.gpus)):
             return self.findings
         self._judged_at = now = frame.time
         t = self._at_cadence(history, now)
@@ -175,7 +175,7 @@ class Advisor:
     def due(self, now: float) -> bool:
         """Whether a frame at ``now`` is judged (``update`` without force, no GPU lost):
         ``judge_every_s`` after the last judgement, within a tolerance of a tick's jitter
-        ("every 2 s" must not become every 3 ticks)."""
+        ("every 4 s" must not become every 5 ticks)."""
         last = self._judged_at
         return last is None or not last <= now < last + self._t.judge_every_s - 0.25
 

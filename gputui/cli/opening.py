@@ -116,6 +116,7 @@ def _collect(
                 monitor.ingest(sampler.read_once())
     finally:
         source.close()
+    monitor.judge_latest()
     return monitor
 
 

@@ -45,9 +45,10 @@ class Thresholds:
 
     start_after_s: float = 5.0  # a condition must hold this long before a finding starts
     end_after_s: float = 15.0  # ... and be gone this long before it ends
-    # The rules judge windows of tens of seconds: judging every tick of a fast refresh
-    # adds cost, not knowledge. Frame time, so recordings replay the same at any speed.
-    judge_every_s: float = 2.0
+    # The rules judge windows of tens of seconds: judging every tick adds cost, not
+    # knowledge (a 30 s window moves by an eighth between two judgements; a lost GPU or a
+    # new Xid is judged at once). Frame time, so recordings replay the same at any speed.
+    judge_every_s: float = 4.0
     window_s: float = 30.0  # "sustained" means over this window
     min_points: int = 5  # fewer readings than this in a window: too early to judge
     # The history most rules need before "nothing found" means anything; until a GPU has it

@@ -92,9 +92,15 @@ class Monitor:
         """The findings of a point-in-time test (``doctor``): conditions that held through
         the whole sampled window count even when it was shorter than the live hold; the
         last reading judged first."""
-        latest = self.latest
-        self.advisor.update(self.history, force=latest is not None)
+        self.judge_latest()
         return self.advisor.point_in_time()
+
+    def judge_latest(self) -> tuple[Finding, ...]:
+        """Judge the last reading now, whenever the last judgement was: what a headless
+        command writes is the verdict on its last reading."""
+        if self.latest is not None:
+            self.advisor.update(self.history, force=True)
+        return self.advisor.findings
 
     @property
     def latest(self) -> Frame | None:

@@ -105,7 +105,7 @@ def test_report_rejudge_and_the_page_say_where_the_findings_come_from(
     path, _live = recorded
     page = tmp_path / "live.md"
     assert cli.main(["report", str(path), "-o", str(page)]) == 0
-    assert "Findings: judged live as the run went (every 2 s)" in page.read_text()
+    assert "Findings: judged live as the run went (every 4 s)" in page.read_text()
     again = tmp_path / "again.md"
     assert cli.main(["report", str(path), "--rejudge", "-o", str(again)]) == 0
     assert "Findings: judged by this report over the run's readings (every 5 s)" in (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.advisor.engine import _hidden, _State
+from gputui.advisor.engine import Advisor, _hidden, _State
 from gputui.advisor.finding import Candidate
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
@@ -167,3 +167,39 @@ def test_a_shown_finding_keeps_its_words_while_they_flap_and_grows_more_severe_a
     assert 160 + 15 <= milder <= 160 + 15 + 3
     run(10, (crit, "ceiling"))  # more severe: at the next judgement
     assert said.index(("critical", "ceiling"), 200) <= 200 + 2
+
+
+def test_judged_every_few_seconds_but_a_new_xid_or_a_lost_gpu_at_once() -> None:
+    from gputui.core.model import GpuSample, XidEvent
+
+    sim = Sim()
+    every = sim.advisor.thresholds.judge_every_s
+    sim.run(13, BUSY)
+    start = sim.now - 13
+    judged = sim.advisor.judged_at
+    assert judged is not None and judged == start + every * (12 // every)
+    sim.run(1, BUSY)  # not yet due: the verdict stands
+    assert sim.advisor.judged_at == judged
+    sim.run(1, replace(BUSY, xid_events=(XidEvent(48, sim.now),)))
+    assert sim.advisor.judged_at == sim.now - 1  # the Xid's frame, judged at once
+    sim.run(1, BUSY)
+    judged = sim.advisor.judged_at
+    sim.tick([GpuSample(index=0, lost=True)], ())
+    assert sim.advisor.judged_at == sim.now - 1 != judged
+
+
+def test_a_headless_command_gives_the_verdict_on_its_last_reading() -> None:
+    from gputui.advisor import make_monitor
+    from gputui.core.config import Config
+    from gputui.core.model import Frame, SourceInfo
+    from gputui.core.names import SourceKind
+    from tests.advisor_kit import H100
+
+    monitor = make_monitor([H100], Config(), SourceInfo("S", SourceKind.SIMULATED))
+    for t in range(7):
+        monitor.ingest(Frame(time=float(t), gpus=(BUSY,)))
+    advisor = monitor.advisor
+    assert isinstance(advisor, Advisor)
+    assert advisor.judged_at == 4.0
+    monitor.judge_latest()
+    assert advisor.judged_at == 6.0

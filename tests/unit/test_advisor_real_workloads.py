@@ -439,11 +439,11 @@ def test_under_used_is_silent_when_another_rule_explains_it() -> None:
 # -- honest verdicts -----------------------------------------------------------------
 def test_gathering_until_the_rules_have_their_history() -> None:
     sim = Sim()
-    sim.run(4, BUSY)
+    sim.run(5, BUSY)  # judged at 0 s and 4 s: five readings
     judgement = sim.advisor.judgement
     assert judgement.gathering
     assert judgement.gathering_text() == (
-        "still judging: 27 s to go, every rule needs 30 s of readings"
+        "still judging: 25 s to go, every rule needs 30 s of readings"
     )
     sim.run(30, BUSY)
     assert not sim.advisor.judgement.gathering and sim.advisor.judgement.complete
@@ -480,7 +480,7 @@ def test_point_in_time_reports_a_condition_held_through_a_short_window() -> None
 
 def test_evidence_says_the_window_actually_sampled() -> None:
     sim = Sim()
-    sim.run(12, replace(BUSY, pcie_width=8))
+    sim.run(13, replace(BUSY, pcie_width=8))  # last judged at 12 s
     f = next(f for f in sim.findings if f.rule == "pcie-link-degraded")
-    assert any("over the last 10 s" in e for e in f.evidence), f.evidence
+    assert any("over the last 12 s" in e for e in f.evidence), f.evidence
     assert not any("30 s" in e for e in f.evidence)

@@ -461,13 +461,14 @@ def test_a_gpu_that_stops_reporting_while_others_do_is_a_warning() -> None:
     devices = [replace(H100, index=i, node=f"node-{i}") for i in range(2)]
     advisor = make_advisor(devices)
     history = History(100)
-    for t in range(20):
+    for t in range(21):
         gpus = (replace(BUSY, index=0), replace(BUSY, index=1))
         history.add(Frame(time=float(t), gpus=gpus if t < 10 else gpus[:1]))
         advisor.update(history)
     (f,) = [f for f in advisor.findings if f.rule == "not-reporting"]
     assert f.gpu == 1 and f.severity == "warning"
-    assert "on node node-1 for 9 s, while others report" in f.evidence[0]
+    # last seen at 9 s, last judged at 20 s
+    assert "on node node-1 for 11 s, while others report" in f.evidence[0]
     assert isinstance(devices[0], DeviceInfo)
 
 

@@ -1,7 +1,7 @@
 """A recording's run as its own live advisor judged it.
 
 ``gputui record`` records every tick's findings as the monitor it records with judged them:
-the live screen's rules, thresholds and cadence (every 2 s), and the process readings
+the live screen's rules, thresholds and cadence (every 4 s), and the process readings
 only a live source has. A report of a file this gputui release wrote takes those findings
 as they stand (``Header.findings_judged_here``) instead of judging the run again: they are
 the ones the live screen showed, and a week is read in the time its readings take. A file

@@ -90,7 +90,7 @@ class Run:
         return self.times[-1] if self.times else 0.0
 
 
-#: how often a report judges a recording, in frame time: the live screen judges every 2 s,
+#: how often a report judges a recording, in frame time: the live screen judges every 4 s,
 #: which for a week of 8 GPUs is most of a report's time; the rules' windows, holds and
 #: ends stay the live ones, so a finding starts or ends at most a judgement or two later
 REPORT_JUDGE_EVERY_S: Final = 5.0
@@ -108,7 +108,8 @@ def recording_thresholds(
 
 
 def judged_less_often_s(t: Thresholds) -> float:
-    """How much further apart than on the live screen (2 s) judgements come with ``t``:
+    """How much further apart than on the live screen (``Thresholds().judge_every_s``)
+    judgements come with ``t``:
     a finding may start up to two of these later (a judgement to see it, one to hold it),
     and was last seen up to one before the judgement that no longer saw it."""
     return max(0.0, t.judge_every_s - Thresholds().judge_every_s)
