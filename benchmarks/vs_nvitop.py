@@ -24,7 +24,7 @@ this machine (the child itself and its parent, the tmux server), so both tools f
 with psutil / /proc. Unless --still, a thread in the child moves each GPU's utilisation,
 power, temperature and memory once a second (real readings change; both tools get the same).
 
-After the warm-up the child's utime+stime (all its threads, from /proc/PID/stat) is taken
+After the warm-up the child's CPU time (every thread's run time, in nanoseconds) is taken
 over --seconds; the script prints each tool's CPU % of one core, its RSS, its NVML calls
 per GPU per second, and the ratio gputui / nvitop (the project's budget: 0.5), with the top
 of each screen so a reader can see that both show the same N GPUs. A 60 s figure on a
