@@ -30,7 +30,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
-from gputui.ui import keys
+from gputui.ui import compat, keys
 from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import job_control, quiet_driver
 from gputui.ui.footer import KeysLine
@@ -259,6 +259,7 @@ class GpuTuiApp(App[int]):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
+        compat.paint_now(self.screen)  # in this handler, not on the screen's timer later
         if self.navigation.update_paging():
             self.refresh_bindings()  # PgUp PgDn changed lists: the footer says so
 

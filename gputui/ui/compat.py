@@ -32,6 +32,13 @@ Private name (who uses it): why / public fallback
   in Unicode's name database, paging in ~0.8 MB for a few dozen names; gputui hands it a
   stand-in that answers those from a table (keynames.py) and asks the real module for
   anything else / the real module.
+- ``Widget._set_dirty``, ``Screen._dirty_widgets``, ``Screen._compositor``,
+  ``Screen._on_timer_update``, ``App._batch_count`` (lines.py and app.py, through
+  ``mark_dirty`` and ``paint_now``): a panel hands its changed rows to its screen, and the
+  app has the screen paint them in the handler that changed them, where ``Widget.refresh``
+  goes through four messages (the widget's prompt and idle, its update to the screen, the
+  screen's idle) and the screen's update timer, a loop turn later: a tenth of gputui's
+  steady CPU / ``Widget.refresh``, and Textual paints on its timer.
 - ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
   answers "only my background" at once / ordinary rendering of its background (also what
   Textual before 7.1.0, which has no BLANK, does).
@@ -43,11 +50,14 @@ app's write); that is measurement only, and a stage it cannot find is left out.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from textual.dom import NoScreen
 from textual.driver import Driver
+from textual.geometry import Region
+from textual.screen import Screen
 from textual.widget import Widget
 
 if TYPE_CHECKING:
@@ -69,6 +79,42 @@ PUBLIC_ONLY: Final[bool] = public_only()
 
 FAST_LINES: Final[bool] = not PUBLIC_ONLY
 """LineView overrides ``render_lines`` and ``notify_style_update`` (lines.py)."""
+
+FAST_PAINT: Final[bool] = (
+    not PUBLIC_ONLY
+    and callable(getattr(Widget, "_set_dirty", None))
+    and callable(getattr(Screen, "_on_timer_update", None))
+)
+"""Changed rows go to the screen directly and are painted at once (``mark_dirty``,
+``paint_now``)."""
+
+
+def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
+    """Mark ``regions`` of ``widget`` for repainting on its screen, as the screen's own
+    handler of the widget's update message would (``Screen._on_update``); False where that
+    cannot be done here, and the caller refreshes the widget the public way."""
+    if not FAST_PAINT or not widget.is_mounted or not widget.display:
+        return False
+    try:
+        screen = widget.screen
+    except NoScreen:
+        return False
+    dirty = getattr(screen, "_dirty_widgets", None)
+    compositor = getattr(screen, "_compositor", None)
+    if not isinstance(dirty, set) or compositor is None or screen not in compositor:
+        return False
+    widget._set_dirty(*regions)
+    dirty.add(widget)
+    screen.check_idle()  # painted on the screen's timer unless paint_now comes first
+    return True
+
+
+def paint_now(screen: Screen[object]) -> None:
+    """Paint what is marked dirty on ``screen`` now, as its update timer would next."""
+    if not FAST_PAINT or not getattr(screen, "_dirty_widgets", None):
+        return
+    if screen.is_current and not getattr(screen.app, "_batch_count", 1):
+        screen._on_timer_update()
 
 
 def load_xterm_parser() -> type[_XTermParser] | None:

@@ -205,7 +205,7 @@ class LineView(Widget):
                 start = -1
         if start >= 0:
             dirty.append(Region(left, start, width, len(new) - start))
-        if dirty:
+        if dirty and not compat.mark_dirty(self, dirty):
             self.refresh(*dirty)
 
     def on_resize(self) -> None:

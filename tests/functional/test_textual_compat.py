@@ -52,6 +52,7 @@ def test_every_shortcut_follows_the_switch() -> None:
     fast = not compat.PUBLIC_ONLY
     assert compat.PUBLIC_ONLY is compat.public_only(os.environ)
     assert compat.FAST_LINES is fast
+    assert compat.FAST_PAINT is fast
     assert ("render_lines" in vars(LineView)) is fast
     assert ("notify_style_update" in vars(LineView)) is fast
     assert getattr(_MainScreen, "BLANK", False) is fast
@@ -230,6 +231,25 @@ async def test_the_compositor_asks_render_lines_for_rows_in_widget_coordinates()
         marked.refresh(Region(0, 0, 20, 1))  # a content row, as LineView.set_lines does
         await pilot.pause()
         assert marked.crops and all(whole.contains_region(crop) for crop in marked.crops)
+
+
+@pytest.mark.skipif(compat.PUBLIC_ONLY, reason="the shortcuts are off")
+async def test_rows_marked_on_the_screen_are_painted_in_the_same_call() -> None:
+    marked = _Marked()
+    app = _Probe(marked)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        marked.crops.clear()
+        assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])  # a row, in its own terms
+        assert marked in app.screen._dirty_widgets
+        compat.paint_now(app.screen)
+        # the compositor asked for the row within the call, and nothing is left to paint
+        assert marked.crops and not app.screen._dirty_widgets
+        whole = Region(0, 0, *marked.outer_size)
+        assert all(whole.contains_region(crop) for crop in marked.crops)
+        marked.display = False
+        await pilot.pause()
+        assert not compat.mark_dirty(marked, [Region(0, 1, 20, 1)])  # hidden: refresh
 
 
 def test_a_bare_row_behaves_as_a_strip_of_the_same_segments() -> None:
