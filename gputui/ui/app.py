@@ -208,6 +208,9 @@ class GpuTuiApp(App[int]):
         # A read that was hung while the app closed can still arrive: draw nothing then.
         with contextlib.suppress(NoMatches):
             self.redraw()
+            # a tick's rows painted in this handler, not on the screen's timer a loop turn
+            # later (the start and the keys keep Textual's own pace)
+            compat.paint_now(self.screen)
 
     def on_sample_failed(self, message: SampleFailed) -> None:
         if self.replay_keys is not None and self.replay_keys.replay.at_end:
@@ -259,7 +262,6 @@ class GpuTuiApp(App[int]):
             return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
-        compat.paint_now(self.screen)  # in this handler, not on the screen's timer later
         if self.navigation.update_paging():
             self.refresh_bindings()  # PgUp PgDn changed lists: the footer says so
 
