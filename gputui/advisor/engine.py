@@ -173,9 +173,9 @@ class Advisor:
         return self.findings
 
     def due(self, now: float) -> bool:
-        """Whether a frame at ``now`` is judged (``update`` without force, no GPU lost):
-        ``judge_every_s`` after the last judgement, within a tolerance of a tick's jitter
-        ("every 4 s" must not become every 5 ticks)."""
+        """Whether a frame at ``now`` is judged (``update`` without force, no GPU lost and
+        no new Xid in it): ``judge_every_s`` after the last judgement, within a tolerance
+        of a tick's jitter ("every 4 s" must not become every 5 ticks)."""
         last = self._judged_at
         return last is None or not last <= now < last + self._t.judge_every_s - 0.25
 

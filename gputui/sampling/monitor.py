@@ -30,6 +30,9 @@ class Judge(Protocol):
     @property
     def judgement(self) -> Judgement: ...
 
+    @property
+    def judged_at(self) -> float | None: ...
+
     def update(self, history: History, force: bool = False) -> tuple[Finding, ...]: ...
 
     def point_in_time(self) -> tuple[Finding, ...]: ...
@@ -96,9 +99,10 @@ class Monitor:
         return self.advisor.point_in_time()
 
     def judge_latest(self) -> tuple[Finding, ...]:
-        """Judge the last reading now, whenever the last judgement was: what a headless
-        command writes is the verdict on its last reading."""
-        if self.latest is not None:
+        """Judge the last reading, unless it was judged already: what a headless command
+        writes is the verdict on its last reading (a frame judged again says the same)."""
+        latest = self.latest
+        if latest is not None and self.advisor.judged_at != latest.time:
             self.advisor.update(self.history, force=True)
         return self.advisor.findings
 

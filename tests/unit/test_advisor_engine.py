@@ -191,8 +191,9 @@ def test_judged_every_few_seconds_but_a_new_xid_or_a_lost_gpu_at_once() -> None:
 def test_a_headless_command_gives_the_verdict_on_its_last_reading() -> None:
     from gputui.advisor import make_monitor
     from gputui.core.config import Config
-    from gputui.core.model import Frame, SourceInfo
+    from gputui.core.model import Finding, Frame, SourceInfo
     from gputui.core.names import SourceKind
+    from gputui.sampling.history import History
     from tests.advisor_kit import H100
 
     monitor = make_monitor([H100], Config(), SourceInfo("S", SourceKind.SIMULATED))
@@ -203,3 +204,13 @@ def test_a_headless_command_gives_the_verdict_on_its_last_reading() -> None:
     assert advisor.judged_at == 4.0
     monitor.judge_latest()
     assert advisor.judged_at == 6.0
+    judged: list[float] = []
+    update = advisor.update
+
+    def counted(history: History, force: bool = False) -> tuple[Finding, ...]:
+        judged.append(history.latest.time if history.latest else -1.0)
+        return update(history, force)
+
+    advisor.update = counted  # type: ignore[method-assign]
+    monitor.point_in_time_findings()  # doctor asks again: the last reading is judged once
+    assert judged == [] and advisor.judged_at == 6.0
