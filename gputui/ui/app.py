@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gc
 import signal
 import socket
@@ -30,6 +31,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.core.model import Frame
 from gputui.ui import compat, keys
 from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import job_control, quiet_driver
@@ -107,10 +109,13 @@ class GpuTuiApp(App[int]):
         )
         self._size: Size | None = None  # the size being laid out (a resize's, not the last)
         self._drawable = False
+        # where the sampler's frames are handed (the app's loop, and its context: Textual
+        # finds the active app in a context variable), once it is running
+        self._frames_to: tuple[asyncio.AbstractEventLoop, contextvars.Context] | None = None
         self._hostname = socket.gethostname()  # the header's, for a local source
         if self.sampler is not None:
             self.sampler.connect(
-                on_frame=lambda frame: self.post_message(FrameReady(frame)),
+                on_frame=self._frame_from_sampler,
                 on_error=lambda exc: self.post_message(
                     SampleFailed(f"{type(exc).__name__}: {exc}")
                 ),
@@ -141,6 +146,8 @@ class GpuTuiApp(App[int]):
 
     def on_mount(self) -> None:
         self._drawable = True
+        if compat.FAST_FRAMES:
+            self._frames_to = (asyncio.get_running_loop(), contextvars.copy_context())
         self.screen.set_class(self.ascii, "-ascii")
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
@@ -202,15 +209,35 @@ class GpuTuiApp(App[int]):
         self.redraw()
 
     # -- frames -----------------------------------------------------------------------
+    def _frame_from_sampler(self, frame: Frame) -> None:
+        """On the sampler's thread: the frame to the app's loop (compat.FAST_FRAMES), else
+        as a message."""
+        to = self._frames_to
+        if to is None:
+            self.post_message(FrameReady(frame))
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed: the app has ended
+            to[0].call_soon_threadsafe(self._take_frame, frame, context=to[1])
+
+    def _take_frame(self, frame: Frame) -> None:
+        if not self.is_running:
+            return  # a read that was under way as the app closed
+        try:
+            self._show_frame(frame)
+        except Exception as error:
+            compat.crash(self, error)
+
     def on_frame_ready(self, message: FrameReady) -> None:
-        self.monitor.ingest(message.frame)
+        self._show_frame(message.frame)
+
+    def _show_frame(self, frame: Frame) -> None:
+        self.monitor.ingest(frame)
         self.sample_error = None
         # A read that was hung while the app closed can still arrive: draw nothing then.
-        with contextlib.suppress(NoMatches):
+        # The tick's rows are painted as the handler ends, not on the screen's timer a
+        # loop turn later (the start and the keys keep Textual's own pace).
+        with contextlib.suppress(NoMatches), compat.painted_at_end():
             self.redraw()
-            # a tick's rows painted in this handler, not on the screen's timer a loop turn
-            # later (the start and the keys keep Textual's own pace)
-            compat.paint_now(self.screen)
 
     def on_sample_failed(self, message: SampleFailed) -> None:
         if self.replay_keys is not None and self.replay_keys.replay.at_end:

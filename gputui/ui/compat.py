@@ -39,6 +39,12 @@ Private name (who uses it): why / public fallback
   goes through four messages (the widget's prompt and idle, its update to the screen, the
   screen's idle) and the screen's update timer, a loop turn later: a tenth of gputui's
   steady CPU / ``Widget.refresh``, and Textual paints on its timer.
+- ``App._handle_exception`` (app.py, through ``crash``): the sampler's frames reach the app
+  as a call on its event loop (``loop.call_soon_threadsafe``) instead of a message: a message
+  costs the app's queue, its dispatch and an idle pass, and the changed rows' prompt to the
+  screen (held back while the frame's handler runs: ``painted_at_end``) another message and
+  idle pass, a twentieth of gputui's steady CPU; an error in that call ends the app with its
+  traceback as an error in a handler does / the frame posted as a message (``FrameReady``).
 - ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
   answers "only my background" at once / ordinary rendering of its background (also what
   Textual before 7.1.0, which has no BLANK, does).
@@ -50,10 +56,12 @@ app's write); that is measurement only, and a stage it cannot find is left out.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from textual.app import App
 from textual.dom import NoScreen
 from textual.driver import Driver
 from textual.geometry import Region
@@ -88,6 +96,9 @@ FAST_PAINT: Final[bool] = (
 """Changed rows go to the screen directly and are painted at once (``mark_dirty``,
 ``paint_now``)."""
 
+FAST_FRAMES: Final[bool] = not PUBLIC_ONLY and callable(getattr(App, "_handle_exception", None))
+"""The sampler's frames are calls on the app's event loop, not messages (``crash``)."""
+
 
 def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
     """Mark ``regions`` of ``widget`` for repainting on its screen, as the screen's own
@@ -105,8 +116,32 @@ def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
         return False
     widget._set_dirty(*regions)
     dirty.add(widget)
-    screen.check_idle()  # painted on the screen's timer unless paint_now comes first
+    if _held:
+        _held[-1].add(screen)  # painted as the handler ends
+    else:
+        screen.check_idle()  # painted on the screen's timer
     return True
+
+
+# The screens rows were marked on inside ``painted_at_end``, innermost last.
+_held: list[set[Screen[object]]] = []
+
+
+@contextmanager
+def painted_at_end() -> Iterator[None]:
+    """Rows marked dirty inside are painted as it ends, where their screen is the current
+    one, without the prompt that would wake the screen to paint them on its timer; a
+    screen it cannot paint now (one under a dialog) is prompted then, as before."""
+    held: set[Screen[object]] = set()
+    _held.append(held)
+    try:
+        yield
+    finally:
+        _held.pop()
+        for screen in held:
+            paint_now(screen)
+            if getattr(screen, "_dirty_widgets", None):
+                screen.check_idle()
 
 
 def paint_now(screen: Screen[object]) -> None:
@@ -115,6 +150,12 @@ def paint_now(screen: Screen[object]) -> None:
         return
     if screen.is_current and not getattr(screen.app, "_batch_count", 1):
         screen._on_timer_update()
+
+
+def crash(app: App[Any], error: Exception) -> None:
+    """End ``app`` over ``error`` raised in a call its loop made for it, as Textual ends it
+    over an error in a message handler: the traceback shown, the return code 1."""
+    app._handle_exception(error)
 
 
 def load_xterm_parser() -> type[_XTermParser] | None:

@@ -53,6 +53,7 @@ def test_every_shortcut_follows_the_switch() -> None:
     assert compat.PUBLIC_ONLY is compat.public_only(os.environ)
     assert compat.FAST_LINES is fast
     assert compat.FAST_PAINT is fast
+    assert compat.FAST_FRAMES is fast
     assert ("render_lines" in vars(LineView)) is fast
     assert ("notify_style_update" in vars(LineView)) is fast
     assert getattr(_MainScreen, "BLANK", False) is fast
@@ -250,6 +251,65 @@ async def test_rows_marked_on_the_screen_are_painted_in_the_same_call() -> None:
         marked.display = False
         await pilot.pause()
         assert not compat.mark_dirty(marked, [Region(0, 1, 20, 1)])  # hidden: refresh
+
+
+@pytest.mark.skipif(compat.PUBLIC_ONLY, reason="the shortcuts are off")
+async def test_rows_marked_in_a_handler_are_painted_as_it_ends_without_waking_the_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    marked = _Marked()
+    app = _Probe(marked)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        prompts: list[object] = []
+        monkeypatch.setattr(app.screen, "check_idle", lambda: prompts.append(app.screen))
+        marked.crops.clear()
+        with compat.painted_at_end():
+            assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])
+            assert marked in app.screen._dirty_widgets and not marked.crops
+        assert marked.crops and not app.screen._dirty_widgets  # painted as it ended
+        assert prompts == []  # and the screen was never woken to paint it later
+        # a screen that cannot be painted now (inside a batch of updates) is woken to
+        # paint it later, as outside
+        with app.batch_update():
+            with compat.painted_at_end():
+                assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])
+            assert marked in app.screen._dirty_widgets and prompts == [app.screen]
+
+
+async def test_the_samplers_frames_are_drawn_and_an_error_drawing_one_ends_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Frames come from the sampler's thread as calls on the app's loop (FAST_FRAMES) or
+    as messages; either way each is drawn, with every row painted by the time the
+    handler returns, and an error drawing one ends the app as an error in a handler
+    does, never a sampler thread left to die alone."""
+    from gputui.core.config import Config
+    from gputui.launch import make_app
+    from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+
+    source = SimulatedSource(resolve_scenarios("healthy", 2))
+    app = make_app(source, source.open(), Config(interval_s=0.25))
+    assert app.sampler is not None
+    with pytest.raises(ZeroDivisionError):
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if len(app.monitor.history) >= 2:
+                    break
+            assert len(app.monitor.history) >= 2
+            assert "util" in app.query_one("#gpus", LineView).plain.lower()
+
+            def broken(_frame: object) -> None:
+                raise ZeroDivisionError("drawing failed")
+
+            monkeypatch.setattr(app.monitor, "ingest", broken)
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if not app.is_running:
+                    break
+            assert app.return_code == 1
+    assert app.sampler.stop(timeout=1.0)
 
 
 def test_a_bare_row_behaves_as_a_strip_of_the_same_segments() -> None:
