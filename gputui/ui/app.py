@@ -38,15 +38,13 @@ from gputui.ui.driver import job_control, quiet_driver
 from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
 from gputui.ui.messages import FrameReady, SampleFailed
-from gputui.ui.modals import LIVE_SCREENS, MODALS, Modals
+from gputui.ui.modals import Modals, overlays
 from gputui.ui.navigation import Navigation
 from gputui.ui.paint import Palette, ascii_terminal, theme_palette, to_ascii
 from gputui.ui.panels import Panels
 from gputui.ui.parts import AppParts
 from gputui.ui.process_keys import ProcessKeys
-from gputui.ui.processes import FilterScreen
 from gputui.ui.replay_keys import ReplayKeys
-from gputui.ui.screens import PageScreen
 from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
 from gputui.view.cluster import shown_nodes
@@ -282,11 +280,13 @@ class GpuTuiApp(App[int]):
         size = self._size or self.size
         self._draw_header(size.width)
         over = self.screen_stack[1:]
-        for screen in over:
-            if isinstance(screen, LIVE_SCREENS):
-                screen.refresh_rows()
-        if any(isinstance(screen, MODALS | LIVE_SCREENS) for screen in over):
-            return  # hidden panels do no work; they catch up when the screen closes
+        if over:
+            hiding, live = overlays()
+            for screen in over:
+                if isinstance(screen, live):
+                    screen.refresh_rows()
+            if any(isinstance(screen, hiding + live) for screen in over):
+                return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
         if self.navigation.update_paging():
@@ -303,9 +303,13 @@ class GpuTuiApp(App[int]):
     ) -> None:
         """Toasts carry file names, paths and error text: never parsed as markup here. Over
         a dialog the message goes on the dialog's own border, never over its text."""
-        if isinstance(self.screen, PageScreen):
-            self.screen.say(f"{title}: {message}" if title else message, timeout or 5.0)
-            return
+        if len(self.screen_stack) > 1:  # a page's module loads with the first of them
+            from gputui.ui.screens import PageScreen
+
+            screen = self.screen
+            if isinstance(screen, PageScreen):
+                screen.say(f"{title}: {message}" if title else message, timeout or 5.0)
+                return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
@@ -416,6 +420,8 @@ class GpuTuiApp(App[int]):
         self.process_keys.next_user()
 
     def action_filter(self) -> None:
+        from gputui.ui.processes import FilterScreen
+
         self.push_screen(FilterScreen(self))
 
     def action_clear(self) -> None:

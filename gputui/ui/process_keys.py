@@ -13,7 +13,6 @@ from textual.notifications import SeverityLevel
 
 from gputui.core.model import ProcessSample
 from gputui.core.process_access import Outcome
-from gputui.ui.processes import ProcessScreen, SignalScreen
 from gputui.view.process_table import (
     ProcessChoices,
     listing,
@@ -102,6 +101,8 @@ class ProcessKeys:
     def inspect(self, page: bool = False) -> None:
         process = self.target(page)
         if process is not None:
+            from gputui.ui.processes import ProcessScreen
+
             app = self._app
             app.push_screen(
                 ProcessScreen(app, process.pid, process.started), lambda _r: app.redraw()
@@ -148,6 +149,8 @@ class ProcessKeys:
             if result.outcome is not Outcome.SENT:
                 severity = "warning"
             app.notify(result.text, title=name, severity=severity, timeout=6)
+
+        from gputui.ui.processes import SignalScreen
 
         screen = SignalScreen(process, name, access.is_root, app.palette, app.choices.mask)
         app.push_screen(screen, answered)
