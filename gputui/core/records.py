@@ -11,9 +11,9 @@ Nor do ``__setattr__`` and ``__delattr__``: a frozen dataclass compiles both for
 (two of its three ``exec`` calls, ~40 % of making a class, and gputui makes some 60 record
 classes before its first frame), where one shared pair raises ``FrozenInstanceError`` alike.
 The class is made as an ordinary slotted dataclass without an ``__init__``; the one this
-module compiles sets the fields as a frozen dataclass's does (``object.__setattr__``), then
-calls ``__post_init__``. ``fields``, ``replace``, ``asdict``, pickling and copying work as
-on any dataclass.
+module compiles, at the class's first instance, sets the fields as a frozen dataclass's
+does (``object.__setattr__``), then calls ``__post_init__``. ``fields``, ``replace``,
+``asdict``, pickling and copying work as on any dataclass.
 """
 
 from __future__ import annotations
@@ -117,6 +117,20 @@ def _init(cls: type, every: tuple[Field[Any], ...]) -> Callable[..., None]:
     return init
 
 
+def _first_init(cls: type, every: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """An ``__init__`` that writes the real one (``_init``) at the class's first instance
+    and puts it in its own place: compiling it is a third of making a class, and most
+    record classes have no instance before the first frame (some none in a whole run)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init = _init(cls, every)
+        setattr(cls, "__init__", init)  # noqa: B010
+        init(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
 @dataclass_transform(frozen_default=True)
 def frozen(cls: type[T]) -> type[T]:
     """``@dataclass(frozen=True, slots=True)``, with the shared ``==``, hash and repr."""
@@ -126,7 +140,7 @@ def frozen(cls: type[T]) -> type[T]:
     made = dataclass(slots=True, init=False, eq=False, repr=False)(cls)
     every = fields(made)  # type: ignore[arg-type]
     if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as with dataclasses
-        setattr(made, "__init__", _init(made, every))  # noqa: B010
+        setattr(made, "__init__", _first_init(made, every))  # noqa: B010
     setattr(made, "__setattr__", _frozen_setattr)  # noqa: B010
     setattr(made, "__delattr__", _frozen_delattr)  # noqa: B010
     setattr(made, "__getstate__", _getstate)  # noqa: B010

@@ -132,3 +132,24 @@ def test_a_class_keeps_its_own_init_and_may_not_bring_its_own_setattr() -> None:
 
             def __setattr__(self, name: str, value: object) -> None:
                 object.__setattr__(self, name, value)
+
+
+def test_init_is_written_at_the_first_instance_and_says_the_same() -> None:
+    @frozen
+    class Late:
+        x: int
+        tags: list[str] = field(default_factory=list)
+
+    first = Late.__init__
+    assert first.__qualname__.endswith("Late.__init__")  # the stand-in, until an instance
+    with pytest.raises(TypeError, match=r"Late.__init__\(\) missing 1 required positional"):
+        Late()  # type: ignore[call-arg]
+    made = Late.__init__
+    assert made is not first  # written at the first call, a failed one too
+    assert Late(1, ["a"]) == Late(x=1, tags=["a"]) and Late(2).tags == []
+    assert Late.__init__ is made  # and written once
+
+    class Child(Late):
+        __slots__ = ()
+
+    assert Child(3).x == 3  # a subclass without fields of its own shares it
