@@ -131,7 +131,8 @@ _held: list[set[Screen[object]]] = []
 def painted_at_end() -> Iterator[None]:
     """Rows marked dirty inside are painted as it ends, where their screen is the current
     one, without the prompt that would wake the screen to paint them on its timer; a
-    screen it cannot paint now (one under a dialog) is prompted then, as before."""
+    screen it cannot paint now (inside a batch of updates, or not shown) is prompted
+    then, as before."""
     held: set[Screen[object]] = set()
     _held.append(held)
     try:
