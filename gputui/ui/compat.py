@@ -39,6 +39,17 @@ Private name (who uses it): why / public fallback
   goes through four messages (the widget's prompt and idle, its update to the screen, the
   screen's idle) and the screen's update timer, a loop turn later: a tenth of gputui's
   steady CPU / ``Widget.refresh``, and Textual paints on its timer.
+- ``textual._compositor.CompositorUpdate``, ``App._display``, ``Screen._compositor`` and its
+  ``visible_widgets``, ``_full_map_invalidated``, ``Screen._layout_required``,
+  ``_scroll_required`` and ``_repaint_required`` (through ``write_rows``): a tick's changed
+  rows of a panel nothing covers are written to the terminal as they are (each row's
+  cursor move and its segments), through the app's own write with its synchronized
+  update; the compositor's partial update asks every panel between the first and the last
+  changed row for all its rows, cuts each line at every panel's edge and joins the pieces
+  again: a tenth of gputui's steady CPU / the rows marked dirty and painted by the
+  compositor (``paint_now``), also whenever any of these does not hold: the screen is
+  current, laid out and not resized since, no batch, no inline mode, nothing in front of
+  the panel.
 - ``App._handle_exception`` (app.py, through ``crash``): the sampler's frames reach the app
   as a call on its event loop (``loop.call_soon_threadsafe``) instead of a message: a message
   costs the app's queue, its dispatch and an idle pass, and the changed rows' prompt to the
@@ -59,16 +70,18 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar
 
 from textual.app import App
 from textual.dom import NoScreen
 from textual.driver import Driver
 from textual.geometry import Region
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from textual._xterm_parser import XTermParser as _XTermParser
 
 ENV_VAR: Final = "GPUTUI_TEXTUAL_PUBLIC"
@@ -96,8 +109,34 @@ FAST_PAINT: Final[bool] = (
 """Changed rows go to the screen directly and are painted at once (``mark_dirty``,
 ``paint_now``)."""
 
+
+def _update_type() -> type[Any] | None:
+    """The class App._display writes as it is (its own updates'), or None where missing."""
+    try:
+        from textual._compositor import CompositorUpdate
+    except ImportError:
+        return None
+    return CompositorUpdate if callable(getattr(App, "_display", None)) else None
+
+
+_UPDATE: Final = None if PUBLIC_ONLY else _update_type()
+
+FAST_WRITE: Final[bool] = FAST_PAINT and _UPDATE is not None
+"""A tick's changed rows go to the terminal without the compositor (``write_rows``)."""
+
 FAST_FRAMES: Final[bool] = not PUBLIC_ONLY and callable(getattr(App, "_handle_exception", None))
 """The sampler's frames are calls on the app's event loop, not messages (``crash``)."""
+
+
+class RowSource(Protocol):
+    """A widget that can hand over some of its rows as finished strips (``write_rows``)."""
+
+    def rows_now(self, regions: Sequence[Region]) -> list[tuple[int, Strip]] | None:
+        """The widget's rows under ``regions`` (content coordinates, as marked dirty) as
+        (row of the widget, the whole row); None where it cannot say."""
+
+
+Marks = list[tuple[Widget, Sequence[Region]]]
 
 
 def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
@@ -114,35 +153,107 @@ def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
     compositor = getattr(screen, "_compositor", None)
     if not isinstance(dirty, set) or compositor is None or screen not in compositor:
         return False
-    widget._set_dirty(*regions)
-    dirty.add(widget)
     if _held:
-        _held[-1].add(screen)  # painted as the handler ends
-    else:
-        screen.check_idle()  # painted on the screen's timer
+        _held[-1].setdefault(screen, []).append((widget, regions))  # at the handler's end
+        return True
+    _set_dirty(screen, widget, regions)
+    screen.check_idle()  # painted on the screen's timer
     return True
 
 
-# The screens rows were marked on inside ``painted_at_end``, innermost last.
-_held: list[set[Screen[object]]] = []
+def _set_dirty(screen: Screen[object], widget: Widget, regions: Sequence[Region]) -> None:
+    widget._set_dirty(*regions)
+    screen._dirty_widgets.add(widget)
+
+
+# The rows marked inside ``painted_at_end``, by screen, innermost last.
+_held: list[dict[Screen[object], Marks]] = []
 
 
 @contextmanager
 def painted_at_end() -> Iterator[None]:
     """Rows marked dirty inside are painted as it ends, where their screen is the current
-    one, without the prompt that would wake the screen to paint them on its timer; a
-    screen it cannot paint now (inside a batch of updates, or not shown) is prompted
-    then, as before."""
-    held: set[Screen[object]] = set()
+    one, without the prompt that would wake the screen to paint them on its timer: written
+    as they are where nothing covers them (``write_rows``), else by the compositor. A
+    screen it cannot paint now (inside a batch of updates, or not shown) is prompted then,
+    as before."""
+    held: dict[Screen[object], Marks] = {}
     _held.append(held)
     try:
         yield
     finally:
         _held.pop()
-        for screen in held:
+        for screen, marks in held.items():
+            if not write_rows(screen, marks):
+                for widget, regions in marks:
+                    _set_dirty(screen, widget, regions)
             paint_now(screen)
             if getattr(screen, "_dirty_widgets", None):
                 screen.check_idle()
+
+
+def write_rows(screen: Screen[object], marks: Marks) -> bool:
+    """Write the marked rows to the terminal now, each where its widget is on the screen;
+    False (nothing written) where any of them cannot be written so (see the list above)."""
+    app = screen.app
+    compositor = getattr(screen, "_compositor", None)
+    if (
+        not FAST_WRITE
+        or compositor is None
+        or not screen.is_current
+        or getattr(app, "_batch_count", 1) != 0
+        or getattr(app, "is_inline", True)
+        or any(
+            getattr(screen, name, True)
+            for name in ("_layout_required", "_scroll_required", "_repaint_required")
+        )
+        or getattr(compositor, "_full_map_invalidated", True)
+        or compositor.size != screen.size
+    ):
+        return False
+    visible: dict[Widget, tuple[Region, Region]] = compositor.visible_widgets
+    out: list[str] = []
+    for widget, regions in marks:
+        at = _in_front(visible, widget)
+        rows = widget.rows_now(regions) if at is not None and _rows_source(widget) else None
+        if at is None or rows is None:
+            return False
+        for y, strip in rows:
+            if 0 <= y < at.height:
+                out.append(f"\x1b[{at.y + y + 1};{at.x + 1}H")  # the cursor to the row
+                out.append(strip.render(app.console))
+    if out and _UPDATE is not None:
+        app._display(screen, _Written("".join(out)))
+    return True
+
+
+def _rows_source(widget: Widget) -> TypeGuard[RowSource]:
+    return callable(getattr(widget, "rows_now", None))
+
+
+def _in_front(visible: Mapping[Widget, tuple[Region, Region]], widget: Widget) -> Region | None:
+    """The widget's region on the screen where all of it is shown and nothing is in front
+    of any of it (``visible`` is in the compositor's order, front first); else None."""
+    found = visible.get(widget)
+    if found is None or not found[1].contains_region(found[0]):
+        return None
+    region = found[0]
+    for other, (where, clip) in visible.items():
+        if other is widget:
+            return region
+        if where.intersection(clip).overlaps(region):
+            return None
+    return None
+
+
+class _Written(_UPDATE or object):  # type: ignore[misc]
+    """Finished terminal output, as App._display takes its compositor's updates."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def render_segments(self, console: Console) -> str:
+        return self.text
 
 
 def paint_now(screen: Screen[object]) -> None:

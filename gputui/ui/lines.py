@@ -269,6 +269,23 @@ class LineView(Widget):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows
 
+        def rows_now(self, regions: Sequence[Region]) -> list[tuple[int, Strip]] | None:
+            """Content rows under ``regions`` (as ``_show`` marks them) as whole rows, for
+            ``compat.write_rows``; None for a panel dressed beyond padding and a top
+            border, whose rows Textual's own cache draws."""
+            box = self._box
+            if box is None:
+                box = self._box = self._measure_box()
+            if not box.plain:
+                return None
+            width = self.outer_size.width
+            rows: list[tuple[int, Strip]] = []
+            for region in regions:
+                start = region.y + box.top
+                drawn = self.render_lines(Region(0, start, width, region.height))
+                rows.extend(zip(range(start, start + region.height), drawn, strict=True))
+            return rows
+
     def _use_filters(
         self, filters: tuple[LineFilter, ...], box: _Box
     ) -> tuple[list[Segment], list[Segment]]:

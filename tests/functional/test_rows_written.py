@@ -1,0 +1,167 @@
+"""compat.write_rows: a tick's changed rows of a panel nothing covers go to the terminal as
+they are, and the screen they leave is the one Textual's compositor draws for the same
+state; a panel something covers is painted by the compositor, as before.
+
+Each check reads the terminal output the way a terminal does (cursor moves, SGR, text)
+onto the cells of the screen before, and compares the result with the compositor's own
+rendering of the whole screen after.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.widget import Widget
+
+from gputui.core.config import Config
+from gputui.launch import make_app
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
+from gputui.ui import compat
+from gputui.ui.lines import LineView
+from gputui.ui.paint import Palette
+from gputui.view.cells import Cell, Role, Row
+
+pytestmark = pytest.mark.skipif(not compat.FAST_WRITE, reason="the shortcut is off")
+
+Cells = dict[tuple[int, int], tuple[str, str]]  # (line, column) -> (character, SGR codes)
+_SEQUENCE = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[([0-9;]*)m|\x1b\[\?\d+[hl]|(.)", re.S)
+
+
+def _apply(cells: Cells, text: str) -> None:
+    """``text`` as a terminal takes it, onto ``cells``."""
+    y = x = 0
+    sgr = ""
+    for found in _SEQUENCE.finditer(text):
+        line, column, codes, char = found.groups()
+        if line is not None:
+            y, x = int(line) - 1, int(column) - 1
+        elif codes is not None:
+            sgr = "" if codes in ("", "0") else codes
+        elif char == "\n":  # Textual's compositor ends its lines so
+            y, x = y + 1, 0
+        elif char is not None:
+            assert char not in "\x1b\r", f"unexpected control in the output: {text!r}"
+            cells[(y, x)] = (char, sgr)
+            x += 1
+
+
+def _drawn(app: App[Any]) -> Cells:
+    """The whole screen as the compositor renders it now."""
+    cells: Cells = {}
+    for y, strip in enumerate(app.screen._compositor.render_strips()):
+        _apply(cells, f"\x1b[{y + 1};1H" + strip.render(app.console))
+    return cells
+
+
+def _captured(app: App[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the app hands its terminal from now on (a headless app writes nothing)."""
+    updates: list[Any] = []
+    monkeypatch.setattr(app, "_display", lambda _screen, update: updates.append(update))
+    return updates
+
+
+def _rows(*texts: str) -> list[Row]:
+    return [Row((Cell(t[:4], Role.WARN, bold=True), Cell(t[4:], Role.DIM))) for t in texts]
+
+
+class _Panels(App[None]):
+    CSS = """
+    Screen { layers: base above; }
+    LineView { padding: 0 1; }
+    #cover { layer: above; width: 12; height: 2; offset: 3 4; background: #aa0000; }
+    """
+
+    def __init__(self, covered: bool) -> None:
+        super().__init__()
+        self.covered = covered
+        self.top = LineView(id="top")
+        self.left = LineView(id="left")
+        self.right = LineView(id="right")
+
+    def compose(self) -> ComposeResult:
+        yield self.top
+        with Horizontal():
+            yield self.left
+            yield self.right
+        if self.covered:
+            yield Widget(id="cover")
+
+    def show(self, shift: int) -> None:
+        palette, width = Palette(), 30
+        self.top.set_rows(_rows("header line", f"tick {shift}"), 70, palette)
+        self.left.set_rows(
+            _rows(*(f"gpu {i} util {10 * i + shift}%" for i in range(6))), width, palette
+        )
+        self.right.set_rows(
+            _rows(*(f"spark {'x' * (i + shift)}" for i in range(6))), width, palette
+        )
+
+
+async def test_changed_rows_written_leave_the_screen_the_compositor_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = _Panels(covered=False)
+    async with app.run_test(size=(80, 12)) as pilot:
+        app.show(0)
+        await pilot.pause()
+        before = _drawn(app)
+        updates = _captured(app, monkeypatch)
+        with compat.painted_at_end():
+            app.show(1)
+        # one write, of finished rows only, and nothing left for the compositor
+        assert len(updates) == 1 and isinstance(updates[0], compat._Written)
+        assert not app.screen._dirty_widgets
+        text = updates[0].render_segments(app.console)
+        # rows that did not change are not written: "header line" stayed, six GPU rows and
+        # six spark rows and the tick line changed
+        assert text.count("H") >= 13 and len(re.findall(r"\x1b\[\d+;\d+H", text)) == 13
+        _apply(before, text)
+        assert before == _drawn(app)
+
+
+async def test_a_covered_panel_is_painted_by_the_compositor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = _Panels(covered=True)
+    async with app.run_test(size=(80, 12)) as pilot:
+        app.show(0)
+        await pilot.pause()
+        before = _drawn(app)
+        updates = _captured(app, monkeypatch)
+        with compat.painted_at_end():
+            app.show(1)  # the cover lies over the left panel's rows
+        assert len(updates) == 1 and not isinstance(updates[0], compat._Written)
+        _apply(before, updates[0].render_segments(app.console))
+        after = _drawn(app)
+        assert before == after
+        assert after[(4, 3)][1] == after[(5, 14)][1] != ""  # the cover is still drawn
+
+
+async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real panels over simulated GPUs, frame after frame."""
+    clock = [1_000_000.0]
+    source = SimulatedSource(resolve_scenarios("thermal", 8), clock=lambda: clock[0])
+    app = make_app(source, source.open(), Config(interval_s=3600))  # frames come from here
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        for _ in range(5):
+            clock[0] += 1
+            app._show_frame(source.read())
+        await pilot.pause()
+        written = 0
+        for _ in range(4):
+            before = _drawn(app)
+            updates = _captured(app, monkeypatch)
+            clock[0] += 1
+            app._show_frame(source.read())
+            for update in updates:
+                written += isinstance(update, compat._Written)
+                _apply(before, update.render_segments(app.console))
+            assert before == _drawn(app)
+        assert written == 4
