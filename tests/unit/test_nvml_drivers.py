@@ -332,6 +332,20 @@ def test_field_batches_are_decoded_in_nvml_h_layout() -> None:
     assert counters == [None, 0xFFFFFFFF, 2**40, 2**63 + 5, None, None]
     assert [bindings.value_bits(kind) for _, _, _, kind, _ in rows[1:4]] == [32, 64, 64]
 
+    # a batch read in one unpack (the types it held last time) reads the same
+    generic, kinds = bindings.read_rows(values, ())
+    typed, again = bindings.read_rows(values, kinds)
+    assert again == kinds and [r[:4] for r in typed] == [r[:4] for r in generic]
+    assert [bindings.whole_number(r[4]) for r in typed] == numbers
+    assert [bindings.counter_value(r[3], r[4]) for r in typed] == counters
+    # a member the driver now fills differently: read entry by entry, the new types kept
+    values[0].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    values[0].value.ullVal = 12
+    changed, now = bindings.read_rows(values, kinds)
+    assert now[0] == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG and changed[0][4] == 12
+    values[1].valueType = 99  # a type no release defines: no value, not a crash
+    assert bindings.read_rows(values, now)[0][1][4] is None
+
 
 def test_r535_v3_layout_three_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     lib = driver(535, [FakeGpu(processes=three_processes())])

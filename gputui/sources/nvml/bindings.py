@@ -13,6 +13,8 @@ answers (field values, samples) are decoded from their bytes in one pass.
 from __future__ import annotations
 
 import ctypes
+import functools
+import math
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -348,25 +350,76 @@ def field_rows(values: Any) -> list[tuple[int, int, int, int, bytes]]:
     ]
 
 
-def field_number(kind: int, raw: bytes) -> int | None:
-    """A field's reading as a non-negative whole number; None for no reading."""
-    reader = VALUE_READERS.get(kind)
-    if reader is None:
+# Each member of the value union as a Struct code of its 8 bytes: a batch whose entries hold
+# known types reads in one unpack, each value already a number.
+_MEMBER_CODES = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: "d",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "I4x",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "Q" if ctypes.sizeof(ctypes.c_ulong) == 8 else "I4x",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "Q",
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "q",
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "i4x",
+}
+FieldRow = tuple[int, int, int, int, "float | int | None"]
+
+
+@functools.lru_cache(maxsize=64)
+def _typed_batch(kinds: tuple[int, ...]) -> struct.Struct | None:
+    codes = [_MEMBER_CODES.get(kind) for kind in kinds]
+    if None in codes:
         return None
-    value: float | int = reader.unpack_from(raw)[0]
-    if value != value or value < 0 or value == float("inf"):  # NaN, negative, infinite
+    return struct.Struct("=" + "".join(f"IIqqII{code}" for code in codes))
+
+
+def read_rows(values: Any, kinds: tuple[int, ...]) -> tuple[list[FieldRow], tuple[int, ...]]:
+    """(field id, scope id, return code, value type, the value: None for an unknown type)
+    of each entry of a field batch, and the value types found. ``kinds``: the types the
+    same batch held last time; while the driver fills the same members, the batch is read
+    in one unpack."""
+    typed = _typed_batch(kinds) if kinds else None
+    if typed is not None and typed.size == ctypes.sizeof(values):
+        flat = typed.unpack(values)
+        if flat[4::7] == kinds:
+            return list(
+                zip(flat[0::7], flat[1::7], flat[5::7], kinds, flat[6::7], strict=True)
+            ), kinds
+    rows = [
+        (fid, scope, ret, kind, read_value(kind, raw))
+        for fid, scope, ret, kind, raw in field_rows(values)
+    ]
+    return rows, tuple(row[3] for row in rows)
+
+
+def read_value(kind: int, raw: bytes) -> float | int | None:
+    """The union's member ``kind`` names; None for a type this module does not know."""
+    reader = VALUE_READERS.get(kind)
+    return reader.unpack_from(raw)[0] if reader is not None else None
+
+
+def whole_number(value: float | int | None) -> int | None:
+    """A field's value as a non-negative whole number; None for no reading (unknown type,
+    NaN, negative, infinite, a sentinel)."""
+    if value is None or value != value or value < 0 or value == math.inf:
         return None
     return clean(int(value))
 
 
-def field_unsigned(kind: int, raw: bytes) -> int | None:
+def counter_value(kind: int, value: float | int | None) -> int | None:
     """A counter's raw value: an all-ones 32-bit counter is a value on its way to wrapping,
     not a sentinel."""
-    reader = VALUE_READERS.get(kind)
-    if reader is None or kind == pynvml.NVML_VALUE_TYPE_DOUBLE:
+    if value is None or kind == pynvml.NVML_VALUE_TYPE_DOUBLE or value < 0:
         return None
-    value: int = reader.unpack_from(raw)[0]
-    return value if value >= 0 else None
+    return int(value)
+
+
+def field_number(kind: int, raw: bytes) -> int | None:
+    """A field's reading as a non-negative whole number; None for no reading."""
+    return whole_number(read_value(kind, raw))
+
+
+def field_unsigned(kind: int, raw: bytes) -> int | None:
+    """A counter's raw value (see ``counter_value``)."""
+    return counter_value(kind, read_value(kind, raw))
 
 
 def value_bits(kind: int) -> int:

@@ -102,6 +102,8 @@ class Gpu:
     cache: dict[str, Any] = field(default_factory=dict)
     # field ids in this GPU's per-tick batch
     fields: tuple[int, ...] = ()
+    # the value types the per-tick batch held last tick (bindings.read_rows)
+    field_kinds: tuple[int, ...] = ()
     # each batch's array, its ids set once (nvmlDeviceGetFieldValues fills in the rest)
     field_arrays: dict[tuple[int | tuple[int, int], ...], Any] = field(default_factory=dict)
     # process lists: kind -> candidate (symbol, entry size), best first

@@ -246,6 +246,9 @@ def memory_info(q: Query, gpu: Gpu, handle: Any, key: str) -> Any:
     return q.ask_first(gpu, key, [(v2, (handle,)), (b.memory_v1, (handle,))])
 
 
+_COUNTERS = frozenset({b.FI_PCIE_TX_BYTES, b.FI_PCIE_RX_BYTES})
+
+
 def field_values(q: Query, gpu: Gpu, ids: Sequence[int], probe: bool = False) -> dict[int, int]:
     """Field id -> value for those that answered; at ``probe`` (open), also those that
     said no permission or unknown, which stay in the batch."""
@@ -253,18 +256,19 @@ def field_values(q: Query, gpu: Gpu, ids: Sequence[int], probe: bool = False) ->
     out: dict[int, int] = {}
     if values is None:
         return out
-    for fid, _scope, ret, kind, raw in b.field_rows(values):
+    rows, gpu.field_kinds = b.read_rows(values, gpu.field_kinds)
+    for fid, _scope, ret, kind, value in rows:
         if ret != pynvml.NVML_SUCCESS:
             if meaning(ret) is Verdict.LOST:
                 raise GpuLost
             if probe and meaning(ret) is Verdict.RETRY:
                 out[fid] = -1
             continue
-        if fid in (b.FI_PCIE_TX_BYTES, b.FI_PCIE_RX_BYTES):
+        if fid in _COUNTERS:
             gpu.counter_bits = b.value_bits(kind)
-            number = b.field_unsigned(kind, raw)
+            number = b.counter_value(kind, value)
         else:
-            number = b.field_number(kind, raw)
+            number = b.whole_number(value)
         if number is not None:
             out[fid] = number
         elif probe:
