@@ -434,12 +434,12 @@ class LineView(Widget):
         the panel's style, and runs of one style joined (fewer segments to cut and write)."""
         segments: list[Segment] = []
         text, style = "", ""
-        left = width
-        for piece, next_style in (*line.pieces, (" " * width, "")):
-            piece = piece[:left]
+        pieces: Sequence[tuple[str, str]] = line.pieces
+        pad = width - len(line.plain)  # mostly the row fits: padded with the panel's style
+        pieces = (*pieces, (" " * pad, "")) if pad >= 0 else _cut(pieces, width)
+        for piece, next_style in pieces:
             if not piece:
                 continue
-            left -= len(piece)
             if next_style != style and text:
                 segments.append(Segment(text, self._resolve(base, "", style, filtered)))
                 text = ""
@@ -448,3 +448,15 @@ class LineView(Widget):
         if text:
             segments.append(Segment(text, self._resolve(base, "", style, filtered)))
         return segments
+
+
+def _cut(pieces: Sequence[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """The pieces that show in ``width`` cells, the last one cut."""
+    out: list[tuple[str, str]] = []
+    left = width
+    for piece, style in pieces:
+        if left <= 0:
+            break
+        out.append((piece[:left], style))
+        left -= len(piece)
+    return out

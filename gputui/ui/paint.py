@@ -148,11 +148,16 @@ def to_ascii(text: str) -> str:
 
 def paint(row: Row, width: int, palette: Palette) -> Painted:
     """``row`` fitted to ``width`` cells: low-priority cells dropped, cuts marked."""
-    pieces = tuple(
-        (to_ascii(cell.text) if palette.ascii else cell.text, palette.style(cell, row.bold))
-        for cell in fit(row.cells, width)
-    )
-    return Painted("".join(piece for piece, _style in pieces), pieces)
+    cells = row.cells
+    plain = "".join([cell.text for cell in cells])
+    if len(plain) > width:  # most rows fit as they are
+        cells = fit(cells, width)
+        plain = "".join([cell.text for cell in cells])
+    style, bold = palette.style, row.bold
+    if palette.ascii:
+        pieces = tuple([(to_ascii(cell.text), style(cell, bold)) for cell in cells])
+        return Painted(to_ascii(plain), pieces)
+    return Painted(plain, tuple([(cell.text, style(cell, bold)) for cell in cells]))
 
 
 def border_title(panel: Panel, ascii: bool = False) -> Content:

@@ -22,6 +22,10 @@ class Role(Enum):
     ACCENT = "accent"
     KEY = "key"  # a key to press, as Textual draws one in a footer
 
+    # Hashed as the one object each member is (Enum's own hash is Python code): the
+    # palette looks a role up for every cell it paints.
+    __hash__ = object.__hash__
+
 
 class Cell(NamedTuple):
     """A piece of a row (a named tuple: some hundreds are built and compared every tick,
@@ -119,7 +123,7 @@ def fit(cells: Sequence[Cell], width: int) -> tuple[Cell, ...]:
     """The cells that show in ``width`` columns: the least important dropped first, then
     a flexible cell shortened (the rightmost), then the end cut, every cut marked with an
     ellipsis."""
-    total = sum(c.width for c in cells)
+    total = sum([len(c.text) for c in cells])
     if total <= width:
         return tuple(cells)
     kept = list(cells)

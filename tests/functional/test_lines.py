@@ -179,6 +179,13 @@ async def test_a_painted_row_is_its_text_in_as_few_segments_as_styles() -> None:
         text = paint(row, WIDTH, palette).text()
         assert cells == _expected_cells(app, text, view.rich_style)
         assert [seg.text for seg in strip][:2] == ["GPU 0 ", "97%"]
+        # a row painted wider than the panel (its width changed since) is cut at its edge
+        wide = Row((Cell("GPU 0 "), Cell("97%", Role.OK), Cell("y" * (2 * WIDTH))))
+        view.set_rows([wide], 2 * WIDTH, palette)
+        await pilot.pause()
+        strip = view.render_line(0)
+        assert strip.cell_length == WIDTH
+        assert [seg.text for seg in strip] == ["GPU 0 ", "97%", "y" * (WIDTH - 9)]
 
 
 @pytest.mark.skipif(not compat.FAST_LINES, reason="Textual's own rows: its strips, its caches")
