@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from gputui.cli.opening import (
     _collect,
     _fail,
+    _glance,
     _history,
     _open,
     _open_live,
@@ -437,7 +438,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     if _no_terminal("the monitor", "`gputui snapshot`, `gputui doctor` or `gputui record`"):
         source.close()
         return EXIT_NO_TERMINAL
-    history = _history(source)
+    history = _history(source) or _glance(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(

@@ -192,6 +192,19 @@ def _history(source: Source) -> tuple[Frame, ...]:
     return tuple(backfill()) if backfill is not None else ()
 
 
+def _glance(source: Source) -> tuple[Frame, ...]:
+    """A first frame for the first screen, where the source can take one quickly (the live
+    NVML source: its GPUs without the slower host readings), so the first paint shows the
+    GPUs instead of waiting for the sampler's first full read; none where it cannot."""
+    glance = getattr(source, "glance", None)
+    if glance is None:
+        return ()
+    try:
+        return (glance(),)
+    except Exception:  # the sampler's first read meets it again, and says what it is
+        return ()
+
+
 def _open(source: Source) -> tuple[DeviceInfo, ...]:
     """The source's GPUs; none readable is the same failure as no source (exit 3)."""
     devices = source.open()

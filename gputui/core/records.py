@@ -18,6 +18,7 @@ does (``object.__setattr__``), then calls ``__post_init__``. ``fields``, ``repla
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, fields
 from operator import attrgetter
@@ -137,6 +138,11 @@ def frozen(cls: type[T]) -> type[T]:
     for name in ("__setattr__", "__delattr__"):  # as dataclasses refuse for frozen ones
         if name in cls.__dict__:
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    if not cls.__dict__.get("__doc__"):
+        # dataclasses would write "Name(signature)" here, asking inspect for the signature
+        # of a class whose __init__ comes later: a tokenizer pass over object's signature
+        # for each such class, and the tokenizer's large regex compiled at the first one.
+        cls.__doc__ = f"{cls.__name__}({', '.join(inspect.get_annotations(cls))})"
     made = dataclass(slots=True, init=False, eq=False, repr=False)(cls)
     every = fields(made)  # type: ignore[arg-type]
     if "__init__" not in cls.__dict__:  # a class's own __init__ stays, as with dataclasses

@@ -122,10 +122,15 @@ class HostReader:
         # The CPU times now, so the first reading has a delta to give.
         self._cpu_times = _cpu_times()
 
-    def read_host(self) -> HostSample:
-        now = _cpu_times()
-        per_cpu, iowait = _cpu_shares(self._cpu_times, now)
-        self._cpu_times = now
+    def read_host(self, cpu: bool = True) -> HostSample:
+        """The host's readings; ``cpu=False``: without the CPU shares (a first glance, a
+        moment after this reader started: too short a span to measure them over)."""
+        per_cpu: tuple[float, ...] = ()
+        iowait: float | None = None
+        if cpu:
+            now = _cpu_times()
+            per_cpu, iowait = _cpu_shares(self._cpu_times, now)
+            self._cpu_times = now
         total = sum(per_cpu) / len(per_cpu) if per_cpu else None
         load, run_queue = _loadavg()
         mem_total, mem_available = _memory()

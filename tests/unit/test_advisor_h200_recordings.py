@@ -106,7 +106,7 @@ def test_a_healthy_8_gpu_node_without_topology_or_numa_exits_0(
         """This machine's processes, a host reading that does not depend on how fast the
         test runs (a CPU share needs time between two reads)."""
 
-        def read_host(self) -> HostSample:
+        def read_host(self, cpu: bool = True) -> HostSample:
             return HOST
 
     install(monkeypatch, driver(580, gpus))

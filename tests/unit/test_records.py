@@ -153,3 +153,30 @@ def test_init_is_written_at_the_first_instance_and_says_the_same() -> None:
         __slots__ = ()
 
     assert Child(3).x == 3  # a subclass without fields of its own shares it
+
+
+def test_a_class_without_a_docstring_is_made_without_asking_for_its_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dataclasses writes a missing docstring from inspect.signature, which for a class
+    whose __init__ comes later tokenizes object's signature (and compiles the tokenizer's
+    regex the first time): a record names its fields itself."""
+    import inspect
+
+    asked: list[object] = []
+    monkeypatch.setattr(inspect, "signature", lambda *args, **kwargs: asked.append(args))
+
+    @frozen
+    class Docless:
+        x: int
+        y: str = ""
+
+    @frozen
+    class Documented:
+        """Its own words."""
+
+        x: int
+
+    assert asked == []
+    assert Docless.__doc__ == "Docless(x, y)" and Documented.__doc__ == "Its own words."
+    assert Docless(1) == Docless(1, "") and Docless(2).y == ""

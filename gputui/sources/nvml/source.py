@@ -146,6 +146,16 @@ class NvmlSource:
 
     # -- one tick ----------------------------------------------------------------
     def read(self) -> Frame:
+        return self._read(full=True)
+
+    def glance(self) -> Frame:
+        """A first frame for the first screen, quick: every GPU reading a tick takes and
+        the GPUs' processes, with the host's memory and load; the processes' host details
+        (command, user, CPU, environment, libraries), the host's CPU share and the settings
+        of the jobs and the host wait for the first ``read``."""
+        return self._read(full=False)
+
+    def _read(self, full: bool) -> Frame:
         now = self._clock()
         q = self._q
         q.now = self._monotonic()
@@ -172,7 +182,7 @@ class NvmlSource:
                 samples.append(GpuSample(index=gpu.index, lost=True))
             self.last_calls[gpu.index] = q.calls
         self._windows.start(self._gpus, self.last_calls)
-        frame = self._host_side(now, found)
+        frame = self._host_side(now, found) if full else self._glance_host(now, found)
         lost = [s.index for s in samples if s.lost]
         notes = frame.notes
         unread = tuple(g.index for g in self._gpus if g.processes_unread and not g.lost)
@@ -192,17 +202,7 @@ class NvmlSource:
         """The tick's host half: the GPU processes joined with the host's view of them, the
         host's readings, and the settings of the jobs and the host where they are read."""
         if self._host is None:
-            out = tuple(
-                ProcessSample(
-                    pid=p.pid,
-                    gpu_index=p.gpu_index,
-                    gpu_memory=p.gpu_memory,
-                    kind=p.kind,
-                    sm_util=p.sm_util,
-                )
-                for p in found
-            )
-            return Frame(time=now, gpus=(), processes=out)
+            return Frame(time=now, gpus=(), processes=_bare(found))
         out, notes = self._host.join_processes(found)
         host = self._host.read_host()
         jobs: tuple[JobSettings, ...] = ()
@@ -210,6 +210,10 @@ class NvmlSource:
         if self._settings is not None:
             jobs, settings = self._settings.read(out, self._host.workers_of, self._exclusive)
         return Frame(now, (), host, out, notes, jobs, settings)
+
+    def _glance_host(self, now: float, found: list[GpuProcess]) -> Frame:
+        host = self._host.read_host(cpu=False) if self._host is not None else None
+        return Frame(time=now, gpus=(), host=host, processes=_bare(found))
 
     def wait_windows(self, timeout: float = 2.0) -> None:
         """Wait until the PCIe throughput windows in flight are done (tests and the real-GPU
@@ -298,4 +302,18 @@ def _unread_note(gpus: tuple[int, ...]) -> Note:
         f"{which}: the driver did not give the process list (no permission, or an error): the "
         "checks that read a GPU's processes cannot judge it; run gputui as root, or in the "
         "job's container",
+    )
+
+
+def _bare(found: list[GpuProcess]) -> tuple[ProcessSample, ...]:
+    """The GPU processes as NVML gives them, without the host's view of them."""
+    return tuple(
+        ProcessSample(
+            pid=p.pid,
+            gpu_index=p.gpu_index,
+            gpu_memory=p.gpu_memory,
+            kind=p.kind,
+            sm_util=p.sm_util,
+        )
+        for p in found
     )
