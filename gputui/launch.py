@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputui.advisor import make_monitor
-from gputui.core.config import Config
+from gputui.core.config import Config, Thresholds
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import SourceKind
 from gputui.core.process_access import ProcessAccess
 from gputui.core.units import fmt_duration
+from gputui.sampling.monitor import Judge, Monitor
 from gputui.sampling.sampler import Sampler
 from gputui.sources.base import Source
 from gputui.sources.process_access import LocalProcesses
@@ -36,16 +36,21 @@ def make_app(
     keep_secrets: bool = False,
     owns_process: bool = False,
     history: Sequence[Frame] = (),
+    first: Sequence[Frame] = (),
     process_access: ProcessAccess | None = None,
 ) -> GpuTuiApp:
     """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames.
     ``ascii``: draw with ASCII only (None: as the terminal and locale say). ``history`` (a
     Prometheus server's window) is judged before the first frame, so the advisor speaks
     from the first second. ``process_access``: this machine's processes, where the source
-    reads them (the app may then look into one and signal it)."""
-    monitor = make_monitor(devices, config, SourceInfo(source.label, source.kind, detail))
+    reads them (the app may then look into one and signal it). ``first``: frames the first
+    paint shows (a glance), judged with the frames after them: the rules load after that
+    paint."""
+    monitor = _monitor(devices, config, SourceInfo(source.label, source.kind, detail))
     for frame in history:
         monitor.ingest(frame)
+    for frame in first:
+        monitor.ingest(frame, advise=False)
     follow = getattr(source, "follow", None)
     if follow is not None:  # a cluster source reads in full what the screen shows
         follow(lambda: monitor.shown_nodes)
@@ -60,6 +65,19 @@ def make_app(
         process_access=process_access,
     )
     return GpuTuiApp(parts)
+
+
+def _monitor(devices: Sequence[DeviceInfo], config: Config, source: SourceInfo) -> Monitor:
+    """A monitor whose advisor (the whole rule catalogue) is made when it first judges."""
+
+    thresholds = Thresholds()
+
+    def judge() -> Judge:
+        from gputui.advisor import make_advisor
+
+        return make_advisor(devices, thresholds)
+
+    return Monitor(devices, config, source, judge, later=thresholds)
 
 
 def make_demo_app(
@@ -118,7 +136,7 @@ def make_replay_app(
     config = Config(interval_s=header.interval_s)
     taken_from = " · ".join(p for p in (header.source.label, header.source.detail) if p)
     detail = f"{name} ({taken_from})" if name else taken_from
-    monitor = make_monitor(header.devices, config, SourceInfo("REPLAY", SourceKind.REPLAY, detail))
+    monitor = _monitor(header.devices, config, SourceInfo("REPLAY", SourceKind.REPLAY, detail))
     # the sampler plays at the replay's pace, which its speed keys change
     sampler = Sampler(source, lambda: replay.pace_s)
     replay = ReplayController(source, monitor, speed, sampler=sampler)
@@ -166,6 +184,7 @@ def run_app(
     detail: str | None = None,
     keep_secrets: bool = False,
     history: Sequence[Frame] = (),
+    first: Sequence[Frame] = (),
 ) -> int:
     """The live app, owning the process."""
     app = make_app(
@@ -177,6 +196,7 @@ def run_app(
         keep_secrets=keep_secrets,
         owns_process=True,
         history=history,
+        first=first,
         # Only a local source's PIDs are processes here: never a demo's, a recording's or a
         # remote node's.
         process_access=LocalProcesses() if source.kind is SourceKind.LIVE else None,

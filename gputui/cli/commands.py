@@ -438,7 +438,8 @@ def cmd_app(args: argparse.Namespace) -> int:
     if _no_terminal("the monitor", "`gputui snapshot`, `gputui doctor` or `gputui record`"):
         source.close()
         return EXIT_NO_TERMINAL
-    history = _history(source) or _glance(source)
+    history = _history(source)
+    first = () if history else _glance(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(
@@ -449,4 +450,5 @@ def cmd_app(args: argparse.Namespace) -> int:
         detail=source_detail(args),
         keep_secrets=args.keep_secrets,
         history=history,
+        first=first,
     )

@@ -48,7 +48,12 @@ class Monitor:
         config: Config,
         source: SourceInfo,
         make_judge: JudgeFactory,
+        *,
+        later: Thresholds | None = None,
     ) -> None:
+        """``later``: make the judge only when a frame is first to be judged (the app's
+        first paint then does not wait for the rules to load), judging with these
+        thresholds; until then there are no findings and nothing judged."""
         self.devices = tuple(devices)
         self.config = config
         self.source = source
@@ -59,7 +64,8 @@ class Monitor:
         #: report of a week-long recording) turns it off
         self.follow_processes = True
         self._make_judge = make_judge
-        self.advisor = make_judge()
+        self._judge: Judge | None = None if later is not None else make_judge()
+        self._thresholds = later
         #: finding episodes and process spans over the history window (the report's story)
         self.runlog = RunLog(config.history_s)
         #: the nodes the screen shows now, most wanted first (the selected one's, those in
@@ -67,17 +73,32 @@ class Monitor:
         self.shown_nodes: tuple[str, ...] = ()
 
     @property
+    def advisor(self) -> Judge:
+        judge = self._judge
+        if judge is None:
+            judge = self._judge = self._make_judge()
+            add = getattr(judge, "add_devices", None)
+            if add is not None:
+                add(self.devices)  # those that joined while it was not yet made
+        return judge
+
+    @property
     def findings(self) -> tuple[Finding, ...]:
-        return self.advisor.findings
+        return self._judge.findings if self._judge is not None else ()
 
     @property
     def thresholds(self) -> Thresholds:
+        judge = self._judge
+        if judge is None and self._thresholds is not None:
+            return self._thresholds
         return self.advisor.thresholds
 
     @property
     def judgement(self) -> Judgement:
         """How far the verdict reaches: history sampled, rules that could not judge."""
-        return self.advisor.judgement
+        if self._judge is None:
+            return Judgement(seen_s=0.0, needed_s=0.0)  # nothing judged yet
+        return self._judge.judgement
 
     @property
     def interval_s(self) -> float:
@@ -123,7 +144,7 @@ class Monitor:
             self.processes.add(frame)
         if not advise:
             self.runlog.add(frame, None)
-            return self.advisor.findings
+            return self.findings
         findings = self.advisor.update(self.history)
         self.runlog.add(frame, findings)
         return findings
@@ -136,7 +157,7 @@ class Monitor:
         if new:
             known.update((d.index, d) for d in new)
             self.devices = tuple(known.values())
-            add = getattr(self.advisor, "add_devices", None)
+            add = getattr(self._judge, "add_devices", None)  # a judge made later has them
             if add is not None:
                 add(new)
 
@@ -144,5 +165,5 @@ class Monitor:
         """Forget history and findings: a replay jumped in time."""
         self.history = History(self.config.history_points)
         self.processes = ProcessHistory()
-        self.advisor = self._make_judge()
+        self._judge = self._make_judge()
         self.runlog = RunLog(self.config.history_s)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from gputui.advisor.nodes import NodeRow
 from gputui.core.model import DeviceInfo
 from gputui.core.names import Severity
 from gputui.core.units import NA, fmt_num
 from gputui.view.cells import Cell, Panel, Role, Row
+
+if TYPE_CHECKING:  # the live screen loads this module; the advisor loads after its first paint
+    from gputui.advisor.nodes import NodeRow
 
 #: a GPU's cell in the strip: nothing found or info, warning, critical
 _CELL = {Severity.WARNING: ("▲", Role.WARN), Severity.CRITICAL: ("✖", Role.CRIT)}

@@ -214,3 +214,34 @@ def test_a_headless_command_gives_the_verdict_on_its_last_reading() -> None:
     advisor.update = counted  # type: ignore[method-assign]
     monitor.point_in_time_findings()  # doctor asks again: the last reading is judged once
     assert judged == [] and advisor.judged_at == 6.0
+
+
+def test_a_monitor_may_make_its_advisor_when_it_first_judges() -> None:
+    """The live app's monitor (``later``): its first paint shows a glance without loading
+    the rules; the advisor is made at the first frame judged, and knows every GPU."""
+    from gputui.advisor import make_advisor
+    from gputui.core.config import Config
+    from gputui.core.model import Frame, SourceInfo
+    from gputui.core.names import SourceKind
+    from gputui.sampling.monitor import Monitor
+    from tests.advisor_kit import H100
+
+    made: list[Advisor] = []
+    later = Thresholds(min_points=3)
+
+    def judge() -> Advisor:
+        made.append(make_advisor([H100], later))
+        return made[-1]
+
+    monitor = Monitor([H100], Config(), SourceInfo("S", SourceKind.SIMULATED), judge, later=later)
+    other = replace(H100, index=1, uuid="GPU-joined")
+    monitor.ingest(Frame(time=0.0, gpus=(BUSY,), joined=(other,)), advise=False)  # a glance
+    assert made == [] and monitor.findings == () and monitor.thresholds is later
+    assert monitor.judgement.gathering and not monitor.judgement.not_judged
+    assert len(monitor.history) == 1
+    for t in range(1, 7):
+        monitor.ingest(Frame(time=float(t), gpus=(BUSY, replace(BUSY, index=1))))
+    assert len(made) == 1 and monitor.advisor is made[0]
+    assert {1, 0} <= set(made[0]._devices)  # the GPU that joined before it was made
+    assert made[0].judged_at is not None and monitor.judgement.readings > 0
+    assert monitor.thresholds is later

@@ -60,8 +60,9 @@ def test_headless_commands_do_not_load_textual() -> None:
 def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
     # the writers of the s key, the report, replay, remote sources, the exporter and shell
     # completion, the simulation, the pages, the overview and the palette's commands load
-    # when asked for, and so do the screens over the panels: a start over SSH does not pay
-    # for them (issue 30)
+    # when asked for, and so do the screens over the panels; the advisor's rules load with
+    # the first frame judged, after the first paint: a start over SSH does not pay for them
+    # (issue 30)
     code = (
         "import sys\n"
         "import gputui.cli\n"
@@ -74,7 +75,7 @@ def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
         "         'gputui.sources.simulated', 'gputui.view.pages', 'gputui.view.topology',\n"
         "         'gputui.view.process_page', 'gputui.view.all_processes',\n"
         "         'gputui.view.overview', 'gputui.ui.commands', 'gputui.ui.screens',\n"
-        "         'gputui.ui.processes')\n"
+        "         'gputui.ui.processes', 'gputui.advisor')\n"
         "print(sorted(m for m in sys.modules if m.startswith(later)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
