@@ -64,6 +64,18 @@ class GpuProcess:
     #: % of the GPU's SMs it kept busy, where the driver says (nvmlDeviceGetProcessUtilization)
     sm_util: float | None = None
 
+    def sample(self, **host: Any) -> ProcessSample:
+        """The process as the frame holds it, with what the host says of it (``host``:
+        ProcessSample's host fields; none where they are not read)."""
+        return ProcessSample(
+            pid=self.pid,
+            gpu_index=self.gpu_index,
+            gpu_memory=self.gpu_memory,
+            kind=self.kind,
+            sm_util=self.sm_util,
+            **host,
+        )
+
 
 def _uses_nvidia_device(pid: int) -> bool | None:
     """Whether ``pid`` holds an NVIDIA device open; None if we may not look."""
@@ -195,16 +207,7 @@ class HostReader:
             details = looked_up.get(gp.pid)
             if details is None:
                 details = looked_up[gp.pid] = self._details(gp.pid)
-            samples.append(
-                ProcessSample(
-                    pid=gp.pid,
-                    gpu_index=gp.gpu_index,
-                    gpu_memory=gp.gpu_memory,
-                    kind=gp.kind,
-                    sm_util=gp.sm_util,
-                    **details,
-                )
-            )
+            samples.append(gp.sample(**details))
         seen = set(looked_up)
         for pid in list(self._procs):
             if pid not in seen:

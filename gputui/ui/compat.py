@@ -46,7 +46,7 @@ Private name (who uses it): why / public fallback
   cursor move and its segments), through the app's own write with its synchronized
   update; the compositor's partial update asks every panel between the first and the last
   changed row for all its rows, cuts each line at every panel's edge and joins the pieces
-  again: a tenth of gputui's steady CPU / the rows marked dirty and painted by the
+  again: a twentieth of gputui's steady CPU / the rows marked dirty and painted by the
   compositor (``paint_now``), also whenever any of these does not hold: the screen is
   current, laid out and not resized since, no batch, no inline mode, nothing in front of
   the panel.

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.pilot import Pilot
 from textual.widget import Widget
 
 from gputui.core.config import Config
@@ -101,24 +102,32 @@ class _Panels(App[None]):
         )
 
 
+async def _one_tick(
+    app: _Panels, pilot: Pilot[None], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Cells, list[Any]]:
+    """The screen after a first showing, and what a tick's changes then wrote."""
+    app.show(0)
+    await pilot.pause()
+    before = _drawn(app)
+    updates = _captured(app, monkeypatch)
+    with compat.painted_at_end():
+        app.show(1)
+    return before, updates
+
+
 async def test_changed_rows_written_leave_the_screen_the_compositor_draws(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     app = _Panels(covered=False)
     async with app.run_test(size=(80, 12)) as pilot:
-        app.show(0)
-        await pilot.pause()
-        before = _drawn(app)
-        updates = _captured(app, monkeypatch)
-        with compat.painted_at_end():
-            app.show(1)
+        before, updates = await _one_tick(app, pilot, monkeypatch)
         # one write, of finished rows only, and nothing left for the compositor
         assert len(updates) == 1 and isinstance(updates[0], compat._Written)
         assert not app.screen._dirty_widgets
         text = updates[0].render_segments(app.console)
         # rows that did not change are not written: "header line" stayed, six GPU rows and
         # six spark rows and the tick line changed
-        assert text.count("H") >= 13 and len(re.findall(r"\x1b\[\d+;\d+H", text)) == 13
+        assert len(re.findall(r"\x1b\[\d+;\d+H", text)) == 13
         _apply(before, text)
         assert before == _drawn(app)
 
@@ -128,12 +137,7 @@ async def test_a_covered_panel_is_painted_by_the_compositor(
 ) -> None:
     app = _Panels(covered=True)
     async with app.run_test(size=(80, 12)) as pilot:
-        app.show(0)
-        await pilot.pause()
-        before = _drawn(app)
-        updates = _captured(app, monkeypatch)
-        with compat.painted_at_end():
-            app.show(1)  # the cover lies over the left panel's rows
+        before, updates = await _one_tick(app, pilot, monkeypatch)  # the cover is over rows
         assert len(updates) == 1 and not isinstance(updates[0], compat._Written)
         _apply(before, updates[0].render_segments(app.console))
         after = _drawn(app)

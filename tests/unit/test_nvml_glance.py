@@ -5,14 +5,14 @@ app's start taking one where the source offers it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gputui.cli.opening import _glance
 from gputui.core.manual_clock import ManualClock
-from gputui.core.model import Frame, HostSettings, JobSettings, ProcessSample
+from gputui.core.model import Frame
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.settings import SettingsReader
@@ -20,27 +20,20 @@ from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.nvml_double import MIB, FakeGpu, FakeProcess, driver, install
 
 
-class _CountedSettings(SettingsReader):
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads = 0
-
-    def read(
-        self,
-        processes: Sequence[ProcessSample],
-        workers_of: Callable[[int], Sequence[int]],
-        exclusive_minors: Collection[int] = (),
-    ) -> tuple[tuple[JobSettings, ...], HostSettings]:
-        self.reads += 1
-        return super().read(processes, workers_of, exclusive_minors)
-
-
 def test_a_glance_reads_the_gpus_and_processes_and_leaves_the_slow_host_readings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     me = os.getpid()
     install(monkeypatch, driver(580, [FakeGpu(processes=[FakeProcess(me, 1000 * MIB)])]))
-    settings = _CountedSettings()
+    settings = SettingsReader()
+    reads: list[object] = []
+    read = settings.read
+
+    def counted(*args: Any) -> object:
+        reads.append(args)
+        return read(*args)
+
+    monkeypatch.setattr(settings, "read", counted)
     source = NvmlSource(
         host=HostReader(device_check=lambda _pid: True),
         settings=settings,
@@ -57,10 +50,10 @@ def test_a_glance_reads_the_gpus_and_processes_and_leaves_the_slow_host_readings
     assert proc.command is None and proc.cpu_percent is None and proc.user is None
     assert first.host is not None and first.host.mem_total and first.host.load_1 is not None
     assert first.host.cpu_percent is None and first.host.per_cpu_percent == ()
-    assert (first.jobs, first.settings, settings.reads) == ((), None, 0)
+    assert (first.jobs, first.settings, reads) == ((), None, [])
     full = source.read()  # the first read has it all
     assert full.processes[0].command is not None and full.processes[0].user is not None
-    assert settings.reads == 1 and full.settings is not None
+    assert len(reads) == 1 and full.settings is not None
     assert full.host is not None and full.host.per_cpu_percent
     source.close()
 

@@ -19,7 +19,6 @@ from gputui.core.model import (
     HostSettings,
     JobSettings,
     Note,
-    ProcessSample,
     XidEvent,
 )
 from gputui.core.names import NoteKind, SourceKind
@@ -202,7 +201,7 @@ class NvmlSource:
         """The tick's host half: the GPU processes joined with the host's view of them, the
         host's readings, and the settings of the jobs and the host where they are read."""
         if self._host is None:
-            return Frame(time=now, gpus=(), processes=_bare(found))
+            return Frame(time=now, gpus=(), processes=tuple(p.sample() for p in found))
         out, notes = self._host.join_processes(found)
         host = self._host.read_host()
         jobs: tuple[JobSettings, ...] = ()
@@ -213,7 +212,7 @@ class NvmlSource:
 
     def _glance_host(self, now: float, found: list[GpuProcess]) -> Frame:
         host = self._host.read_host(cpu=False) if self._host is not None else None
-        return Frame(time=now, gpus=(), host=host, processes=_bare(found))
+        return Frame(time=now, gpus=(), host=host, processes=tuple(p.sample() for p in found))
 
     def wait_windows(self, timeout: float = 2.0) -> None:
         """Wait until the PCIe throughput windows in flight are done (tests and the real-GPU
@@ -302,18 +301,4 @@ def _unread_note(gpus: tuple[int, ...]) -> Note:
         f"{which}: the driver did not give the process list (no permission, or an error): the "
         "checks that read a GPU's processes cannot judge it; run gputui as root, or in the "
         "job's container",
-    )
-
-
-def _bare(found: list[GpuProcess]) -> tuple[ProcessSample, ...]:
-    """The GPU processes as NVML gives them, without the host's view of them."""
-    return tuple(
-        ProcessSample(
-            pid=p.pid,
-            gpu_index=p.gpu_index,
-            gpu_memory=p.gpu_memory,
-            kind=p.kind,
-            sm_util=p.sm_util,
-        )
-        for p in found
     )
