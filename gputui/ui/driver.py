@@ -64,12 +64,26 @@ class QuietLinuxDriver(LinuxDriver):
         self._pipe: tuple[int, int] | None = None
         self._waking: _WakingEvent | None = None
         self._signal_loop: asyncio.AbstractEventLoop | None = None
+        self._suspended = False  # Ctrl+Z stopped it; fg (SIGCONT) resumes only then
 
     def _sigtstp_application(self, *_: Any) -> None:
-        self._on_loop(super()._sigtstp_application)
+        self._on_loop(self._suspend)
 
     def _sigcont_application(self, *_: Any) -> None:
-        self._on_loop(super()._sigcont_application)
+        self._on_loop(self._resume)
+
+    def _suspend(self) -> None:
+        self._suspended = True
+        super()._sigtstp_application()
+
+    def _resume(self) -> None:
+        # Only after a suspend: a hangup (SSH dropped, tmux kill-session) sends SIGCONT with
+        # SIGHUP, and resuming then started a second writer thread on the closed terminal;
+        # it died at its first write, its queue filled, and the shutdown's writes waited
+        # on it forever (1 start in 15 killed at its first frame was left running).
+        if self._suspended:
+            self._suspended = False
+            super()._sigcont_application()
 
     def _on_loop(self, handle: Any) -> None:
         """``handle`` as soon as the signal handler has returned and the main thread holds

@@ -158,6 +158,9 @@ async def test_ctrl_z_and_fg_wait_until_the_main_thread_holds_no_lock(
         driver = QuietLinuxDriver(object())
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)  # nothing here is sent a signal
         driver._signal_loop = asyncio.get_running_loop()  # as start_application_mode does
+        driver._sigcont_application(signal.SIGCONT, None)  # a hangup's, nothing suspended
+        await asyncio.sleep(0)
+        assert handled == []  # no resume: it would start a second writer on a closed tty
         with writing:  # the main thread in the middle of writing a frame
             driver._sigtstp_application(signal.SIGTSTP, None)
             driver._sigcont_application(signal.SIGCONT, None)
