@@ -222,7 +222,7 @@ def write_rows(screen: Screen[object], marks: Marks) -> bool:
             if 0 <= y < at.height:
                 out.append(f"\x1b[{at.y + y + 1};{at.x + 1}H")  # the cursor to the row
                 out.append(strip.render(app.console))
-    if out and _UPDATE is not None:
+    if out:
         app._display(screen, _Written("".join(out)))
     return True
 

@@ -242,9 +242,7 @@ class LineView(Widget):
             """Textual's styles cache, minus its work per row: for a panel that is only
             padding and a top border (ours), content rows are assembled and cached here, and
             every other row (the border with its title) is still drawn by Textual."""
-            box = self._box
-            if box is None:
-                box = self._box = self._measure_box()
+            box = self._measured_box()
             size = self.outer_size
             if not box.plain or size != self._rows_size:
                 self._rows.clear()
@@ -273,9 +271,7 @@ class LineView(Widget):
             """Content rows under ``regions`` (as ``_show`` marks them) as whole rows, for
             ``compat.write_rows``; None for a panel dressed beyond padding and a top
             border, whose rows Textual's own cache draws."""
-            box = self._box
-            if box is None:
-                box = self._box = self._measure_box()
+            box = self._measured_box()
             if not box.plain:
                 return None
             width = self.outer_size.width
@@ -321,6 +317,13 @@ class LineView(Widget):
 
     def _filtered(self, segments: list[Segment]) -> list[Segment]:
         return [Segment(text, self._filter(style)) for text, style, _control in segments]
+
+    def _measured_box(self) -> _Box:
+        """The panel's surroundings, measured again only after a style change."""
+        box = self._box
+        if box is None:
+            box = self._box = self._measure_box()
+        return box
 
     def _measure_box(self) -> _Box:
         styles = self.styles

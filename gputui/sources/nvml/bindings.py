@@ -350,15 +350,12 @@ def field_rows(values: Any) -> list[tuple[int, int, int, int, bytes]]:
     ]
 
 
-# Each member of the value union as a Struct code of its 8 bytes: a batch whose entries hold
-# known types reads in one unpack, each value already a number.
+# Each member of the value union as a Struct code over its 8 bytes (its reader's, padded):
+# a batch whose entries hold known types reads in one unpack, each value already a number.
+# In native layout ("@") an entry's members fall where FIELD_ROW puts them (each at its own
+# alignment already); ``read_rows`` checks the batch's size before it trusts that.
 _MEMBER_CODES = {
-    pynvml.NVML_VALUE_TYPE_DOUBLE: "d",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "I4x",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "Q" if ctypes.sizeof(ctypes.c_ulong) == 8 else "I4x",
-    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "Q",
-    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "q",
-    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "i4x",
+    kind: f"{reader.format.lstrip('@')}{8 - reader.size}x" for kind, reader in VALUE_READERS.items()
 }
 FieldRow = tuple[int, int, int, int, "float | int | None"]
 
@@ -368,7 +365,7 @@ def _typed_batch(kinds: tuple[int, ...]) -> struct.Struct | None:
     codes = [_MEMBER_CODES.get(kind) for kind in kinds]
     if None in codes:
         return None
-    return struct.Struct("=" + "".join(f"IIqqII{code}" for code in codes))
+    return struct.Struct("@" + "".join(f"IIqqII{code}" for code in codes))
 
 
 def read_rows(values: Any, kinds: tuple[int, ...]) -> tuple[list[FieldRow], tuple[int, ...]]:
@@ -410,11 +407,6 @@ def counter_value(kind: int, value: float | int | None) -> int | None:
     if value is None or kind == pynvml.NVML_VALUE_TYPE_DOUBLE or value < 0:
         return None
     return int(value)
-
-
-def field_number(kind: int, raw: bytes) -> int | None:
-    """A field's reading as a non-negative whole number; None for no reading."""
-    return whole_number(read_value(kind, raw))
 
 
 def field_unsigned(kind: int, raw: bytes) -> int | None:
