@@ -61,6 +61,7 @@ import json
 import math
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -328,24 +329,55 @@ class Result:
 
 def _start(tool: str, command: str, session: str, gpus: int, size: str) -> tuple[int, float]:
     """The child started in its own tmux session: its PID, and the time from the exec to
-    the first capture that shows every GPU's row."""
+    the pane output that completes every GPU's row.
+
+    tmux copies what the pane's program writes to a pipe (``pipe-pane -O``) in the same
+    step in which it parses it onto the pane: each time output arrives here, its time is
+    taken and the pane captured. The first frame is the arrival of the output after which
+    the pane shows every GPU's row (re-captured once the output pauses, should a capture
+    have come before tmux's parse). Polling the pane instead quantized the time to its
+    period and two tmux commands a turn, and took CPU from the starting tool."""
     width, height = size.split("x")
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    started = time.perf_counter()
-    tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
-    # a tool that stops leaves its pane, and its last words, to read
-    tmux("set-option", "-t", session, "remain-on-exit", "on")
-    pid = int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
-    screen = ""
-    while time.perf_counter() - started < 30:
-        screen = tmux("capture-pane", "-p", "-t", session)
-        if gpu_rows(tool, screen) >= gpus:
-            return pid, time.perf_counter() - started
-        if tmux("display-message", "-p", "-t", session, "#{pane_dead}").strip() == "1":
-            break
-        time.sleep(0.05)
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = Path(tmp) / "pane"
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            started = time.perf_counter()
+            tmux("new-session", "-d", "-s", session, "-x", width, "-y", height, f"exec {command}")
+            tmux("pipe-pane", "-O", "-t", session, f"exec cat > {shlex.quote(str(fifo))}")
+            # a tool that stops leaves its pane, and its last words, to read
+            tmux("set-option", "-t", session, "remain-on-exit", "on")
+            pid = int(tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
+            arrived = _frame_arrival(tool, session, gpus, reader, started)
+        finally:
+            os.close(reader)
+    if arrived is not None:
+        return pid, arrived
+    screen = tmux("capture-pane", "-p", "-t", session)
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     raise RuntimeError(f"{tool} did not show {gpus} GPUs; its screen:\n{screen}")
+
+
+def _frame_arrival(tool: str, session: str, gpus: int, reader: int, started: float) -> float | None:
+    """Seconds from ``started`` to the output after which the pane shows ``gpus`` GPU
+    rows; None if the tool stops or 30 s pass first."""
+    last: float | None = None  # the last output not yet seen complete on the pane
+    while time.perf_counter() - started < 30:
+        arrived = False
+        if select.select([reader], [], [], 0.05)[0]:
+            with contextlib.suppress(BlockingIOError):
+                arrived = bool(os.read(reader, 1 << 16))
+            if arrived:
+                last = time.perf_counter()
+            elif last is None:  # no writer yet: the pipe's cat is starting
+                time.sleep(0.005)
+        if last is not None and gpu_rows(tool, tmux("capture-pane", "-p", "-t", session)) >= gpus:
+            return last - started
+        if not arrived and tmux("display-message", "-p", "-t", session, "#{pane_dead}") == "1\n":
+            return None
+    return None
 
 
 def _stopped(session: str, pid: int) -> None:
