@@ -196,6 +196,7 @@ class GpuTuiApp(App[int]):
         # runs about every other tick over the young objects only (the rest is frozen); at
         # 20,000 it kept ~1.4 MB of such garbage waiting for no CPU saved (8 GPUs, 1 s).
         gc.set_threshold(1_000, 10, 10)
+        gc.enable()  # the CLI starts an app with it off (gputui.cli._start_without_collector)
 
     def _on_theme(self) -> None:
         self.palette = theme_palette(self.get_css_variables(), self.ascii)

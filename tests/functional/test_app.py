@@ -320,13 +320,16 @@ async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process(
         await pilot.pause()
         assert gc.get_freeze_count() == 0  # tests run many apps: nothing kept forever
     app = demo_app(gpus=2, owns_process=True)  # as run_app makes it
+    gc.disable()  # as the CLI starts it (gputui.cli._start_without_collector)
     try:
         async with app.run_test() as pilot:
             await pilot.pause()
             await pilot.pause()
             assert gc.get_freeze_count() > 10_000
+            assert gc.isenabled()  # on again after the first paint
     finally:
         gc.unfreeze()
+        gc.enable()
 
 
 async def test_no_all_clear_before_every_rule_has_had_its_window(demo_app: DemoApp) -> None:

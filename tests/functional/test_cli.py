@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +114,27 @@ def test_python_dash_m_version() -> None:
         [sys.executable, "-m", "gputui", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == f"gputui {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--demo"], ["replay", "missing.jsonl"]])
+def test_an_app_starts_without_the_collector_and_gets_it_back(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cyclic collector is off while an app starts (imports and the first screen leave
+    ~100,000 long-lived objects for it to walk again and again), and on again however the
+    command ends: here before any app, at the missing terminal or the missing file."""
+    import gputui.cli as cli
+
+    seen: list[bool] = []
+    for name in ("cmd_app", "cmd_replay"):
+        real = getattr(cli, name)
+
+        def watched(args: object, real: Any = real) -> int:
+            seen.append(gc.isenabled())
+            status: int = real(args)
+            return status
+
+        monkeypatch.setattr(cli, name, watched)
+    assert gc.isenabled()
+    assert main(argv) != 0
+    assert seen == [False] and gc.isenabled()
