@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputui.advisor.cadence import at_cadence, cadence_of
 from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
@@ -20,6 +20,7 @@ from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
 from gputui.core.names import RULES_NEEDING_HOST, RuleId, Severity
+from gputui.core.records import record
 from gputui.core.units import fmt_duration
 from gputui.sampling.history import History
 
@@ -47,7 +48,7 @@ NOT_ITS_PACE: frozenset[RuleId] = frozenset(
 )
 
 
-@dataclass(slots=True)
+@record
 class _State:
     first: float
     last: float

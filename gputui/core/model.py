@@ -7,13 +7,13 @@ Units are fixed here, once: MHz, °C, W, bytes, bytes/s, percent 0-100, J, secon
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from gputui.core.clock_events import decode_reasons
 from gputui.core.model_checks import clean_readings, clean_text_fields
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
-from gputui.core.records import frozen
+from gputui.core.records import frozen, record
 
 
 @frozen
@@ -153,7 +153,7 @@ class NvLinkSample:
     recovery_errors: int | None = None
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@record(hashable=True)
 class GpuSample:
     """One GPU's readings at one tick.
 
@@ -244,7 +244,7 @@ class GpuSample:
         return 100.0 * self.mem_used / self.mem_total
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@record(hashable=True)
 class ProcessSample:
     """A process using a GPU: what NVML says, joined with what the host says. Immutable by
     contract, as GpuSample."""

@@ -10,11 +10,11 @@ with at most ``MAX_EPISODES`` episodes and ``MAX_SPANS`` process spans.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final, Protocol
 
 from gputui.core.model import Finding, Frame
 from gputui.core.names import RuleId
+from gputui.core.records import record
 
 MAX_EPISODES: Final = 20_000
 MAX_SPANS: Final = 20_000
@@ -38,7 +38,7 @@ class Running(Protocol):
     def ppid(self) -> int | None: ...
 
 
-@dataclass(slots=True)
+@record
 class Episode:
     """One stretch of a finding: shown from ``since`` to ``until`` (frame times), with the
     last words the advisor had for it."""
@@ -53,7 +53,7 @@ class Episode:
         return self.finding.key
 
 
-@dataclass(slots=True)
+@record
 class Span:
     """A process on a GPU, from its first frame to its last one."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from gputui.core.records import frozen
+from gputui.core.records import frozen, record
 
 #: a memory limit at or above this is "no limit" (cgroup v1 writes 2^63 rounded to a page)
 _NO_LIMIT = 1 << 62
@@ -45,7 +45,7 @@ class Membership:
     path: str
 
 
-@dataclass(slots=True)
+@record
 class CgroupReading:
     """What a process's cgroup bounds, as ``JobSettings`` fields; None where unknown."""
 

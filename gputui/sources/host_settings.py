@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from gputui.core.model import DeviceWaiter
+from gputui.core.records import record
 from gputui.sources.proc_stat import read_small
 
 
-@dataclass(slots=True)
+@record
 class Governors:
     governor: str | None = None
     count: int | None = None  # CPUs using it
@@ -26,7 +27,7 @@ class Governors:
     max_mhz: float | None = None
 
 
-@dataclass(slots=True)
+@record
 class ProcessLimits:
     nofile: int | None = None  # the soft limit
     open_files: int | None = None

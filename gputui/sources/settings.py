@@ -12,11 +12,12 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from gputui.core.model import DeviceWaiter, HostSettings, JobSettings, ProcessSample
 from gputui.core.names import ConfigArea
+from gputui.core.records import record
 from gputui.sources.cgroups import CgroupReading, read_cgroup
 from gputui.sources.cuda_facts import CUDA_ENV_VARS
 from gputui.sources.host_settings import (
@@ -38,7 +39,7 @@ MAX_JOBS = 64
 MAX_WORKERS = 256  # workers of one job whose limits and threads are read
 
 
-@dataclass(slots=True)
+@record
 class _Job:
     at: float  # when it was read
     settings: JobSettings

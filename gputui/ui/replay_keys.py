@@ -4,9 +4,9 @@ user. The app holds one, built from the recording's controller and its own small
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gputui.core.records import record
 from gputui.view.header import moment
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 Notify = Callable[[str, str], None]  # (message, title)
 
 
-@dataclass
+@record
 class ReplayKeys:
     replay: ReplayController
     notify: Notify

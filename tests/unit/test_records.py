@@ -1,5 +1,6 @@
 """``frozen`` (gputui/core/records.py) behaves as ``@dataclass(frozen=True, slots=True)``:
-equality, hash, repr, immutability, replace, pickling and match arguments."""
+equality, hash, repr, immutability, replace, pickling and match arguments; ``record`` as
+``@dataclass(slots=True)`` (``unsafe_hash=True`` with ``hashable``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import field
 
 import pytest
 
-from gputui.core.records import frozen
+from gputui.core.records import frozen, record
 
 
 @frozen
@@ -180,3 +181,61 @@ def test_a_class_without_a_docstring_is_made_without_asking_for_its_signature(
     assert asked == []
     assert Docless.__doc__ == "Docless(x, y)" and Documented.__doc__ == "Its own words."
     assert Docless(1) == Docless(1, "") and Docless(2).y == ""
+
+
+@record
+class Tally:
+    name: str
+    counts: list[int] = field(default_factory=list)
+    total: int = 0
+    note: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.total = sum(self.counts)
+
+
+@record(hashable=True)
+class Reading:
+    index: int
+    value: float | None = None
+
+
+@dataclasses.dataclass(slots=True, unsafe_hash=True)
+class PlainReading:
+    index: int
+    value: float | None = None
+
+
+def test_a_mutable_record_is_a_slotted_dataclass_set_as_dataclasses_set_it() -> None:
+    tally = Tally("a", [1, 2])
+    assert tally.total == 3 and Tally("b").counts == []
+    assert Tally("b").counts is not Tally("c").counts  # a factory's value for each
+    tally.total = 7  # mutable
+    assert tally.total == 7
+    assert not hasattr(tally, "__dict__")  # slotted
+    with pytest.raises(AttributeError):
+        tally.other = 1  # type: ignore[attr-defined]
+    assert Tally("a", [1]) == Tally("a", [1], note="else") != Tally("a", [2])
+    assert repr(Tally("a", [1])) == "Tally(name='a', counts=[1], total=1)"
+    assert [f.name for f in dataclasses.fields(Tally)] == ["name", "counts", "total", "note"]
+    assert dataclasses.replace(Tally("a", [1]), name="b") == Tally("b", [1])
+    assert dataclasses.asdict(Tally("a", [4])) == {
+        "name": "a",
+        "counts": [4],
+        "total": 4,
+        "note": "",
+    }
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(tally)  # as dataclasses leave a mutable class with ==
+
+
+def test_a_hashable_record_hashes_and_compares_as_unsafe_hash_does() -> None:
+    assert hash(Reading(1, 2.0)) == hash(Reading(1, 2.0)) != hash(Reading(2, 2.0))
+    assert len({Reading(1), Reading(1), Reading(2)}) == 2
+    assert repr(Reading(1, 2.5)) == repr(PlainReading(1, 2.5)).replace("PlainReading", "Reading")
+    reading = Reading(1)
+    reading.value = 3.0
+    other: object = PlainReading(1, 3.0)
+    assert reading == Reading(1, 3.0) and reading != other
+    for copied in (copy.copy(reading), pickle.loads(pickle.dumps(reading))):
+        assert copied == reading and copied is not reading

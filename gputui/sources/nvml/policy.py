@@ -15,11 +15,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 import pynvml
 
+from gputui.core.records import record
 from gputui.sources.nvml.bindings import LIBRARY_MISMATCH, constant
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ def error_code(exc: BaseException) -> int | None:
     return value if isinstance(value, int) else None
 
 
-@dataclass
+@record
 class Mig:
     """One MIG instance as resolved from the layout."""
 
@@ -84,7 +85,7 @@ class Mig:
     gpm_have_previous: bool = False
 
 
-@dataclass
+@record
 class Gpu:
     """One GPU's capability record and the state kept between ticks."""
 

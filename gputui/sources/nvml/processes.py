@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pynvml
 
 from gputui.core.config import PROCESS_UTIL_PERIOD_S
+from gputui.core.records import frozen
 from gputui.sources.nvml.bindings import clean, percent
 from gputui.sources.nvml.policy import Gpu, GpuLost, Query, Verdict, meaning
 
@@ -83,7 +83,7 @@ def _array(item: type[Any], length: int) -> type[ctypes.Array[Any]]:
     return item * length  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
+@frozen
 class Proc:
     pid: int
     memory: int | None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ import pynvml
 
 from gputui.core.model import GpuSample, MigInstance, NvLinkSample, XidEvent
 from gputui.core.ranges import within_ranges
+from gputui.core.records import frozen
 from gputui.sources.nvml import bindings as b
 from gputui.sources.nvml.policy import Gpu, GpuLost, Mig, Query, Verdict, error_code, meaning
 from gputui.sources.nvml.processes import Proc
@@ -37,7 +37,7 @@ _SAMPLE_ROOM = 128  # the driver keeps fewer utilisation samples than this
 _SAMPLE_BUFFER = b.Sample * _SAMPLE_ROOM
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class _Answers:
     """What NVML answered this tick (``None``: no answer), before units and sanity checks."""
 
