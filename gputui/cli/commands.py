@@ -431,6 +431,9 @@ def cmd_app(args: argparse.Namespace) -> int:
     follow = getattr(source, "follow", None)
     if follow is not None:  # the screen reads in full only the nodes it shows
         follow(tuple)  # (said before opening: it lists the cluster for less)
+    later = getattr(source, "topology_later", None)
+    if later is not None:  # the first paint waits for no GPU-pair query
+        later()
     try:
         devices = _open(source)
     except SourceUnavailable as exc:

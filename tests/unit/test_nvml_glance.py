@@ -76,3 +76,62 @@ def test_the_app_starts_with_a_glance_where_the_source_takes_one() -> None:
     failing = Failing(scenarios)
     failing.open()
     assert _glance(failing) == ()  # the sampler's first read meets the error and says it
+
+
+def test_topology_later_leaves_the_gpu_pairs_to_the_first_full_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The app's open leaves the GPUs' PCIe paths, NVLinks, NUMA node and P2P matrix to
+    the first full read, whose frame brings the same facts an ordinary open gives."""
+    lib = driver(580, [FakeGpu(), FakeGpu(bus_id="00000000:3B:00.0")])
+    install(monkeypatch, lib)
+
+    def opened() -> NvmlSource:
+        return NvmlSource(
+            clock=ManualClock(1_700_000_000.0),
+            monotonic=ManualClock(1000.0),
+            sysfs=Path("/nonexistent"),
+        )
+
+    plain = opened()
+    complete = plain.open()
+    assert all(d.pcie_topology and d.p2p_read for d in complete)
+    assert plain.read().joined == ()
+    plain.close()
+
+    source = opened()
+    source.topology_later()
+    pair_calls = ("nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetP2PStatus")
+    before = {name: lib.calls.get(name, 0) for name in pair_calls}
+    quick = source.open()
+    assert {name: lib.calls.get(name, 0) for name in pair_calls} == before  # none asked
+    assert [d.pcie_topology for d in quick] == [None, None]
+    assert [d.p2p_read for d in quick] == [None, None]
+    assert [d.name for d in quick] == [d.name for d in complete]
+    assert source.glance().joined == ()  # the glance is for the first paint: no pairs
+    assert source.read().joined == complete  # the first full read completes the facts
+    assert source.read().joined == ()  # once
+    source.close()
+
+
+def test_the_app_asks_for_the_topology_later_before_it_opens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gputui.cli.commands as commands
+    from gputui.cli.parser import build_parser
+
+    asked: list[str] = []
+
+    class Later(SimulatedSource):
+        def topology_later(self) -> None:
+            asked.append("later")
+
+        def open(self) -> Any:
+            asked.append("open")
+            return super().open()
+
+    monkeypatch.setattr(
+        commands, "make_source", lambda _args: Later(resolve_scenarios("healthy", 1))
+    )
+    commands.cmd_app(build_parser().parse_args([]))  # ends at the missing terminal
+    assert asked == ["later", "open"]

@@ -71,10 +71,20 @@ class NvmlSource:
         self._open = False
         self._event_set: Any = None
         self._by_handle: dict[int, Gpu] = {}
+        #: the GPUs' facts whose topology the first full read completes (``topology_later``)
+        self._paths_later = False
+        self._paths_due: list[DeviceInfo] | None = None
         #: NVML calls the last ``read`` made per GPU (benchmarks/tick_cost.py prints them).
         self.last_calls: dict[int, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------
+    def topology_later(self) -> None:
+        """``open`` leaves the GPUs' topology (PCIe paths, NVLinks, NUMA node, CPU affinity,
+        peer-to-peer status) to the first full ``read``, whose frame brings the GPUs' facts
+        complete (``Frame.joined``): the live screen's first paint waits for none of it
+        (the paths and the P2P matrix are calls for every pair of GPUs)."""
+        self._paths_later = True
+
     def open(self) -> tuple[DeviceInfo, ...]:
         try:
             pynvml.nvmlInit()
@@ -118,7 +128,10 @@ class NvmlSource:
                 devices.append(DeviceInfo(index=index, name="lost GPU"))
             else:
                 devices.append(info)
-        devices = peer_status(q, self._gpus, topology(q, self._gpus, devices, self._sysfs))
+        if self._paths_later:
+            self._paths_due = devices
+        else:
+            devices = self._paths(devices)
         self._exclusive = {
             d.minor_number
             for d in devices
@@ -126,6 +139,9 @@ class NvmlSource:
         }
         self._open_events()
         return tuple(devices)
+
+    def _paths(self, devices: list[DeviceInfo]) -> list[DeviceInfo]:
+        return peer_status(self._q, self._gpus, topology(self._q, self._gpus, devices, self._sysfs))
 
     def close(self) -> None:
         if not self._open:
@@ -195,7 +211,12 @@ class NvmlSource:
                     "check dmesg for Xid 79; it needs a reset or a reboot.",
                 ),
             )
-        return dataclasses.replace(frame, gpus=tuple(samples), notes=notes, processes_unread=unread)
+        joined: tuple[DeviceInfo, ...] = ()
+        if full and self._paths_due is not None:
+            joined, self._paths_due = tuple(self._paths(self._paths_due)), None
+        return dataclasses.replace(
+            frame, gpus=tuple(samples), notes=notes, processes_unread=unread, joined=joined
+        )
 
     def _host_side(self, now: float, found: list[GpuProcess]) -> Frame:
         """The tick's host half: the GPU processes joined with the host's view of them, the
