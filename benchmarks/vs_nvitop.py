@@ -10,9 +10,11 @@ script (``--child gputui`` / ``--child bare`` / ``--child nvitop``), one after t
 --rounds times in turn. The bare app is Textual's floor: the same child (the same fake
 node, pytest and the double imported), then an ``App`` with one ``Static`` showing a row
 per GPU; what gputui takes above it is gputui's own. The first frame is the time from the
-exec to the first capture of tmux's pane that shows every GPU's row, the median of --starts
-starts in each round (one start through tmux moves by a third between tries; the last start
-goes on to be warmed up and measured, each child gone before the next starts). Without
+exec to the pane output after which tmux's pane shows every GPU's row (tmux copies the
+pane's output to this script through ``pipe-pane`` as it parses it; the pane is captured as
+each piece arrives), the median of --starts starts in each round (one start through tmux
+moves by a third between tries; the last start goes on to be warmed up and measured, each
+child gone before the next starts). Without
 nvitop (no --python that imports it) the table has gputui and the bare app only. --day adds
 benchmarks/app_memory.py over 24 simulated hours (minutes of CPU): the app's RSS after the
 first hour and at the end. The child installs
