@@ -1,9 +1,10 @@
 """The live monitor: frames, timers, the header and the sampler's keys. What a panel shows,
 how the keys move through GPUs and findings, and where the panels go are decided in
 ``gputui.view``; this app asks for the contents with the size it is being given and
-``Panels`` paints them. It is built from its parts (``AppParts``) and holds its key groups
-as small objects (navigation, modals, snapshot, replay); each key's action hands over to
-its group.
+``Panels`` paints them. It is built from its parts (``AppParts``); the panels' keys are the
+main screen's (``main_screen.MainScreen``), which asks the view's key groups for new
+choices or an effect, and the app carries them out (``apply``): it is the screens'
+``Shell``.
 
 Cost is designed in: a handful of LineView panels created once, only the visible ones
 redrawn, within them only the rows that changed painted, and only their lines repainted.
@@ -23,7 +24,6 @@ from typing import Any, ClassVar
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.command import Provider
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.geometry import Size
@@ -33,41 +33,33 @@ from textual.screen import Screen
 from gputui.core.config import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.core.model import Frame
 from gputui.ui import compat, keys
-from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import job_control, quiet_driver
 from gputui.ui.footer import KeysLine
 from gputui.ui.lines import LineView
+from gputui.ui.main_screen import MainScreen
 from gputui.ui.messages import FrameReady, SampleFailed
-from gputui.ui.modals import Modals, overlays
-from gputui.ui.navigation import Navigation
+from gputui.ui.modals import open_page, overlays
 from gputui.ui.paint import Palette, ascii_terminal, theme_palette, to_ascii
 from gputui.ui.panels import Panels
 from gputui.ui.parts import AppParts
-from gputui.ui.process_keys import ProcessKeys
-from gputui.ui.replay_keys import ReplayKeys
-from gputui.ui.snapshot_key import SnapshotKey
 from gputui.view.choices import Choices
 from gputui.view.cluster import shown_nodes
+from gputui.view.effects import Effect, Notify, PressKey
 from gputui.view.header import Replaying, header_row, header_state
+from gputui.view.layout import Layout
+from gputui.view.replay_keys import ReplayKeys
 from gputui.view.screen import ScreenView
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 WATCHDOG_S = 2.5
 
 
-def _commands() -> type[Provider]:
-    """gputui's palette commands, loaded when the palette first opens."""
-    from gputui.ui.commands import GpuTuiCommands
-
-    return GpuTuiCommands
-
-
 class GpuTuiApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gputui"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = App.COMMANDS | {_commands}
-    BINDINGS: ClassVar[list[BindingType]] = list(keys.BINDINGS)
+    #: the keys that work over every page too; the rest are the main screen's
+    BINDINGS: ClassVar[list[BindingType]] = list(keys.APP_BINDINGS)
 
     def __init__(self, parts: AppParts) -> None:
         super().__init__()
@@ -90,22 +82,17 @@ class GpuTuiApp(App[int]):
         self.sample_error: str | None = None
         self.view = ScreenView()
         self.panels = Panels()
-        self.navigation = Navigation(self)
-        self.modals = Modals(self)
-        self.snapshot = SnapshotKey(self)
-        self.process_keys = ProcessKeys(self)
         self.replay_keys = (
-            ReplayKeys(
-                self.replay,
-                lambda text, title: self.notify(text, title=title, timeout=3),
-                self.redraw,
-                self.action_pause,
-                lambda: self.paused,
-            )
+            ReplayKeys(self.replay, self.apply, self.redraw, self.toggle_pause, lambda: self.paused)
             if self.replay is not None
             else None
         )
-        self._size: Size | None = None  # the size being laid out (a resize's, not the last)
+        self.main = MainScreen(
+            self,
+            snapshot_dir=parts.snapshot_dir,
+            keep_secrets=parts.keep_secrets,
+            replay_keys=self.replay_keys,
+        )
         self._drawable = False
         # where the sampler's frames are handed (the app's loop, and its context: Textual
         # finds the active app in a context variable), once it is running
@@ -127,8 +114,16 @@ class GpuTuiApp(App[int]):
     def finding_index(self) -> int:
         return self.choices.finding
 
+    @property
+    def replaying(self) -> bool:
+        return self.replay is not None
+
+    @property
+    def laid_out(self) -> Layout | None:
+        return self.panels.laid_out
+
     def get_default_screen(self) -> Screen[int]:
-        return _MainScreen(id="_default")
+        return self.main
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
@@ -140,7 +135,7 @@ class GpuTuiApp(App[int]):
     def compose(self) -> ComposeResult:
         yield LineView(id="header")
         yield from self.panels.compose()
-        yield KeysLine(id="footer")
+        yield KeysLine(self, id="footer")
 
     def on_mount(self) -> None:
         self._drawable = True
@@ -204,8 +199,8 @@ class GpuTuiApp(App[int]):
         self.query_one(KeysLine).draw()
 
     def on_resize(self, event: events.Resize) -> None:
-        self._size = event.size
-        self.redraw()
+        # before Textual's own handler: the app's size is still the old one
+        self.redraw(event.size)
 
     # -- frames -----------------------------------------------------------------------
     def _frame_from_sampler(self, frame: Frame) -> None:
@@ -271,14 +266,15 @@ class GpuTuiApp(App[int]):
             else Replaying(replay.speed, replay.interval_s, replay.start_time, replay.end_time),
             error=self.sample_error,
         )
-        width = (self._size or self.size).width if width is None else width
+        width = self.size.width if width is None else width
         self.query_one("#header", LineView).set_rows([header_row(state)], width, self.palette)
 
-    def redraw(self) -> None:
+    def redraw(self, size: Size | None = None) -> None:
+        """Show the monitor's state at ``size`` (a resize's), else the app's size."""
         if not self._drawable:
             return
         self.monitor.shown_nodes = shown_nodes(self.monitor.devices, self.selected)
-        size = self._size or self.size
+        size = size or self.size
         self._draw_header(size.width)
         over = self.screen_stack[1:]
         if over:
@@ -290,7 +286,7 @@ class GpuTuiApp(App[int]):
                 return  # hidden panels do no work; they catch up when the screen closes
         contents = self.view.contents(self.monitor, self.choices, self._interval(), *size)
         self.panels.show(contents, self.palette, self.ascii)
-        if self.navigation.update_paging():
+        if self.main.update_paging():
             self.refresh_bindings()  # PgUp PgDn changed lists: the footer says so
 
     def notify(
@@ -329,14 +325,26 @@ class GpuTuiApp(App[int]):
         self.choices = choices
         self.redraw()
 
+    def apply(self, effect: Effect) -> None:
+        """Carry out what a key asked for (``view.effects``)."""
+        if isinstance(effect, Choices):
+            self.choose(effect)
+        elif isinstance(effect, Notify):
+            title, tone, timeout = effect.title, effect.tone, effect.timeout
+            self.notify(effect.text, title=title, severity=tone, timeout=timeout)
+        elif isinstance(effect, PressKey):
+            self.simulate_key(effect.key)
+        else:
+            open_page(self, effect)
+
     # -- the sampler's keys ------------------------------------------------------------
-    def action_pause(self) -> None:
+    def toggle_pause(self) -> None:
         self.paused = not self.paused
         if self.sampler is not None:
             self.sampler.set_paused(self.paused)
         self._draw_header()
 
-    def action_interval(self, step: int) -> None:
+    def change_interval(self, step: int) -> None:
         if self.sampler is None or self.replay is not None:
             return
         current = self.monitor.interval_s
@@ -353,19 +361,10 @@ class GpuTuiApp(App[int]):
         self.notify(f"Refreshing every {new:g} s now, {way} (+ slower, - faster)", timeout=3)
         self.redraw()
 
-    def action_quit(self) -> None:  # type: ignore[override]
-        self.exit(0)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # PgUp PgDn: the GPU list's pages while it hides GPUs, else the process table's
-        if action in ("gpu_page", "skip"):
-            return self.navigation.paging is (action == "gpu_page")
-        return keys.in_mode(action, replay=self.replay is not None)
-
     def action_suspend_process(self) -> None:
         """Ctrl+Z (a key in raw mode): back to the shell, as Textual suspends; ``fg``
         resumes and repaints. Where no shell can resume it (no job control), it stays."""
-        if self._driver is None or not self._driver.can_suspend:
+        if not compat.can_suspend(self):
             return
         if not job_control():
             self.notify("Not suspended: no shell with job control here to resume it (fg)")
@@ -378,102 +377,3 @@ class GpuTuiApp(App[int]):
         from gputui.ui.commands import system_commands
 
         return system_commands(self)
-
-    # -- every other key hands over to its group -----------------------------------------
-    def action_gpu(self, step: int) -> None:
-        self.navigation.gpu(step)
-
-    def action_jump(self, index: int) -> None:
-        self.navigation.jump(index)
-
-    def action_gpu_page(self, step: int) -> None:
-        self.navigation.page(step)
-
-    def action_gpu_edge(self, step: int) -> None:
-        self.navigation.edge(step)
-
-    def action_overview(self) -> None:
-        self.navigation.overview()
-
-    def action_finding(self, step: int) -> None:
-        self.navigation.finding(step)
-
-    def action_window(self) -> None:
-        self.navigation.window()
-
-    # -- the process table -------------------------------------------------------------
-    def action_sort(self) -> None:
-        self.process_keys.next_sort()
-
-    def action_sort_by(self, key: str) -> None:
-        self.process_keys.sort_by(key)
-
-    def action_process(self, step: int) -> None:
-        self.process_keys.move(step)
-
-    def action_skip(self, step: int) -> None:
-        self.process_keys.move(step)
-
-    def action_all_gpus(self) -> None:
-        self.process_keys.toggle_all()
-
-    def action_user(self) -> None:
-        self.process_keys.next_user()
-
-    def action_filter(self) -> None:
-        from gputui.ui.processes import FilterScreen
-
-        self.push_screen(FilterScreen(self))
-
-    def action_clear(self) -> None:
-        self.process_keys.clear()
-
-    def action_inspect(self) -> None:
-        self.process_keys.inspect()
-
-    def action_signal(self, signum: int) -> None:
-        self.process_keys.signal(signum)
-
-    def action_goto_finding(self) -> None:
-        self.navigation.goto_finding()
-
-    def on_line_view_clicked(self, message: LineView.Clicked) -> None:
-        self.navigation.clicked(message)
-
-    def action_open_finding(self) -> None:
-        """Enter: the selected process's page right after a move in the process table,
-        else the selected finding in full."""
-        if self.process_keys.in_table and self.process_keys.selected() is not None:
-            self.process_keys.inspect()
-        else:
-            self.modals.open_finding()
-
-    def action_help(self) -> None:
-        self.modals.help()
-
-    def action_cluster(self) -> None:
-        self.modals.cluster()
-
-    def action_all_processes(self) -> None:
-        self.modals.all_processes()
-
-    def action_topology(self) -> None:
-        self.modals.topology()
-
-    def action_rules(self) -> None:
-        self.modals.rules()
-
-    def action_snapshot(self) -> None:
-        self.snapshot.save()
-
-    def action_step(self) -> None:
-        if self.replay_keys is not None:  # check_action offers it only in a replay
-            self.replay_keys.step()
-
-    def action_seek(self, seconds: float) -> None:
-        if self.replay_keys is not None:
-            self.replay_keys.seek_by(seconds)
-
-    def action_speed(self, factor: float) -> None:
-        if self.replay_keys is not None:
-            self.replay_keys.speed(factor)

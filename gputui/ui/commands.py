@@ -1,8 +1,8 @@
 """The command palette (Ctrl+P): gputui's actions by name, next to the two of Textual's
 own commands that work here (the theme, quit).
 
-Each command runs the very action its key runs (gputui/ui/keys.py), through
-``app.run_action``: the palette adds names, never behaviour of its own.
+Each command runs the very action its key runs (gputui/ui/keys.py) on the main screen,
+through ``run_action``: the palette adds names, never behaviour of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from textual.types import IgnoreReturnCallbackType
 
 from gputui.core.model import DeviceInfo
 from gputui.ui.keys import BINDINGS, binding_keys
+from gputui.ui.shell import OnShell
 
 
 class PaletteCommand(NamedTuple):
@@ -85,28 +86,29 @@ def system_commands(app: App[Any]) -> list[SystemCommand]:
     Minimize (a page's scrolling panel, already as large as the screen allows)."""
     return [
         SystemCommand("Theme", "Change the colours: every panel follows", app.action_change_theme),
-        SystemCommand("Quit", _key_help("quit") or "Quit gputui", app.action_quit),
+        SystemCommand("Quit", _key_help("quit") or "Quit gputui", lambda: app.exit(0)),
     ]
 
 
 class GpuTuiCommands(Provider):
-    """gputui's actions in the command palette (the app adds it to ``App.COMMANDS``)."""
+    """gputui's actions in the command palette (the main screen's ``COMMANDS``)."""
 
     def _commands(self) -> list[PaletteCommand]:
-        monitor = getattr(self.app, "monitor", None)
-        devices: Sequence[DeviceInfo] = monitor.devices if monitor is not None else ()
-        app = self.app
+        screen = self.screen  # the main screen: its commands are these (MainScreen.COMMANDS)
+        devices: Sequence[DeviceInfo] = ()
+        if isinstance(screen, OnShell):
+            devices = screen.shell.monitor.devices
         offered = []
         for command in palette_commands(devices):
             _, name, parameters = parse(command.action)
-            # Not offered: what the app refuses now (check_action False: hidden, None:
-            # disabled), and an action the app does not have (it would do nothing).
-            if hasattr(app, f"action_{name}") and app.check_action(name, parameters):
+            # Not offered: what the screen refuses now (check_action False: hidden, None:
+            # disabled), and an action it does not have (it would do nothing).
+            if hasattr(screen, f"action_{name}") and screen.check_action(name, parameters):
                 offered.append(command)
         return offered
 
     def _run(self, action: str) -> IgnoreReturnCallbackType:
-        return partial(self.app.run_action, action)
+        return partial(self.screen.run_action, action)
 
     async def search(self, query: str) -> Hits:
         """The commands that fuzzy-match ``query``, best first (the palette sorts)."""

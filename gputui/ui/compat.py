@@ -56,7 +56,9 @@ Private name (who uses it): why / public fallback
   screen (held back while the frame's handler runs: ``painted_at_end``) another message and
   idle pass, a twentieth of gputui's steady CPU; an error in that call ends the app with its
   traceback as an error in a handler does / the frame posted as a message (``FrameReady``).
-- ``Widget.BLANK`` (containers.py, through ``blank``): the screen, covered by the panels,
+- ``App._driver`` (app.py, through ``can_suspend``): whether Ctrl+Z can suspend here, as
+  Textual's own suspend asks before it sends SIGTSTP / none: Textual's answer is private.
+- ``Widget.BLANK`` (main_screen.py, through ``blank``): the screen, covered by the panels,
   answers "only my background" at once / ordinary rendering of its background (also what
   Textual before 7.1.0, which has no BLANK, does).
 
@@ -262,6 +264,13 @@ def paint_now(screen: Screen[object]) -> None:
         return
     if screen.is_current and not getattr(screen.app, "_batch_count", 1):
         screen._on_timer_update()
+
+
+def can_suspend(app: App[Any]) -> bool:
+    """Whether the app's driver can suspend the process (Ctrl+Z): Textual asks its driver,
+    which it keeps private, the same before it suspends."""
+    driver = app._driver
+    return driver is not None and driver.can_suspend
 
 
 def crash(app: App[Any], error: Exception) -> None:

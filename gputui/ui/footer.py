@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import Any
 
+from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
 from gputui.ui.lines import LineView
+from gputui.ui.shell import Shell
 from gputui.view.footer import KeyHint, footer_row
-
-if TYPE_CHECKING:
-    from gputui.ui.app import GpuTuiApp
 
 
 class KeysLine(LineView):
@@ -40,10 +39,14 @@ class KeysLine(LineView):
         super().on_resize()
         self.draw()
 
+    def __init__(self, shell: Shell, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.shell = shell  # its palette: the theme's colours, ASCII where needed
+
     def draw(self) -> None:
         if not self.is_attached:
             return
-        app = cast("GpuTuiApp", self.app)
+        app = self.app
         active = self.screen.active_bindings
         hints: list[KeyHint] = []
         seen: set[str] = set()
@@ -51,14 +54,15 @@ class KeysLine(LineView):
             if binding.show and binding.action not in seen:  # one entry an action
                 seen.add(binding.action)
                 hints.append(_hint(app, binding, enabled))
-        palette = active.get(app.COMMAND_PALETTE_BINDING)
-        last = _hint(app, palette.binding, palette.enabled) if palette is not None else None
+        opener = active.get(app.COMMAND_PALETTE_BINDING)
+        last = _hint(app, opener.binding, opener.enabled) if opener is not None else None
         if not app.ENABLE_COMMAND_PALETTE:
             last = None
         width = self.size.width
-        self.set_rows([footer_row(hints, last, width, app.ascii)], width, app.palette)
+        palette = self.shell.palette
+        self.set_rows([footer_row(hints, last, width, palette.ascii)], width, palette)
 
 
-def _hint(app: GpuTuiApp, binding: Binding, enabled: bool) -> KeyHint:
+def _hint(app: App[Any], binding: Binding, enabled: bool) -> KeyHint:
     key = binding.key.split(",")[0].strip()
     return KeyHint(key, app.get_key_display(binding), binding.description, enabled)

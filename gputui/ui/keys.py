@@ -1,5 +1,6 @@
-"""Every key of the main screen, in one place: the app binds them, the footer, the help
-screen, the command palette and the README's key table are generated from them."""
+"""Every key of the main screen, in one place: the main screen binds them (the app the few
+that work over every page too), and the footer, the help screen, the command palette and
+the README's key table are generated from them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from textual.keys import key_to_character
 from gputui.core.config import PROCESS_UTIL_PERIOD_S
 from gputui.view.process_table import SORTS
 
-#: actions that exist only while a recording plays (the app hides them otherwise)
+#: actions that exist only while a recording plays (the main screen hides them otherwise)
 REPLAY_ACTIONS: Final = ("step", "seek", "speed")
 #: actions that exist only live (a recording keeps its own interval)
 LIVE_ACTIONS: Final = ("interval",)
@@ -46,7 +47,7 @@ BINDINGS: Final[list[Binding]] = [
     Binding("left,h,shift+tab", "gpu(-1)", "prev GPU", key_display="←"),
     Binding("right,l,tab", "gpu(1)", "next GPU", key_display="→"),
     # Offered (and in the footer) while the GPU list hides GPUs and the last move was not
-    # in the process table; else PgUp PgDn page the processes (the app's check_action).
+    # in the process table; else PgUp PgDn page the processes (the screen's check_action).
     Binding("pagedown", "gpu_page(1)", "more GPUs", key_display="PgDn"),
     Binding("pageup", "gpu_page(-1)", "GPUs up", key_display="PgUp", show=False),
     Binding("home", "gpu_edge(-1)", "first GPU", show=False),
@@ -83,6 +84,12 @@ BINDINGS: Final[list[Binding]] = [
     # GPUs are numbered from 0, as NVML and nvidia-smi number them: key 3 is GPU 3
     *(Binding(str(d), f"jump({d})", show=False) for d in range(10)),
 ]
+
+
+#: the keys that work over every page too (priority bindings): the app's
+APP_BINDINGS: Final[list[Binding]] = [b for b in BINDINGS if b.priority]
+#: every other key: the main screen's
+SCREEN_BINDINGS: Final[list[Binding]] = [b for b in BINDINGS if not b.priority]
 
 
 def action_name(binding: Binding) -> str:
@@ -197,7 +204,7 @@ def binding_keys(binding: Binding) -> list[str]:
 
 def in_mode(action: str, replay: bool) -> bool:
     """Whether an action ('seek' or 'seek(-60)') works in this mode (live, or a recording
-    playing): the app offers its keys by this, and help lists them by it."""
+    playing): the main screen offers its keys by this, and help lists them by it."""
     return _name(action) not in (LIVE_ACTIONS if replay else REPLAY_ACTIONS)
 
 

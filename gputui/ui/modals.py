@@ -1,18 +1,19 @@
-"""The keys that open a screen over the panels: help, the rules, a finding, the cluster,
-every process, the topology. The panels beneath do no work while one is open and catch
-up when it closes."""
+"""The screens over the panels: which hide them, which follow the frames while shown, and
+how each opens from the effect a key returned (help, the rules, a finding, the cluster,
+every process, the topology, a process, a signal's confirmation, the filter). The panels
+beneath do no work while one is open and catch up when it closes. The pages' modules load
+with the first of them (the first frame does not need them)."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from textual.screen import Screen
 
 from gputui.ui import keys
-
-if TYPE_CHECKING:
-    from gputui.ui.app import GpuTuiApp
+from gputui.ui.shell import Shell
+from gputui.view.effects import AskSignal, OpenFinding, OpenPage, OpenProcess, Page
 
 
 class Following(Protocol):
@@ -24,8 +25,7 @@ class Following(Protocol):
 @cache
 def overlays() -> tuple[tuple[type[Screen[Any]], ...], tuple[type[Following], ...]]:
     """The screens under which the panels are not drawn at all, and those that follow the
-    frames themselves while shown. Their modules load with the first screen over the
-    panels (the first frame does not need them)."""
+    frames themselves while shown."""
     from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
     from gputui.ui.screens import (
         ClusterScreen,
@@ -39,53 +39,61 @@ def overlays() -> tuple[tuple[type[Screen[Any]], ...], tuple[type[Following], ..
     return hiding, (ClusterScreen, AllProcessesScreen, ProcessScreen)
 
 
-class Modals:
-    def __init__(self, app: GpuTuiApp) -> None:
-        self._app = app
-
-    def _after(self, _result: object) -> None:
-        self._app.redraw()
-
-    def open_finding(self) -> None:
+def open_page(shell: Shell, effect: OpenPage | OpenFinding | OpenProcess | AskSignal) -> None:
+    """The page ``effect`` asks for, over the current screen; the panels are drawn again
+    when it closes."""
+    if isinstance(effect, OpenFinding):
         from gputui.ui.screens import FindingScreen
 
-        app = self._app
-        at = app.choices.finding_at(len(app.monitor.findings))
-        if at is not None:
-            app.push_screen(FindingScreen(app.monitor.findings[at], app.palette), self._after)
+        shell.push_screen(FindingScreen(effect.finding, shell.palette), _redraw(shell))
+    elif isinstance(effect, OpenProcess):
+        from gputui.ui.processes import ProcessScreen
 
-    def help(self) -> None:
-        from gputui.ui.screens import HelpScreen
+        shell.push_screen(ProcessScreen(shell, effect.pid, effect.started), _redraw(shell))
+    elif isinstance(effect, AskSignal):
+        _ask(shell, effect)
+    else:
+        _open(shell, effect.page)
 
-        app = self._app
-        help_screen = HelpScreen(keys.BINDINGS, app.palette, replay=app.replay is not None)
-        app.push_screen(help_screen, self._after)
 
-    def cluster(self) -> None:
-        """Every node as a row, worst first (remote sources); Enter opens its GPUs."""
-        from gputui.ui.screens import ClusterScreen
+def _redraw(shell: Shell) -> Any:
+    return lambda _result: shell.redraw()
 
-        app = self._app
-        app.push_screen(ClusterScreen(app.monitor, app.palette), self._after_cluster)
 
-    def _after_cluster(self, gpu: int | None) -> None:
-        app = self._app
-        app.choose(app.choices if gpu is None else app.choices.show_gpu(gpu))
+def _open(shell: Shell, page: Page) -> None:
+    from gputui.ui import processes, screens
 
-    def all_processes(self) -> None:
-        from gputui.ui.processes import AllProcessesScreen
+    after = _redraw(shell)
+    if page is Page.HELP:
+        shell.push_screen(screens.HelpScreen(keys.BINDINGS, shell.palette, shell.replaying), after)
+    elif page is Page.RULES:
+        shell.push_screen(screens.RulesScreen(shell.monitor.thresholds, shell.palette), after)
+    elif page is Page.TOPOLOGY:
+        shell.push_screen(screens.TopologyScreen(shell.monitor, shell.palette), after)
+    elif page is Page.CLUSTER:  # every node as a row, worst first; Enter opens its GPUs
 
-        app = self._app
-        app.push_screen(AllProcessesScreen(app), self._after)
+        def opened(gpu: int | None) -> None:
+            shell.choose(shell.choices if gpu is None else shell.choices.show_gpu(gpu))
 
-    def topology(self) -> None:
-        from gputui.ui.screens import TopologyScreen
+        shell.push_screen(screens.ClusterScreen(shell.monitor, shell.palette), opened)
+    elif page is Page.ALL_PROCESSES:
+        shell.push_screen(processes.AllProcessesScreen(shell), after)
+    else:
+        shell.push_screen(processes.FilterScreen(shell))
 
-        app = self._app
-        app.push_screen(TopologyScreen(app.monitor, app.palette), self._after)
 
-    def rules(self) -> None:
-        from gputui.ui.screens import RulesScreen
+def _ask(shell: Shell, request: AskSignal) -> None:
+    """The confirmation; the answer goes through the access it was asked of."""
+    from gputui.ui.processes import SignalScreen
+    from gputui.view.process_keys import answer
 
-        app = self._app
-        app.push_screen(RulesScreen(app.monitor.thresholds, app.palette), self._after)
+    access = shell.process_access
+    if access is None:  # ask_signal asks only where there is one
+        return
+
+    def answered(send: bool | None) -> None:
+        shell.apply(answer(request, send, access))
+
+    root, mask = access.is_root, shell.choices.mask
+    screen = SignalScreen(request.process, request.name, root, shell.palette, mask)
+    shell.push_screen(screen, answered)

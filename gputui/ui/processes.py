@@ -5,7 +5,7 @@ built in ``gputui.view`` (all_processes, process_page); here are their keys."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,48 +18,17 @@ from gputui.core.process_access import ProcessDetails
 from gputui.ui import keys
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette, border_title
+from gputui.ui.process_actions import ProcessActions
 from gputui.ui.screens import PageScreen
+from gputui.ui.shell import Shell
+from gputui.view import process_keys
 from gputui.view.cells import Panel
 from gputui.view.process_table import FILTER_MAX_CHARS
-
-if TYPE_CHECKING:
-    from gputui.ui.app import GpuTuiApp
 
 DETAILS_EVERY_S = 2.0  # a process page looks again this often (children, devices)
 
 
-class _ProcessActions:
-    """The process keys on a screen over the panels: the app's process group, told that
-    the table here lists every GPU's processes."""
-
-    _tui: GpuTuiApp
-
-    def action_process(self, step: int) -> None:
-        self._tui.process_keys.move(step, page=True)
-
-    def action_skip(self, step: int) -> None:
-        self._tui.process_keys.move(step, page=True)
-
-    def action_sort(self) -> None:
-        self._tui.process_keys.next_sort()
-
-    def action_sort_by(self, key: str) -> None:
-        self._tui.process_keys.sort_by(key)
-
-    def action_user(self) -> None:
-        self._tui.process_keys.next_user()
-
-    def action_filter(self) -> None:
-        self._tui.action_filter()
-
-    def action_inspect(self) -> None:
-        self._tui.process_keys.inspect(page=True)
-
-    def action_signal(self, signum: int) -> None:
-        self._tui.process_keys.signal(signum, page=True)
-
-
-class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
+class AllProcessesScreen(ProcessActions, ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *keys.PROCESS_BINDINGS,
         Binding("left", "sideways(-8)", "scroll left", show=False),
@@ -75,9 +44,11 @@ class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
     }
     """
 
-    def __init__(self, app: GpuTuiApp) -> None:
+    every_gpu = True
+
+    def __init__(self, shell: Shell) -> None:
         super().__init__()
-        self._tui = app
+        self.shell = shell
         self._room = 0  # rows left free at the foot (the filter line's)
 
     def compose(self) -> ComposeResult:
@@ -98,32 +69,33 @@ class AllProcessesScreen(_ProcessActions, ModalScreen[None]):
 
     def refresh_rows(self) -> None:
         """Rebuild from the monitor's latest frame (on every frame and key while shown)."""
-        app = self._tui
+        shell = self.shell
         view = self.query_one("#all", LineView)
-        frame = app.monitor.latest
+        frame = shell.monitor.latest
         width, height = self.size.width - 2, self.size.height - 1 - self._room
         from gputui.view.all_processes import all_processes  # loads when first opened
 
         panel = all_processes(
             frame.processes if frame else (),
-            app.choices.procs,
+            shell.choices.procs,
             frame.time if frame else None,
             width,
             height,
-            app.monitor.thresholds,
-            mask=app.choices.mask,
+            shell.monitor.thresholds,
+            mask=shell.choices.mask,
         )
-        view.border_title = border_title(panel, app.palette.ascii)
-        view.set_rows(panel.rows, width, app.palette)
+        view.border_title = border_title(panel, shell.palette.ascii)
+        view.set_rows(panel.rows, width, shell.palette)
 
     def action_sideways(self, step: int) -> None:
-        self._tui.process_keys.scroll(step)
+        choices = self.shell.choices
+        self.shell.choose(choices.with_procs(choices.procs.scroll(step)))
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
-class ProcessScreen(_ProcessActions, PageScreen[None]):
+class ProcessScreen(PageScreen[None]):
     """One process, looked into again every few seconds while shown."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -131,11 +103,12 @@ class ProcessScreen(_ProcessActions, PageScreen[None]):
         Binding("escape,q,i,e,enter", "close", "back"),
     ]
 
-    def __init__(self, app: GpuTuiApp, pid: int, started: float | None) -> None:
-        super().__init__(app.palette)
-        self._tui = app
+    def __init__(self, shell: Shell, pid: int, started: float | None) -> None:
+        super().__init__(shell.palette)
+        self.shell = shell
         self.pid = pid
-        self._started = started
+        #: the start time of the process it was opened for: a signal goes only to that one
+        self.started = started
         self._details: ProcessDetails | None = None
         self._environment: tuple[str, ...] = ()
 
@@ -145,10 +118,10 @@ class ProcessScreen(_ProcessActions, PageScreen[None]):
         self.set_interval(DETAILS_EVERY_S, self._again)
 
     def _look(self) -> None:
-        access = self._tui.process_access
+        access = self.shell.process_access
         if access is None:
             return
-        details = access.details(self.pid, self._started)
+        details = access.details(self.pid, self.started)
         # the environment is fixed once the process runs: read it once
         if self._details is not None and self._details.environment and details.environment:
             details = replace(details, environment=self._details.environment)
@@ -159,13 +132,13 @@ class ProcessScreen(_ProcessActions, PageScreen[None]):
         self.refresh_rows()
 
     def build(self, width: int) -> Panel:
-        app = self._tui
-        frame = app.monitor.latest
+        shell = self.shell
+        frame = shell.monitor.latest
         samples = [p for p in (frame.processes if frame else ()) if p.pid == self.pid]
         why = ""
-        if app.process_access is None:
+        if shell.process_access is None:
             why = (
-                f"A {app.monitor.source.label.lower()} process: nothing more is read of it "
+                f"A {shell.monitor.source.label.lower()} process: nothing more is read of it "
                 "here (its environment, tree and devices are read only from this machine's "
                 "processes)."
             )
@@ -174,16 +147,22 @@ class ProcessScreen(_ProcessActions, PageScreen[None]):
         return process_page(
             samples,
             self._details,
-            app.monitor.processes,
+            shell.monitor.processes,
             frame.time if frame else None,
             width,
-            mask=app.choices.mask,
+            mask=shell.choices.mask,
             why_no_details=why,
-            tops=process_tops(app.monitor.devices, samples),
+            tops=process_tops(shell.monitor.devices, samples),
         )
 
     def action_signal(self, signum: int) -> None:
-        self._tui.process_keys.signal_pid(self.pid, signum)
+        """T I K: to the process this page was opened for, never a later one with its PID."""
+        shell = self.shell
+        frame = shell.monitor.latest
+        processes = frame.processes if frame is not None else ()
+        access, label = shell.process_access, shell.monitor.source.label
+        asked = process_keys.ask_signal(processes, self.pid, self.started, signum, access, label)
+        shell.apply(asked)
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -248,11 +227,11 @@ class FilterScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, app: GpuTuiApp) -> None:
+    def __init__(self, shell: Shell) -> None:
         super().__init__()
-        self._tui = app
-        self._before = app.choices.procs.text
-        below = app.screen
+        self.shell = shell
+        self._before = shell.choices.procs.text
+        below = shell.screen
         #: the table that gives this line its last row (None: the main screen's key line)
         self._below = below if isinstance(below, AllProcessesScreen) else None
 
@@ -273,12 +252,16 @@ class FilterScreen(ModalScreen[None]):
         if self._below is not None:
             self._below.make_room(0)
 
+    def _filter(self, text: str) -> None:
+        choices = self.shell.choices
+        self.shell.choose(choices.with_procs(replace(choices.procs, text=text)))
+
     def on_input_changed(self, event: Input.Changed) -> None:
-        self._tui.process_keys.set_text(event.value)
+        self._filter(event.value)
 
     def on_input_submitted(self, _event: Input.Submitted) -> None:
         self.dismiss(None)
 
     def action_cancel(self) -> None:
-        self._tui.process_keys.set_text(self._before)
+        self._filter(self._before)
         self.dismiss(None)

@@ -19,6 +19,9 @@ class Choices:
     window: int = 0  # into WINDOWS_S
     procs: ProcessChoices = field(default_factory=ProcessChoices)
     mask: bool = True  # credentials in command lines masked (--keep-secrets shows them)
+    #: the user's last move was into the process table (↓ ↑, a click on a process): Enter
+    #: then opens the selected process, as in nvitop, and PgUp PgDn page the processes
+    in_table: bool = False
 
     @property
     def window_s(self) -> int:

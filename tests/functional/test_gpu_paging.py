@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
-from gputui.ui.navigation import DIGITS_WITHIN_S
+from gputui.view.navigation import DIGITS_WITHIN_S
 from tests.conftest import DemoApp
 
 
@@ -55,7 +55,7 @@ async def test_two_digits_typed_quickly_reach_gpu_ten_and_up(demo_app: DemoApp) 
     app = demo_app(None, 64)
     async with app.run_test(size=(120, 40)) as pilot:
         now = [1000.0]
-        app.navigation.clock = lambda: now[0]
+        app.main.navigation.clock = lambda: now[0]
         await pilot.press("1", "2")
         await pilot.pause()
         assert app.selected == 12

@@ -17,9 +17,9 @@ from textual.widgets import OptionList
 from gputui.formats.recording import read_recording
 from gputui.launch import make_replay_app
 from gputui.ui import keys
-from gputui.ui.app import GpuTuiApp
 from gputui.ui.commands import GpuTuiCommands
 from gputui.ui.lines import LineView
+from gputui.ui.main_screen import MainScreen
 from gputui.ui.paint import Palette
 from gputui.ui.screens import HelpScreen
 from tests.conftest import DemoApp
@@ -140,8 +140,8 @@ async def test_a_click_on_a_footer_key_presses_it(demo_app: DemoApp) -> None:
 # -- the command palette ------------------------------------------------------------------
 
 
-def test_the_app_offers_gputui_commands_in_the_palette() -> None:
-    offered = [c if isinstance(c, type) else c() for c in GpuTuiApp.COMMANDS]
+def test_the_main_screen_offers_gputui_commands_in_the_palette() -> None:
+    offered = [c if isinstance(c, type) else c() for c in MainScreen.COMMANDS]
     assert GpuTuiCommands in offered
 
 

@@ -29,9 +29,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.ui import compat
-from gputui.ui.containers import _MainScreen
 from gputui.ui.driver import QuietLinuxDriver, quiet_driver
 from gputui.ui.lines import LineView
+from gputui.ui.main_screen import MainScreen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +57,7 @@ def test_every_shortcut_follows_the_switch() -> None:
     assert compat.FAST_WRITE is fast
     assert ("render_lines" in vars(LineView)) is fast
     assert ("notify_style_update" in vars(LineView)) is fast
-    assert getattr(_MainScreen, "BLANK", False) is fast
+    assert getattr(MainScreen, "BLANK", False) is fast
     assert (compat.XTermParser is not None) is fast
     assert (quiet_driver(LinuxDriver) is QuietLinuxDriver) is fast
 
@@ -384,7 +384,7 @@ from textual.widget import Widget
 
 from gputui.launch import make_demo_app
 from gputui.ui import compat
-from gputui.ui.containers import _MainScreen
+from gputui.ui.main_screen import MainScreen
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lines import LineView
 
@@ -403,7 +403,7 @@ async def main():
     out = {
         "public": compat.PUBLIC_ONLY,
         "own render_lines": LineView.render_lines is not Widget.render_lines,
-        "blank": getattr(_MainScreen, "BLANK", False),
+        "blank": getattr(MainScreen, "BLANK", False),
         "quiet driver": quiet_driver(LinuxDriver) is not LinuxDriver,
     }
     async with app.run_test(size=(160, 50)) as pilot:

@@ -1,5 +1,6 @@
 """The replay keys: step, seek and speed through a recording, with what they say to the
-user. The app holds one, built from the recording's controller and its own small powers."""
+user. The main screen holds one, built from the recording's controller and the app's own
+small powers (pause, redraw, say)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gputui.core.records import record
+from gputui.view.effects import Notify
 from gputui.view.header import moment
 
 if TYPE_CHECKING:
     from gputui.sampling.replay_control import ReplayController
 
-Notify = Callable[[str, str], None]  # (message, title)
+
+def _said(text: str) -> Notify:
+    return Notify(text, title="Replay", timeout=3)
 
 
 @record
 class ReplayKeys:
     replay: ReplayController
-    notify: Notify
+    notify: Callable[[Notify], None]
     redraw: Callable[[], None]
     pause: Callable[[], None]  # pauses (the app's pause toggles; this is called when running)
     paused: Callable[[], bool]
@@ -28,7 +32,7 @@ class ReplayKeys:
         if not self.paused():
             self.pause()
         if not self.replay.step():
-            self.notify("End of the recording", "Replay")
+            self.notify(_said("End of the recording"))
             return
         self.redraw()
 
@@ -41,11 +45,11 @@ class ReplayKeys:
 
     def _after_seek(self, shown: float | None) -> None:
         if shown is not None:
-            self.notify(f"at {moment(shown)}", "Replay")
+            self.notify(_said(f"at {moment(shown)}"))
             self.redraw()
 
     def speed(self, factor: float) -> None:
-        self.notify(f"Replay at {self.replay.change_speed(factor):g}x", "Replay")
+        self.notify(_said(f"Replay at {self.replay.change_speed(factor):g}x"))
         self.redraw()
 
     def ended(self) -> None:
@@ -53,6 +57,5 @@ class ReplayKeys:
         if not self.paused():
             self.pause()
             self.notify(
-                "End of the recording: [ goes back 1 min, { 10 min; p plays on from there",
-                "Replay",
+                _said("End of the recording: [ goes back 1 min, { 10 min; p plays on from there")
             )
