@@ -82,6 +82,8 @@ class GpuTuiApp(App[int]):
         self.sample_error: str | None = None
         self.view = ScreenView()
         self.panels = Panels()
+        #: the fast paths of painting (compat.py), or Textual's public ones where switched off
+        self.fast_paint = compat.FastPaint()
         self.replay_keys = (
             ReplayKeys(self.replay, self.apply, self.redraw, self.toggle_pause, lambda: self.paused)
             if self.replay is not None
@@ -139,7 +141,7 @@ class GpuTuiApp(App[int]):
 
     def on_mount(self) -> None:
         self._drawable = True
-        if compat.FAST_FRAMES:
+        if self.fast_paint.frames:
             self._frames_to = (asyncio.get_running_loop(), contextvars.copy_context())
         self.screen.set_class(self.ascii, "-ascii")
         self.palette = theme_palette(self.get_css_variables(), self.ascii)
@@ -204,7 +206,7 @@ class GpuTuiApp(App[int]):
 
     # -- frames -----------------------------------------------------------------------
     def _frame_from_sampler(self, frame: Frame) -> None:
-        """On the sampler's thread: the frame to the app's loop (compat.FAST_FRAMES), else
+        """On the sampler's thread: the frame to the app's loop (``FastPaint.frames``), else
         as a message."""
         to = self._frames_to
         if to is None:
@@ -219,7 +221,7 @@ class GpuTuiApp(App[int]):
         try:
             self._show_frame(frame)
         except Exception as error:
-            compat.crash(self, error)
+            self.fast_paint.crash(self, error)
 
     def on_frame_ready(self, message: FrameReady) -> None:
         self._show_frame(message.frame)
@@ -230,7 +232,7 @@ class GpuTuiApp(App[int]):
         # A read that was hung while the app closed can still arrive: draw nothing then.
         # The tick's rows are painted as the handler ends, not on the screen's timer a
         # loop turn later (the start and the keys keep Textual's own pace).
-        with contextlib.suppress(NoMatches), compat.painted_at_end():
+        with contextlib.suppress(NoMatches), self.fast_paint.painted_at_end():
             self.redraw()
 
     def on_sample_failed(self, message: SampleFailed) -> None:

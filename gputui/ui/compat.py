@@ -3,16 +3,19 @@
 gputui takes a handful of shortcuts through Textual's internals to stay cheap while it idles and
 redraws a few panels once a second. Each has a public fallback, and setting
 ``GPUTUI_TEXTUAL_PUBLIC=1`` takes every fallback at once (read once, when this module is
-imported): the way out if a Textual release renames one of these. tests/test_textual_compat.py
-checks that each name still exists and behaves as assumed here.
+imported): the way out if a Textual release renames one of these.
+tests/functional/test_textual_compat.py checks that each name still exists and behaves as
+assumed here, and that ``PRIVATE_NAMES`` lists every private Textual name the package
+touches (a name outside it, or one it lists that nothing uses, fails).
 
 Private name (who uses it): why / public fallback
 - ``textual._xterm_parser.XTermParser`` (driver.py): the quiet driver parses keys exactly
   as Textual does / Textual's own driver (``App.get_driver_class``).
 - ``Parser.feed`` / ``Parser.tick`` of that class (driver.py): bytes in, key events out;
   tick gives up a lone Escape / Textual's own driver.
-- ``Parser._timeout_time`` (driver.py): set while the parser waits for the rest of an
-  escape sequence, the only time the driver needs to poll / Textual's own driver.
+- ``Parser._timeout_time`` (driver.py, through ``escape_pending``): set while the parser
+  waits for the rest of an escape sequence, the only time the driver needs to poll /
+  Textual's own driver.
 - ``LinuxDriver.run_input_thread``, ``.exit_event``, ``Driver._debug`` (driver.py): the
   input loop replaced, the event Textual sets to stop it, the debug flag for the parser /
   Textual's own driver.
@@ -23,7 +26,7 @@ Private name (who uses it): why / public fallback
 - ``Widget.render_lines`` override (lines.py): the compositor's way into a widget; LineView
   answers content rows from its own row cache / the Line API: ``render_line`` through
   Textual's styles cache.
-- ``Strip``'s slots (lines.py, ``BARE_ROWS``): the rows LineView hands the compositor are
+- ``Strip``'s slots (here, ``BareRow``): the rows LineView hands the compositor are
   made without Strip's constructor, which makes seven caches a row is never asked again;
   used only while the slots are the ones it knows / Strip's own constructor.
 - ``DOMNode.notify_style_update`` override (lines.py): the hook Textual calls when CSS
@@ -33,34 +36,35 @@ Private name (who uses it): why / public fallback
   stand-in that answers those from a table (keynames.py) and asks the real module for
   anything else / the real module.
 - ``Widget._set_dirty``, ``Screen._dirty_widgets``, ``Screen._compositor``,
-  ``Screen._on_timer_update``, ``App._batch_count`` (lines.py and app.py, through
-  ``mark_dirty`` and ``paint_now``): a panel hands its changed rows to its screen, and the
-  app has the screen paint them in the handler that changed them, where ``Widget.refresh``
+  ``Screen._on_timer_update``, ``App._batch_count`` (``FastPaint.mark`` and
+  ``FastPaint.paint_now``, for LineView and the app): a panel hands its changed rows to
+  its screen, and the app has the screen paint them in the handler that changed them,
+  where ``Widget.refresh``
   goes through four messages (the widget's prompt and idle, its update to the screen, the
   screen's idle) and the screen's update timer, a loop turn later: a tenth of gputui's
   steady CPU / ``Widget.refresh``, and Textual paints on its timer.
 - ``textual._compositor.CompositorUpdate``, ``App._display``, ``Screen._compositor`` and its
   ``visible_widgets``, ``_full_map_invalidated``, ``Screen._layout_required``,
-  ``_scroll_required`` and ``_repaint_required`` (through ``write_rows``): a tick's changed
+  ``_scroll_required`` and ``_repaint_required`` (``FastPaint.write_rows``): a tick's changed
   rows of a panel nothing covers are written to the terminal as they are (each row's
   cursor move and its segments), through the app's own write with its synchronized
   update; the compositor's partial update asks every panel between the first and the last
   changed row for all its rows, cuts each line at every panel's edge and joins the pieces
   again: a twentieth of gputui's steady CPU / the rows marked dirty and painted by the
-  compositor (``paint_now``), also whenever any of these does not hold: the screen is
+  compositor (``FastPaint.paint_now``), also whenever any of these does not hold: the screen is
   current, laid out and not resized since, no batch, no inline mode, nothing in front of
   the panel.
-- ``App._handle_exception`` (app.py, through ``crash``): the sampler's frames reach the app
+- ``App._handle_exception`` (``FastPaint.crash``, for the app): the sampler's frames reach the app
   as a call on its event loop (``loop.call_soon_threadsafe``) instead of a message: a message
   costs the app's queue, its dispatch and an idle pass, and the changed rows' prompt to the
-  screen (held back while the frame's handler runs: ``painted_at_end``) another message and
-  idle pass, a twentieth of gputui's steady CPU; an error in that call ends the app with its
-  traceback as an error in a handler does / the frame posted as a message (``FrameReady``).
+  screen (held back while the frame's handler runs: ``FastPaint.painted_at_end``) another
+  message and idle pass, a twentieth of gputui's steady CPU; an error in that call ends the
+  app with its traceback as an error in a handler does / the frame posted as a message
+  (``FrameReady``).
 - ``App._driver`` (app.py, through ``can_suspend``): whether Ctrl+Z can suspend here, as
   Textual's own suspend asks before it sends SIGTSTP / none: Textual's answer is private.
 - ``Widget.BLANK`` (main_screen.py, through ``blank``): the screen, covered by the panels,
-  answers "only my background" at once / ordinary rendering of its background (also what
-  Textual before 7.1.0, which has no BLANK, does).
+  answers "only my background" at once / ordinary rendering of its background.
 
 benchmarks/app_stages.py also times a few private methods (the compositor's update, the
 app's write); that is measurement only, and a stage it cannot find is left out.
@@ -69,11 +73,12 @@ app's write); that is measurement only, and a stage it cannot find is left out.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 
+from rich.segment import Segment
 from textual.app import App
 from textual.dom import NoScreen
 from textual.driver import Driver
@@ -85,6 +90,40 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from rich.console import Console
     from textual._xterm_parser import XTermParser as _XTermParser
+
+#: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
+#: one builds rows through Strip's own constructor instead.
+STRIP_SLOTS: Final = frozenset(
+    {
+        *("_segments", "_cell_length", "_render_cache", "_link_ids", "_cell_count"),
+        *("_divide_cache", "_crop_cache", "_style_cache", "_filter_cache"),
+        *("_line_length_cache", "_crop_extend_cache", "_offsets_cache"),
+    }
+)
+
+#: every private Textual name (a module or an attribute whose name starts with "_") that
+#: gputui touches, with the module that touches it; the list above says why
+PRIVATE_NAMES: Final[Mapping[str, str]] = {
+    "textual._xterm_parser": "compat.py (the quiet driver's parser)",
+    "textual._compositor": "compat.py (CompositorUpdate, Written's base)",
+    "_timeout_time": "compat.py (escape_pending)",
+    "_debug": "compat.py (driver_debug)",
+    "_sigtstp_application": "driver.py (overridden)",
+    "_sigcont_application": "driver.py (overridden)",
+    **dict.fromkeys(sorted(STRIP_SLOTS), "compat.py (BareRow: Strip's slots)"),
+    "_set_dirty": "compat.py (FastPaint.mark)",
+    "_dirty_widgets": "compat.py (FastPaint.mark, paint_now)",
+    "_compositor": "compat.py (FastPaint.mark, write_rows)",
+    "_on_timer_update": "compat.py (FastPaint.paint_now)",
+    "_batch_count": "compat.py (FastPaint.write_rows, paint_now)",
+    "_display": "compat.py (FastPaint.write_rows)",
+    "_full_map_invalidated": "compat.py (FastPaint.write_rows)",
+    "_layout_required": "compat.py (FastPaint.write_rows)",
+    "_scroll_required": "compat.py (FastPaint.write_rows)",
+    "_repaint_required": "compat.py (FastPaint.write_rows)",
+    "_handle_exception": "compat.py (FastPaint.crash)",
+    "_driver": "compat.py (can_suspend)",
+}
 
 ENV_VAR: Final = "GPUTUI_TEXTUAL_PUBLIC"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -130,6 +169,50 @@ FAST_FRAMES: Final[bool] = not PUBLIC_ONLY and callable(getattr(App, "_handle_ex
 """The sampler's frames are calls on the app's event loop, not messages (``crash``)."""
 
 
+class _NoCache:
+    """A cache that keeps nothing: every lookup misses, every store is dropped."""
+
+    __slots__ = ()
+
+    def get(self, key: object, default: None = None) -> None:
+        return None
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+_NO_CACHE = _NoCache()
+BARE_ROWS: Final = FAST_LINES and frozenset(Strip.__slots__) == STRIP_SLOTS
+
+
+class BareRow(Strip):
+    """A row LineView hands the compositor, which asks a panel for every row each tick (a
+    hundred) and keeps each for one frame. A Strip makes seven caches when it is made,
+    for crops and styles it may be asked for again; a row is asked once, so here they are
+    one shared cache that keeps nothing (``BARE_ROWS``). And Strip.divide keeps its answer
+    in the strip's own cache, for the usual single cut at its end ``[self]``: a reference
+    cycle; here that answer is given without keeping it, so reference counting frees the
+    row as soon as the frame is written."""
+
+    __slots__ = ()
+
+    if BARE_ROWS:
+
+        def __init__(self, segments: list[Segment], cell_length: int) -> None:
+            self._segments = segments
+            self._cell_length = cell_length
+            self._render_cache = self._link_ids = self._cell_count = None
+            self._divide_cache = self._crop_cache = self._style_cache = _NO_CACHE  # type: ignore[assignment]
+            self._filter_cache = self._line_length_cache = _NO_CACHE  # type: ignore[assignment]
+            self._crop_extend_cache = self._offsets_cache = _NO_CACHE  # type: ignore[assignment]
+
+    def divide(self, cuts: Iterable[int]) -> Sequence[Strip]:
+        cuts = list(cuts)
+        if cuts == [self.cell_length]:
+            return [self]
+        return super().divide(cuts)
+
+
 class RowSource(Protocol):
     """A widget that can hand over some of its rows as finished strips (``write_rows``)."""
 
@@ -141,92 +224,119 @@ class RowSource(Protocol):
 Marks = list[tuple[Widget, Sequence[Region]]]
 
 
-def mark_dirty(widget: Widget, regions: Sequence[Region]) -> bool:
-    """Mark ``regions`` of ``widget`` for repainting on its screen, as the screen's own
-    handler of the widget's update message would (``Screen._on_update``); False where that
-    cannot be done here, and the caller refreshes the widget the public way."""
-    if not FAST_PAINT or not widget.is_mounted or not widget.display:
-        return False
-    try:
-        screen = widget.screen
-    except NoScreen:
-        return False
-    dirty = getattr(screen, "_dirty_widgets", None)
-    compositor = getattr(screen, "_compositor", None)
-    if not isinstance(dirty, set) or compositor is None or screen not in compositor:
-        return False
-    if _held:
-        _held[-1].setdefault(screen, []).append((widget, regions))  # at the handler's end
+class FastPaint:
+    """The fast paths of painting, in one object the app holds and hands its panels: a
+    panel's changed rows go to its screen directly (``mark``), a frame's rows are painted
+    as its handler ends (``painted_at_end``), where nothing covers them written to the
+    terminal as they are (``write_rows``), and the sampler's frames arrive as calls on the
+    app's loop (``frames``, ``crash``). ``enabled=False`` (``GPUTUI_TEXTUAL_PUBLIC=1``) takes
+    Textual's public path for each: ``mark`` answers False and the caller refreshes the
+    widget, and nothing is held or written here."""
+
+    def __init__(self, enabled: bool = not PUBLIC_ONLY) -> None:
+        #: changed rows go to the screen directly and are painted at once
+        self.paint = enabled and FAST_PAINT
+        #: a tick's changed rows go to the terminal without the compositor
+        self.write = enabled and FAST_WRITE
+        #: the sampler's frames are calls on the app's event loop, not messages
+        self.frames = enabled and FAST_FRAMES
+        # the rows marked inside ``painted_at_end``, by screen, innermost last
+        self._held: list[dict[Screen[object], Marks]] = []
+
+    def mark(self, widget: Widget, regions: Sequence[Region]) -> bool:
+        """Mark ``regions`` of ``widget`` for repainting on its screen, as the screen's own
+        handler of the widget's update message would (``Screen._on_update``); False where
+        that cannot be done here, and the caller refreshes the widget the public way."""
+        if not self.paint or not widget.is_mounted or not widget.display:
+            return False
+        try:
+            screen = widget.screen
+        except NoScreen:
+            return False
+        dirty = getattr(screen, "_dirty_widgets", None)
+        compositor = getattr(screen, "_compositor", None)
+        if not isinstance(dirty, set) or compositor is None or screen not in compositor:
+            return False
+        if self._held:
+            self._held[-1].setdefault(screen, []).append((widget, regions))  # at the end
+            return True
+        _set_dirty(screen, widget, regions)
+        screen.check_idle()  # painted on the screen's timer
         return True
-    _set_dirty(screen, widget, regions)
-    screen.check_idle()  # painted on the screen's timer
-    return True
+
+    @contextmanager
+    def painted_at_end(self) -> Iterator[None]:
+        """Rows marked dirty inside are painted as it ends, where their screen is the
+        current one, without the prompt that would wake the screen to paint them on its
+        timer: written as they are where nothing covers them (``write_rows``), else by the
+        compositor. A screen it cannot paint now (inside a batch of updates, or not shown)
+        is prompted then, as before."""
+        held: dict[Screen[object], Marks] = {}
+        self._held.append(held)
+        try:
+            yield
+        finally:
+            self._held.pop()
+            for screen, marks in held.items():
+                if not self.write_rows(screen, marks):
+                    for widget, regions in marks:
+                        _set_dirty(screen, widget, regions)
+                self.paint_now(screen)
+                if getattr(screen, "_dirty_widgets", None):
+                    screen.check_idle()
+
+    def write_rows(self, screen: Screen[object], marks: Marks) -> bool:
+        """Write the marked rows to the terminal now, each where its widget is on the
+        screen; False (nothing written) where any of them cannot be written so (see the
+        list above)."""
+        app = screen.app
+        compositor = getattr(screen, "_compositor", None)
+        if (
+            not self.write
+            or compositor is None
+            or not screen.is_current
+            or getattr(app, "_batch_count", 1) != 0
+            or getattr(app, "is_inline", True)
+            or any(
+                getattr(screen, name, True)
+                for name in ("_layout_required", "_scroll_required", "_repaint_required")
+            )
+            or getattr(compositor, "_full_map_invalidated", True)
+            or compositor.size != screen.size
+        ):
+            return False
+        visible: dict[Widget, tuple[Region, Region]] = compositor.visible_widgets
+        out: list[str] = []
+        for widget, regions in marks:
+            at = _in_front(visible, widget)
+            rows = widget.rows_now(regions) if at is not None and _rows_source(widget) else None
+            if at is None or rows is None:
+                return False
+            for y, strip in rows:
+                if 0 <= y < at.height:
+                    out.append(f"\x1b[{at.y + y + 1};{at.x + 1}H")  # the cursor to the row
+                    out.append(strip.render(app.console))
+        if out:
+            app._display(screen, Written("".join(out)))
+        return True
+
+    def paint_now(self, screen: Screen[object]) -> None:
+        """Paint what is marked dirty on ``screen`` now, as its update timer would next."""
+        if not self.paint or not getattr(screen, "_dirty_widgets", None):
+            return
+        if screen.is_current and not getattr(screen.app, "_batch_count", 1):
+            screen._on_timer_update()
+
+    @staticmethod
+    def crash(app: App[Any], error: Exception) -> None:
+        """End ``app`` over ``error`` raised in a call its loop made for it, as Textual ends
+        it over an error in a message handler: the traceback shown, the return code 1."""
+        app._handle_exception(error)
 
 
 def _set_dirty(screen: Screen[object], widget: Widget, regions: Sequence[Region]) -> None:
     widget._set_dirty(*regions)
     screen._dirty_widgets.add(widget)
-
-
-# The rows marked inside ``painted_at_end``, by screen, innermost last.
-_held: list[dict[Screen[object], Marks]] = []
-
-
-@contextmanager
-def painted_at_end() -> Iterator[None]:
-    """Rows marked dirty inside are painted as it ends, where their screen is the current
-    one, without the prompt that would wake the screen to paint them on its timer: written
-    as they are where nothing covers them (``write_rows``), else by the compositor. A
-    screen it cannot paint now (inside a batch of updates, or not shown) is prompted then,
-    as before."""
-    held: dict[Screen[object], Marks] = {}
-    _held.append(held)
-    try:
-        yield
-    finally:
-        _held.pop()
-        for screen, marks in held.items():
-            if not write_rows(screen, marks):
-                for widget, regions in marks:
-                    _set_dirty(screen, widget, regions)
-            paint_now(screen)
-            if getattr(screen, "_dirty_widgets", None):
-                screen.check_idle()
-
-
-def write_rows(screen: Screen[object], marks: Marks) -> bool:
-    """Write the marked rows to the terminal now, each where its widget is on the screen;
-    False (nothing written) where any of them cannot be written so (see the list above)."""
-    app = screen.app
-    compositor = getattr(screen, "_compositor", None)
-    if (
-        not FAST_WRITE
-        or compositor is None
-        or not screen.is_current
-        or getattr(app, "_batch_count", 1) != 0
-        or getattr(app, "is_inline", True)
-        or any(
-            getattr(screen, name, True)
-            for name in ("_layout_required", "_scroll_required", "_repaint_required")
-        )
-        or getattr(compositor, "_full_map_invalidated", True)
-        or compositor.size != screen.size
-    ):
-        return False
-    visible: dict[Widget, tuple[Region, Region]] = compositor.visible_widgets
-    out: list[str] = []
-    for widget, regions in marks:
-        at = _in_front(visible, widget)
-        rows = widget.rows_now(regions) if at is not None and _rows_source(widget) else None
-        if at is None or rows is None:
-            return False
-        for y, strip in rows:
-            if 0 <= y < at.height:
-                out.append(f"\x1b[{at.y + y + 1};{at.x + 1}H")  # the cursor to the row
-                out.append(strip.render(app.console))
-    if out:
-        app._display(screen, _Written("".join(out)))
-    return True
 
 
 def _rows_source(widget: Widget) -> TypeGuard[RowSource]:
@@ -248,7 +358,14 @@ def _in_front(visible: Mapping[Widget, tuple[Region, Region]], widget: Widget) -
     return None
 
 
-class _Written(_UPDATE or object):  # type: ignore[misc]
+@runtime_checkable
+class PaintsFast(Protocol):
+    """An app whose panels paint through its ``FastPaint`` (gputui's)."""
+
+    fast_paint: FastPaint
+
+
+class Written(_UPDATE or object):  # type: ignore[misc]
     """Finished terminal output, as App._display takes its compositor's updates."""
 
     def __init__(self, text: str) -> None:
@@ -258,25 +375,11 @@ class _Written(_UPDATE or object):  # type: ignore[misc]
         return self.text
 
 
-def paint_now(screen: Screen[object]) -> None:
-    """Paint what is marked dirty on ``screen`` now, as its update timer would next."""
-    if not FAST_PAINT or not getattr(screen, "_dirty_widgets", None):
-        return
-    if screen.is_current and not getattr(screen.app, "_batch_count", 1):
-        screen._on_timer_update()
-
-
 def can_suspend(app: App[Any]) -> bool:
     """Whether the app's driver can suspend the process (Ctrl+Z): Textual asks its driver,
     which it keeps private, the same before it suspends."""
     driver = app._driver
     return driver is not None and driver.can_suspend
-
-
-def crash(app: App[Any], error: Exception) -> None:
-    """End ``app`` over ``error`` raised in a call its loop made for it, as Textual ends it
-    over an error in a message handler: the traceback shown, the return code 1."""
-    app._handle_exception(error)
 
 
 def load_xterm_parser() -> type[_XTermParser] | None:

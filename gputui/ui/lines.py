@@ -6,14 +6,15 @@ comparison, changed ones one line of repaint. No widgets are created after mount
 Two overrides of Textual's undocumented widget contract (``render_lines``,
 ``notify_style_update``) make repaints cheaper still; ``compat.FAST_LINES`` turns them off
 (``GPUTUI_TEXTUAL_PUBLIC=1``), and the panel then draws through the public Line API alone.
+In an app with a ``compat.FastPaint`` (gputui's), changed rows go to the screen through it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -41,59 +42,6 @@ _NARROW = "".join(
     c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
 )
 _NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
-
-
-class _NoCache:
-    """A cache that keeps nothing: every lookup misses, every store is dropped."""
-
-    __slots__ = ()
-
-    def get(self, key: object, default: None = None) -> None:
-        return None
-
-    def __setitem__(self, key: object, value: object) -> None:
-        pass
-
-
-_NO_CACHE = _NoCache()
-#: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
-#: one builds rows through Strip's own constructor instead.
-_STRIP_SLOTS: Final = frozenset(
-    {
-        *("_segments", "_cell_length", "_render_cache", "_link_ids", "_cell_count"),
-        *("_divide_cache", "_crop_cache", "_style_cache", "_filter_cache"),
-        *("_line_length_cache", "_crop_extend_cache", "_offsets_cache"),
-    }
-)
-BARE_ROWS: Final = compat.FAST_LINES and frozenset(Strip.__slots__) == _STRIP_SLOTS
-
-
-class _Row(Strip):
-    """A row handed to the compositor, which asks a panel for every row each tick (a
-    hundred) and keeps each for one frame. A Strip makes seven caches when it is made,
-    for crops and styles it may be asked for again; a row is asked once, so here they are
-    one shared cache that keeps nothing (``BARE_ROWS``). And Strip.divide keeps its answer
-    in the strip's own cache, for the usual single cut at its end ``[self]``: a reference
-    cycle; here that answer is given without keeping it, so reference counting frees the
-    row as soon as the frame is written."""
-
-    __slots__ = ()
-
-    if BARE_ROWS:
-
-        def __init__(self, segments: list[Segment], cell_length: int) -> None:
-            self._segments = segments
-            self._cell_length = cell_length
-            self._render_cache = self._link_ids = self._cell_count = None
-            self._divide_cache = self._crop_cache = self._style_cache = _NO_CACHE  # type: ignore[assignment]
-            self._filter_cache = self._line_length_cache = _NO_CACHE  # type: ignore[assignment]
-            self._crop_extend_cache = self._offsets_cache = _NO_CACHE  # type: ignore[assignment]
-
-    def divide(self, cuts: Iterable[int]) -> Sequence[Strip]:
-        cuts = list(cuts)
-        if cuts == [self.cell_length]:
-            return [self]
-        return super().divide(cuts)
 
 
 @frozen
@@ -145,6 +93,8 @@ class LineView(Widget):
         # each style as the line filters leave it, for the filters and background named
         self._filter_key: tuple[tuple[LineFilter, ...], Color] | None = None
         self._filter_styles: dict[Style | None, Style | None] = {}
+        #: the app's fast paint, where it has one (set at mount)
+        self._fast: compat.FastPaint | None = None
 
     @property
     def lines(self) -> list[Text]:
@@ -205,8 +155,13 @@ class LineView(Widget):
                 start = -1
         if start >= 0:
             dirty.append(Region(left, start, width, len(new) - start))
-        if dirty and not compat.mark_dirty(self, dirty):
+        fast = self._fast
+        if dirty and (fast is None or not fast.mark(self, dirty)):
             self.refresh(*dirty)
+
+    def on_mount(self) -> None:
+        app = self.app
+        self._fast = app.fast_paint if isinstance(app, compat.PaintsFast) else None
 
     def on_resize(self) -> None:
         self.post_message(self.Resized())
@@ -262,14 +217,14 @@ class LineView(Widget):
                         content = self._content(y - top, width - box.sides, filtered=True)
                         row = [*left, *content, *right]
                     self._rows[y] = row
-                rows.append(_Row(row, width))
+                rows.append(compat.BareRow(row, width))
             if crop.column_span != (0, width):
                 rows = [row.crop(crop.x, crop.right) for row in rows]
             return rows
 
         def rows_now(self, regions: Sequence[Region]) -> list[tuple[int, Strip]] | None:
             """Content rows under ``regions`` (as ``_show`` marks them) as whole rows, for
-            ``compat.write_rows``; None for a panel dressed beyond padding and a top
+            ``FastPaint.write_rows``; None for a panel dressed beyond padding and a top
             border, whose rows Textual's own cache draws."""
             box = self._measured_box()
             if not box.plain:
@@ -369,7 +324,7 @@ class LineView(Widget):
                 self._styles.clear()
             style = self._style = fresh
         if y < len(self._lines):
-            return self._segments(self._lines[y], width, style, filtered)
+            return self._line_segments(self._lines[y], width, style, filtered)
         if width <= 0:
             return []
         return [Segment(" " * width, self._filter(style) if filtered else style)]
@@ -387,7 +342,7 @@ class LineView(Widget):
             self._styles[key] = style
         return style
 
-    def _segments(
+    def _line_segments(
         self, line: Text | Painted, width: int, base: Style, filtered: bool
     ) -> list[Segment]:
         """The line fitted to ``width`` as segments on the panel's style.

@@ -1,4 +1,4 @@
-"""compat.write_rows: a tick's changed rows of a panel nothing covers go to the terminal as
+"""FastPaint.write_rows: a tick's changed rows of a panel nothing covers go to the terminal as
 they are, and the screen they leave is the one Textual's compositor draws for the same
 state; a panel something covers is painted by the compositor, as before.
 
@@ -79,6 +79,7 @@ class _Panels(App[None]):
     def __init__(self, covered: bool) -> None:
         super().__init__()
         self.covered = covered
+        self.fast_paint = compat.FastPaint()  # the panels paint through it, as gputui's do
         self.top = LineView(id="top")
         self.left = LineView(id="left")
         self.right = LineView(id="right")
@@ -110,7 +111,7 @@ async def _one_tick(
     await pilot.pause()
     before = _drawn(app)
     updates = _captured(app, monkeypatch)
-    with compat.painted_at_end():
+    with app.fast_paint.painted_at_end():
         app.show(1)
     return before, updates
 
@@ -122,7 +123,7 @@ async def test_changed_rows_written_leave_the_screen_the_compositor_draws(
     async with app.run_test(size=(80, 12)) as pilot:
         before, updates = await _one_tick(app, pilot, monkeypatch)
         # one write, of finished rows only, and nothing left for the compositor
-        assert len(updates) == 1 and isinstance(updates[0], compat._Written)
+        assert len(updates) == 1 and isinstance(updates[0], compat.Written)
         assert not app.screen._dirty_widgets
         text = updates[0].render_segments(app.console)
         # rows that did not change are not written: "header line" stayed, six GPU rows and
@@ -138,7 +139,7 @@ async def test_a_covered_panel_is_painted_by_the_compositor(
     app = _Panels(covered=True)
     async with app.run_test(size=(80, 12)) as pilot:
         before, updates = await _one_tick(app, pilot, monkeypatch)  # the cover is over rows
-        assert len(updates) == 1 and not isinstance(updates[0], compat._Written)
+        assert len(updates) == 1 and not isinstance(updates[0], compat.Written)
         _apply(before, updates[0].render_segments(app.console))
         after = _drawn(app)
         assert before == after
@@ -165,7 +166,7 @@ async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
             clock[0] += 1
             app._show_frame(source.read())
             for update in updates:
-                written += isinstance(update, compat._Written)
+                written += isinstance(update, compat.Written)
                 _apply(before, update.render_segments(app.console))
             assert before == _drawn(app)
         assert written == 4

@@ -7,6 +7,7 @@ compat.py is the one place to mend.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 import json
@@ -245,16 +246,18 @@ async def test_rows_marked_on_the_screen_are_painted_in_the_same_call() -> None:
     async with app.run_test(size=(40, 10)) as pilot:
         await pilot.pause()
         marked.crops.clear()
-        assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])  # a row, in its own terms
+        fast = compat.FastPaint()
+        assert fast.mark(marked, [Region(0, 1, 20, 1)])  # a row, in its own terms
         assert marked in app.screen._dirty_widgets
-        compat.paint_now(app.screen)
+        fast.paint_now(app.screen)
         # the compositor asked for the row within the call, and nothing is left to paint
         assert marked.crops and not app.screen._dirty_widgets
         whole = Region(0, 0, *marked.outer_size)
         assert all(whole.contains_region(crop) for crop in marked.crops)
         marked.display = False
         await pilot.pause()
-        assert not compat.mark_dirty(marked, [Region(0, 1, 20, 1)])  # hidden: refresh
+        assert not fast.mark(marked, [Region(0, 1, 20, 1)])  # hidden: refresh
+        assert not compat.FastPaint(enabled=False).mark(marked, [Region(0, 1, 20, 1)])
 
 
 @pytest.mark.skipif(compat.PUBLIC_ONLY, reason="the shortcuts are off")
@@ -268,16 +271,17 @@ async def test_rows_marked_in_a_handler_are_painted_as_it_ends_without_waking_th
         prompts: list[object] = []
         monkeypatch.setattr(app.screen, "check_idle", lambda: prompts.append(app.screen))
         marked.crops.clear()
-        with compat.painted_at_end():
-            assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])
+        fast = compat.FastPaint()
+        with fast.painted_at_end():
+            assert fast.mark(marked, [Region(0, 1, 20, 1)])
             assert not marked.crops  # held until the handler ends
         assert marked.crops and not app.screen._dirty_widgets  # painted as it ended
         assert prompts == []  # and the screen was never woken to paint it later
         # a screen that cannot be painted now (inside a batch of updates) is woken to
         # paint it later, as outside
         with app.batch_update():
-            with compat.painted_at_end():
-                assert compat.mark_dirty(marked, [Region(0, 1, 20, 1)])
+            with fast.painted_at_end():
+                assert fast.mark(marked, [Region(0, 1, 20, 1)])
             assert marked in app.screen._dirty_widgets and prompts == [app.screen]
 
 
@@ -317,18 +321,16 @@ async def test_the_samplers_frames_are_drawn_and_an_error_drawing_one_ends_the_a
 
 
 def test_a_bare_row_behaves_as_a_strip_of_the_same_segments() -> None:
-    """Strip's private slots (lines.BARE_ROWS): a row built without Strip's constructor
+    """Strip's private slots (compat.BARE_ROWS): a row built without Strip's constructor
     crops, divides, styles, joins and renders as Textual's own strip does."""
     from rich.console import Console
     from rich.style import Style
 
-    from gputui.ui.lines import _STRIP_SLOTS, BARE_ROWS, _Row
-
-    assert BARE_ROWS is compat.FAST_LINES, (
-        f"Strip's slots changed: {sorted(set(Strip.__slots__) ^ _STRIP_SLOTS)}"
+    assert compat.BARE_ROWS is compat.FAST_LINES, (
+        f"Strip's slots changed: {sorted(set(Strip.__slots__) ^ compat.STRIP_SLOTS)}"
     )
     segments = [Segment("GPU 0 ", Style(bold=True)), Segment("72 °C", Style(color="red"))]
-    row, strip = _Row(list(segments), 11), Strip(list(segments), 11)
+    row, strip = compat.BareRow(list(segments), 11), Strip(list(segments), 11)
     console = Console(width=40, color_system="truecolor", force_terminal=True)
     assert row.render(console) == strip.render(console)
     for _ in range(2):  # the second time from the cache, where a strip keeps one
@@ -460,3 +462,116 @@ def test_the_app_works_on_textual_public_paths_alone() -> None:
     assert fast["own render_lines"] and fast["blank"] and fast["quiet driver"]
     for key in ("panels", "after right", "after o", "selected", "detail", "overview"):
         assert public[key] == fast[key], key
+
+
+# -- compat lists every private Textual name the package touches ---------------------------
+
+UI = ROOT / "gputui" / "ui"
+
+
+def _textual_privates() -> set[str]:
+    """The private names ("_x", not dunder) of the Textual classes the screen works with
+    and of every class above them: class attributes, and what their code sets on self."""
+    import textual.app
+    import textual.command
+    import textual.containers
+    import textual.drivers.linux_driver
+    import textual.screen
+    import textual.strip
+    import textual.widget
+    import textual.widgets
+
+    classes: list[type] = [
+        textual.app.App,
+        textual.screen.Screen,
+        textual.screen.ModalScreen,
+        textual.widget.Widget,
+        textual.strip.Strip,
+        textual.drivers.linux_driver.LinuxDriver,
+        textual.containers.VerticalScroll,
+        textual.containers.Horizontal,
+        textual.widgets.Input,
+        textual.widgets.Label,
+        textual.command.Provider,
+    ]
+    parser = compat.load_xterm_parser()
+    if parser is not None:
+        classes.append(parser)
+    try:
+        from textual._compositor import Compositor, CompositorUpdate
+    except ImportError:
+        pass
+    else:
+        classes += [Compositor, CompositorUpdate]
+    names: set[str] = set()
+    for cls in {base for c in classes for base in c.__mro__}:
+        if not cls.__module__.startswith("textual"):
+            continue
+        names.update(n for n in vars(cls) if n.startswith("_") and not n.startswith("__"))
+        try:
+            tree = ast.parse(inspect.getsource(cls))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                names.add(node.attr)
+    return names
+
+
+def _private_textual_uses() -> dict[str, set[str]]:
+    """Every private Textual name gputui/ui touches: its private modules imported, and
+    Textual's private attributes read, set or named (getattr) -> the files that do."""
+    privates = _textual_privates()
+    assert {"_display", "_compositor", "_size"} <= privates  # the walk saw Textual's
+    used: dict[str, set[str]] = {}
+    for path in sorted(UI.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for statement in list(tree.body):  # the list itself names them: not a use
+            if isinstance(statement, ast.AnnAssign) and ast.unparse(statement.target) == (
+                "PRIVATE_NAMES"
+            ):
+                tree.body.remove(statement)
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] if node.module.startswith("textual._") else []
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("textual._")]
+            elif isinstance(node, ast.Attribute) and node.attr in privates:
+                names = [node.attr]
+            elif isinstance(node, ast.Constant) and node.value in privates:
+                names = [str(node.value)]
+            for name in names:
+                used.setdefault(name, set()).add(path.name)
+    return used
+
+
+def test_compat_lists_every_private_textual_name_the_screen_touches() -> None:
+    used = _private_textual_uses()
+    unlisted = {name: files for name, files in used.items() if name not in compat.PRIVATE_NAMES}
+    assert not unlisted, (
+        f"private Textual names outside compat.PRIVATE_NAMES: {unlisted} (list each with its "
+        "reason and a public fallback in compat.py, or rename a gputui name that collides)"
+    )
+    stale = set(compat.PRIVATE_NAMES) - set(used)
+    assert not stale, f"compat.PRIVATE_NAMES lists names nothing uses now: {sorted(stale)}"
+    # each only where its entry says (mostly compat.py itself)
+    misplaced = {
+        name: files
+        for name, files in used.items()
+        if any(file not in compat.PRIVATE_NAMES[name].split(" ")[0] for file in files)
+    }
+    assert not misplaced, f"private Textual names used where compat does not say: {misplaced}"
+
+
+def test_the_guard_knows_textuals_private_names_from_gputuis_own() -> None:
+    privates = _textual_privates()
+    assert {"_driver", "_size", "_batch_count", "_timeout_time"} <= privates
+    assert "_size" not in compat.PRIVATE_NAMES  # the app no longer writes App._size
+    assert not {"_fast", "_lines", "_model", "_line_segments"} & privates  # LineView's own
