@@ -1,18 +1,21 @@
-"""One place where frames become history and findings: used by the app and every command.
+"""One place where ticks become history and findings: used by the app, every command and
+the report, live, replayed or read back.
 
-The monitor sits below the advisor: it is given a way to make one (``make_judge``) by the
-composition root, so sampling never imports the rules it feeds.
+A frame is one tick (``ingest``); a recording's block read in columns is many (``take``,
+with the block's own ``Ticks``): both go through ``take``, the one path. The monitor sits
+below the advisor: it is given a way to make one (``make_judge``) by the composition root,
+so sampling never imports the rules it feeds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from gputui.core.config import Config, Thresholds
 from gputui.core.judgement import Judgement
-from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.core.model import DeviceInfo, Finding, Frame, ProcessSample, SourceInfo
 from gputui.sampling.history import History
 from gputui.sampling.process_history import ProcessHistory
 from gputui.sampling.runlog import RunLog
@@ -33,12 +36,78 @@ class Judge(Protocol):
     @property
     def judged_at(self) -> float | None: ...
 
-    def update(self, history: History, force: bool = False) -> tuple[Finding, ...]: ...
+    def update(self, history: History, force: bool = False) -> tuple[Finding, ...]:
+        """Judge the history if a judgement is due (``force``: now); the findings."""
+
+    def due(self, now: float) -> bool:
+        """Whether a tick at ``now`` is judged (one with nothing urgent in it)."""
+
+    def keep(
+        self,
+        now: float,
+        utilisation: Iterable[tuple[int, tuple[float, ...]]],
+        processes: Sequence[ProcessSample],
+    ) -> None:
+        """What the judge keeps of every tick, judged or not: each GPU's (index) driver
+        utilisation samples and each process's readings."""
+
+    def add_devices(self, devices: Iterable[DeviceInfo]) -> None:
+        """GPUs that joined after the start, or a known GPU's newer facts."""
 
     def point_in_time(self) -> tuple[Finding, ...]: ...
 
 
 JudgeFactory = Callable[[], Judge]
+
+
+class Ticks(Protocol):
+    """Ticks a monitor takes at once (``Monitor.take``): a frame, or a recording's block of
+    ticks read in columns. Each tick is asked for what the judge keeps of it; the history
+    is given them all at once (``add_to``), a frame built only where one is needed."""
+
+    @property
+    def times(self) -> Sequence[float]:
+        """Each tick's time, in order."""
+
+    def processes(self, k: int) -> Sequence[ProcessSample]:
+        """Tick ``k``'s GPU processes."""
+
+    def utilisation(self, k: int) -> Iterable[tuple[int, tuple[float, ...]]]:
+        """Tick ``k``'s driver utilisation samples, by GPU index."""
+
+    def urgent(self, k: int) -> bool:
+        """Whether tick ``k`` is judged whenever it comes (a GPU lost, a new Xid)."""
+
+    def frame(self, k: int) -> Frame:
+        """Tick ``k`` as a frame."""
+
+    def add_to(self, history: History, first: int, end: int) -> None:
+        """Ticks ``first`` to ``end`` (not included) into ``history``, in order."""
+
+
+class FrameTicks:
+    """One frame as ``Ticks``."""
+
+    __slots__ = ("_frame", "times")
+
+    def __init__(self, frame: Frame) -> None:
+        self._frame = frame
+        self.times = (frame.time,)
+
+    def processes(self, k: int) -> Sequence[ProcessSample]:
+        return self._frame.processes
+
+    def utilisation(self, k: int) -> Iterable[tuple[int, tuple[float, ...]]]:
+        return [(s.index, s.util_samples) for s in self._frame.gpus]
+
+    def urgent(self, k: int) -> bool:
+        return any(s.lost or s.xid_events for s in self._frame.gpus)
+
+    def frame(self, k: int) -> Frame:
+        return self._frame
+
+    def add_to(self, history: History, first: int, end: int) -> None:
+        history.add(self._frame)
 
 
 class Monitor:
@@ -77,9 +146,7 @@ class Monitor:
         judge = self._judge
         if judge is None:
             judge = self._judge = self._make_judge()
-            add = getattr(judge, "add_devices", None)
-            if add is not None:
-                add(self.devices)  # those that joined while it was not yet made
+            judge.add_devices(self.devices)  # those that joined while it was not yet made
         return judge
 
     @property
@@ -139,14 +206,39 @@ class Monitor:
             self._join(frame.joined)
         for earlier in frame.late:
             self.history.fill(earlier)
+        if advise:
+            return self.take(FrameTicks(frame))
         self.history.add(frame)
         if self.follow_processes:
             self.processes.add(frame)
-        if not advise:
-            self.runlog.add(frame, None)
-            return self.findings
-        findings = self.advisor.update(self.history)
-        self.runlog.add(frame, findings)
+        self.runlog.add(frame, None)
+        return self.findings
+
+    def take(self, ticks: Ticks) -> tuple[Finding, ...]:
+        """Ticks into the history, judged where the judge is due or a tick is urgent, each
+        with the findings as they stood in the run log: the one way ticks become findings,
+        a frame at a time or a recording's block at once. The findings after the last."""
+        judge = self.advisor
+        times = ticks.times
+        count = len(times)
+        findings = judge.findings
+        first = 0
+        while first < count:
+            judged = first  # the next tick judged, or the end
+            while judged < count and not (judge.due(times[judged]) or ticks.urgent(judged)):
+                judged += 1
+            end = min(judged + 1, count)
+            for k in range(first, end):
+                judge.keep(times[k], ticks.utilisation(k), ticks.processes(k))
+            ticks.add_to(self.history, first, end)
+            if self.follow_processes:
+                for k in range(first, end):
+                    self.processes.add(ticks.frame(k))
+            for k in range(first, end):
+                if k == judged:
+                    findings = judge.update(self.history, force=True)
+                self.runlog.add_at(times[k], ticks.processes(k), findings)
+            first = end
         return findings
 
     def _join(self, devices: Sequence[DeviceInfo]) -> None:
@@ -157,9 +249,8 @@ class Monitor:
         if new:
             known.update((d.index, d) for d in new)
             self.devices = tuple(known.values())
-            add = getattr(self._judge, "add_devices", None)  # a judge made later has them
-            if add is not None:
-                add(new)
+            if self._judge is not None:  # a judge made later has them
+                self._judge.add_devices(new)
 
     def reset(self) -> None:
         """Forget history and findings: a replay jumped in time."""

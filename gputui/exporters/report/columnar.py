@@ -1,30 +1,25 @@
-"""A version-3 block's ticks taken at once by a report's monitor: the history filled a
-column at a time between judgements, a tick's ``Frame`` built only where the advisor
-judges (and at the block's end, the history's latest), instead of one a tick.
+"""A version-3 block's ticks as the monitor takes them at once (``BlockTicks``, given to
+``Monitor.take``, the path every frame takes too): the history filled a column at a time
+between judgements, a tick's ``Frame`` built only where the advisor judges (and at the
+block's end, the history's latest), instead of one a tick.
 
-What the monitor, the advisor and the run log hold after a block is what taking its
-frames one by one (``Monitor.ingest``) leaves: the advisor judges at the same ticks
-(``Advisor.due``), keeps every tick's driver samples and process CPU, and the run log
-sees every tick's processes and the findings as they stood. Only a plain block goes this
-way (``columns_of``): every GPU read at every tick in the same slot, none lost, no Xid;
-any other is taken frame by frame. Every value was checked when the block was read
-(``formats/blocks``), as for the frames.
+Only a plain block goes this way (``columns_of``): every GPU read at every tick in the same
+slot, none lost, no Xid; any other is taken frame by frame. Every value was checked when
+the block was read (``formats/blocks``), as for the frames.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any, Final, TypeAlias
 
-from gputui.advisor.engine import Advisor
-from gputui.core.model import Finding
+from gputui.core.model import Frame, ProcessSample
 from gputui.core.names import HostMetric, Metric
 from gputui.core.records import frozen
 from gputui.formats.blocks import Block
-from gputui.sampling.history import NO_REASONS
-from gputui.sampling.monitor import Monitor
+from gputui.sampling.history import NO_REASONS, History
 
 NAN: Final = float("nan")
 _HOST_READINGS: Final = attrgetter(*(m.value for m in HostMetric))
@@ -100,29 +95,29 @@ def _floats(values: Sequence[Any]) -> array[float]:
     return array("f", values if None not in values else [NAN if v is None else v for v in values])
 
 
-def ingest(monitor: Monitor, block: Block, columns: Columns) -> bool:
-    """A plain block's ticks into ``monitor`` as ``ingest`` of each frame would take them;
-    False (nothing taken) where the monitor is not one this can feed (a process page
-    followed, another judge than the advisor)."""
-    advisor = monitor.advisor
-    if monitor.follow_processes or not isinstance(advisor, Advisor):
-        return False
-    times = block.times
-    ticks = len(times)
-    first = 0
-    while first < ticks:
-        judged = first
-        while judged < ticks and not advisor.due(times[judged]):
-            judged += 1
-        end = min(judged + 1, ticks)
-        for k in range(first, end):
-            advisor.keep(times[k], [(i, u[k]) for i, u in columns.utilisation], block.processes[k])
-        latest = block.frame(end - 1)
-        monitor.history.add_columns(times[first:end], columns.gpus, columns.host, latest, first)
-        findings: tuple[Finding, ...] = advisor.findings
-        for k in range(first, end):
-            if k == judged:
-                findings = advisor.update(monitor.history)
-            monitor.runlog.add_at(times[k], block.processes[k], findings)
-        first = end
-    return True
+class BlockTicks:
+    """A plain block's ticks (``columns_of``) as ``sampling.monitor.Ticks``."""
+
+    __slots__ = ("_block", "_columns", "times")
+
+    def __init__(self, block: Block, columns: Columns) -> None:
+        self._block = block
+        self._columns = columns
+        self.times = block.times
+
+    def processes(self, k: int) -> Sequence[ProcessSample]:
+        return self._block.processes[k]
+
+    def utilisation(self, k: int) -> Iterable[tuple[int, tuple[float, ...]]]:
+        return [(index, samples[k]) for index, samples in self._columns.utilisation]
+
+    def urgent(self, k: int) -> bool:
+        return False  # a plain block: no GPU lost, no Xid
+
+    def frame(self, k: int) -> Frame:
+        return self._block.frame(k)
+
+    def add_to(self, history: History, first: int, end: int) -> None:
+        columns = self._columns
+        latest = self._block.frame(end - 1)
+        history.add_columns(self.times[first:end], columns.gpus, columns.host, latest, first)

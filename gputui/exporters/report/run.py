@@ -357,11 +357,11 @@ class Collector(RunBuilder):
         if columns is not None:
             if start is not None and times[0] >= start:
                 self._begin()
-            if columnar.ingest(self.monitor, block, columns):
-                self._last = times[-1]
-                if self._record_from is None:  # past the warm-up: the report's columns too
-                    self._extend(times, columns.gpus, _PLACES)
-                return
+            self.monitor.take(columnar.BlockTicks(block, columns))
+            self._last = times[-1]
+            if self._record_from is None:  # past the warm-up: the report's columns too
+                self._extend(times, columns.gpus, _PLACES)
+            return
         for k in range(len(block)):
             self.add(block.frame(k))
 
