@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--busy-s", type=float, default=12.0, help="seconds read under load")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
-    from gputui.sources.base import SourceUnavailable
+    from gputui.core.source import SourceUnavailable
 
     try:
         result = run(args.gpu, args.busy_s)

@@ -12,10 +12,10 @@ from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import SourceKind
 from gputui.core.process_access import ProcessAccess
+from gputui.core.source import Follows, Source
 from gputui.core.units import fmt_duration
 from gputui.sampling.monitor import Judge, Monitor
 from gputui.sampling.sampler import Sampler
-from gputui.sources.base import Source
 from gputui.sources.process_access import LocalProcesses
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.parts import AppParts
@@ -51,9 +51,8 @@ def make_app(
         monitor.ingest(frame)
     for frame in first:
         monitor.ingest(frame, advise=False)
-    follow = getattr(source, "follow", None)
-    if follow is not None:  # a cluster source reads in full what the screen shows
-        follow(lambda: monitor.shown_nodes)
+    if isinstance(source, Follows):  # a cluster source reads in full what the screen shows
+        source.follow(lambda: monitor.shown_nodes)
     sampler = Sampler(source, lambda: monitor.interval_s) if live else None
     parts = AppParts(
         monitor,

@@ -26,8 +26,8 @@ from gputui.cli.opening import (
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
+from gputui.core.source import Follows, SourceUnavailable, TopologyLater
 from gputui.core.units import fmt_duration
-from gputui.sources.base import SourceUnavailable
 
 if TYPE_CHECKING:
     from gputui.core.model import Finding
@@ -428,12 +428,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_app(args: argparse.Namespace) -> int:
     source = make_source(args)
-    follow = getattr(source, "follow", None)
-    if follow is not None:  # the screen reads in full only the nodes it shows
-        follow(tuple)  # (said before opening: it lists the cluster for less)
-    later = getattr(source, "topology_later", None)
-    if later is not None:  # the first paint waits for no GPU-pair query
-        later()
+    if isinstance(source, Follows):  # the screen reads in full only the nodes it shows
+        source.follow(tuple)  # (said before opening: it lists the cluster for less)
+    if isinstance(source, TopologyLater):  # the first paint waits for no GPU-pair query
+        source.topology_later()
     try:
         devices = _open(source)
     except SourceUnavailable as exc:

@@ -15,7 +15,13 @@ from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
 from gputui.core.sanitize import clean, mask_secrets
-from gputui.sources.base import Source, SourceUnavailable
+from gputui.core.source import (
+    Backfills,
+    CatchesUp,
+    Glances,
+    Source,
+    SourceUnavailable,
+)
 
 if TYPE_CHECKING:
     from gputui.sampling.monitor import Monitor
@@ -95,7 +101,7 @@ def _collect(
     config = monitor.config
     sampler = Sampler(source, config.interval_s, on_frame=monitor.ingest)
     readings = max(args.samples, int(seconds / config.interval_s) + 1)
-    if source.kind is SourceKind.REMOTE and hasattr(source, "backfill"):
+    if source.kind is SourceKind.REMOTE and isinstance(source, Backfills):
         # A Prometheus server: its history is already in, and its rates come computed; a
         # second reading would only wait for the same answer. The window asked for remains,
         # unless the history already covers it: then one fresh reading completes it.
@@ -128,12 +134,11 @@ def read_since_history(monitor: Monitor, source: Source) -> None:
     """Judging a large history takes a while (tens of seconds at 8,192 GPUs): the stretch
     since its last frame is read and judged, again while that left a gap, so the first
     reading does not follow a gap the windowed rules cannot judge across."""
-    catch_up = getattr(source, "catch_up", None)
-    if catch_up is None:
+    if not isinstance(source, CatchesUp):
         return
     for _ in range(MAX_CATCH_UP):
         times = monitor.history.times()
-        later = catch_up(times[-1]) if times else ()
+        later = source.catch_up(times[-1]) if times else ()
         if not later:
             return
         for frame in later:
@@ -188,19 +193,17 @@ def _open_live(
 
 def _history(source: Source) -> tuple[Frame, ...]:
     """The history a source already holds (a Prometheus server's window), oldest first."""
-    backfill = getattr(source, "backfill", None)
-    return tuple(backfill()) if backfill is not None else ()
+    return tuple(source.backfill()) if isinstance(source, Backfills) else ()
 
 
 def _glance(source: Source) -> tuple[Frame, ...]:
     """A first frame for the first screen, where the source can take one quickly (the live
     NVML source: its GPUs without the slower host readings), so the first paint shows the
     GPUs instead of waiting for the sampler's first full read; none where it cannot."""
-    glance = getattr(source, "glance", None)
-    if glance is None:
+    if not isinstance(source, Glances):
         return ()
     try:
-        return (glance(),)
+        return (source.glance(),)
     except Exception:  # the sampler's first read meets it again, and says what it is
         return ()
 

@@ -216,8 +216,8 @@ def _moment(when: float) -> str:
 
 def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
     from gputui.core.model import SourceInfo
+    from gputui.core.source import SourceUnavailable
     from gputui.exporters.report import Collector, report_thresholds
-    from gputui.sources.base import SourceUnavailable
     from gputui.sources.promapi import PrometheusSource
     from gputui.sources.remote import ScrapeError
 

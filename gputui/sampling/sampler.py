@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from gputui.core.model import Frame
 from gputui.core.records import frozen
-from gputui.sources.base import Source
+from gputui.core.source import Source
 
 
 @frozen

@@ -20,7 +20,7 @@ from typing import Any
 
 from gputui.core.model import DeviceInfo, Frame, NodeStatus, Note
 from gputui.core.names import NoteKind, SourceKind
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
 from gputui.sources.promnodes import (
     MAX_CLUSTER_GPUS,

@@ -24,7 +24,7 @@ from typing import Any
 
 from gputui.core.records import frozen
 from gputui.core.sanitize import MASK, clean
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import HttpError, ScrapeError, TooLarge
 
 TOKEN_ENV = "GPUTUI_PROMETHEUS_TOKEN"

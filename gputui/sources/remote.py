@@ -30,8 +30,8 @@ from gputui.core.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, X
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import mask_secrets
+from gputui.core.source import SourceUnavailable
 from gputui.core.xid import describe_xid
-from gputui.sources.base import SourceUnavailable
 from gputui.sources.exposition import ExpositionError, LabelCache, samples
 from gputui.sources.fetching import MAX_BYTES as MAX_BYTES
 from gputui.sources.fetching import ScrapeError as ScrapeError

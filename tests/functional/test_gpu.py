@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.promapi import PrometheusSource
 from tests.dcgm_pages import default_page
 from tests.servers import answer, free_port, prometheus_binary, serve, start_prometheus

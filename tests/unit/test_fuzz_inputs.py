@@ -26,9 +26,9 @@ from gputui.core.model import DeviceInfo, Frame, GpuSample, SourceInfo
 from gputui.core.names import SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
+from gputui.core.source import SourceUnavailable
 from gputui.formats.recording import Header, RecordingError, header_line, read_recording
 from gputui.formats.values import frame_dict
-from gputui.sources.base import SourceUnavailable
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promql import REF, TAG
 from gputui.sources.remote import (

@@ -16,7 +16,7 @@ import pytest
 import gputui.sources
 from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.nvml import NvmlSource
 from tests.nvml_double import (
     GPU_NOT_FOUND,

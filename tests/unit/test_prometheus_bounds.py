@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import ScrapeError
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promnodes import MAX_CLUSTER_GPUS, MAX_NODES, Tagged, check_counts

@@ -11,7 +11,7 @@ from gputui.core.dcgm import BY_NAME, FIELDS, INT32_BLANK, INT64_BLANK, is_blank
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import NoteKind, RuleId
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.remote import RemoteSource, ScrapeError, parse_exposition
 from tests.dcgm_pages import default_page, family, labels
 

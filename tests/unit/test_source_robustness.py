@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promwire import auth_headers, decode, point

@@ -22,7 +22,7 @@ from gputui.core.model import (
     XidEvent,
 )
 from gputui.core.names import NoteKind, SourceKind
-from gputui.sources.base import SourceUnavailable
+from gputui.core.source import SourceUnavailable
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.nvml import bindings as b
 from gputui.sources.nvml.device import device_info, peer_status, resolve, topology
