@@ -146,17 +146,18 @@ def _missing(
     rule: Rule, present: frozenset[str], unsupported: frozenset[str], mig: bool | None
 ) -> tuple[str, Undecided] | None:
     missing: list[str] = []
-    unreadable = False
+    unreadable = utilisation = False
     for options in _options(rule):
         if not any(name in present for name in options):
             words = " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
             if words not in missing:
                 missing.append(words)
             unreadable |= not all(name in unsupported for name in options)
+            utilisation |= "util_gpu" in options
     if not missing:
         return None
     text = ", ".join(missing)
-    if mig and "utilisation" in text:
+    if mig and utilisation:  # MIG mode: the parent GPU's utilisation is not offered
         text += " (MIG mode)"
     if not unreadable:
         return f"{rule.id}: this board does not offer {text}", Undecided.NOT_OFFERED

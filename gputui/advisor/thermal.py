@@ -34,9 +34,9 @@ def _throttling(ctx: Context, index: int, device: DeviceInfo) -> tuple[bool, flo
     return (share is not None and share >= ctx.t.thermal_fraction) or over, share
 
 
-def _memory_hot(ctx: Context, index: int, device: DeviceInfo) -> str | None:
-    """The HBM at its limit while the core is not: 'memory (HBM) 94 °C, its maximum
-    95 °C; the core at 61 °C is not the cause'."""
+def _memory_hot(ctx: Context, index: int, device: DeviceInfo) -> tuple[str, bool] | None:
+    """The HBM at its limit: 'memory (HBM) 94 °C, its maximum 95 °C', and whether the core
+    is cool (then the memory alone is the cause, and the line says so)."""
     t = ctx.t
     mem = ctx.stats(index, Metric.MEM_TEMP_C, t.hot_mean_s)
     if mem is None or device.temp_mem_max_c is None:
@@ -46,12 +46,13 @@ def _memory_hot(ctx: Context, index: int, device: DeviceInfo) -> str | None:
     text = f"memory (HBM) {mem.mean:.0f} °C, its maximum {device.temp_mem_max_c:.0f} °C"
     core = ctx.stats(index, Metric.TEMP_C, t.hot_mean_s)
     limits = _limits(device)
-    if core is not None and limits and core.mean < limits[0][0] - t.hot_margin_c:
-        text += (
-            f": the memory is at its limit, not the core ({core.mean:.0f} °C, "
-            f"{limits[0][1]} at {limits[0][0]:.0f} °C)"
-        )
-    return text
+    if core is None or not limits or core.mean >= limits[0][0] - t.hot_margin_c:
+        return text, False
+    return (
+        text + f": the memory is at its limit, not the core ({core.mean:.0f} °C, "
+        f"{limits[0][1]} at {limits[0][0]:.0f} °C)",
+        True,
+    )
 
 
 def _cooling(ctx: Context, index: int, memory: bool) -> tuple[str, ...]:
@@ -117,11 +118,11 @@ def thermal_throttle(ctx: Context) -> Iterator[Candidate]:
         throttling, share = _throttling(ctx, sample.index, device)
         if not throttling:
             continue
-        memory = _memory_hot(ctx, sample.index, device)
-        only_memory = memory is not None and "not the core" in memory
+        hot_memory = _memory_hot(ctx, sample.index, device)
+        only_memory = hot_memory is not None and hot_memory[1]
         lines = [evidence.temperature(sample, device)]
-        if memory is not None:  # the cause first when it is the memory alone
-            lines.insert(0 if only_memory else 1, memory)
+        if hot_memory is not None:  # the cause first when it is the memory alone
+            lines.insert(0 if only_memory else 1, hot_memory[0])
         lines += evidence.clock_and_reasons(ctx, sample, device, ce.THERMAL_BITS, share)
         title = "Thermal throttling: the GPU slows itself down to cool off"
         if only_memory:
@@ -158,8 +159,8 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         if _throttling(ctx, sample.index, device)[0]:
             continue
         target = device.temp_target_c
-        memory = _memory_hot(ctx, sample.index, device)
-        if target is not None and temp.mean <= target + t.hot_margin_c and memory is None:
+        hot_memory = _memory_hot(ctx, sample.index, device)
+        if target is not None and temp.mean <= target + t.hot_margin_c and hot_memory is None:
             continue  # a board that regulates itself to its target: there by design
         limits = _limits(device)
         reasons: list[str] = []
@@ -176,9 +177,9 @@ def thermal_hot(ctx: Context) -> Iterator[Candidate]:
         margin = sample.temp_margin_c
         if margin is not None and margin <= t.hot_margin_c and not reasons:
             reasons.append(f"the driver's thermal margin is {margin:.0f} °C")
-        only_memory = memory is not None and "not the core" in memory
-        if memory is not None:
-            reasons.insert(0, memory)
+        only_memory = hot_memory is not None and hot_memory[1]
+        if hot_memory is not None:
+            reasons.insert(0, hot_memory[0])
         if not reasons:
             continue
         lines = [evidence.temperature(sample, device), *reasons]
