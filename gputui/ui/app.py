@@ -141,6 +141,7 @@ class GpuTuiApp(App[int]):
 
     def on_mount(self) -> None:
         self._drawable = True
+        self.fast_paint.watch(self)
         if self.fast_paint.frames:
             self._frames_to = (asyncio.get_running_loop(), contextvars.copy_context())
         self.screen.set_class(self.ascii, "-ascii")

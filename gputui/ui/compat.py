@@ -46,14 +46,19 @@ Private name (who uses it): why / public fallback
 - ``textual._compositor.CompositorUpdate``, ``App._display``, ``Screen._compositor`` and its
   ``visible_widgets``, ``_full_map_invalidated``, ``Screen._layout_required``,
   ``_scroll_required`` and ``_repaint_required`` (``FastPaint.write_rows``): a tick's changed
-  rows of a panel nothing covers are written to the terminal as they are (each row's
-  cursor move and its segments), through the app's own write with its synchronized
-  update; the compositor's partial update asks every panel between the first and the last
-  changed row for all its rows, cuts each line at every panel's edge and joins the pieces
-  again: a twentieth of gputui's steady CPU / the rows marked dirty and painted by the
-  compositor (``FastPaint.paint_now``), also whenever any of these does not hold: the screen is
-  current, laid out and not resized since, no batch, no inline mode, nothing in front of
-  the panel.
+  rows of a panel nothing covers are written to the terminal as the cells that changed
+  (terminal_cells.py: the shortest cursor moves, only the SGR changes between cells),
+  through the app's own write with its synchronized update (DEC mode 2026, where the
+  terminal answers that it has it); ``FastPaint.watch`` wraps the app's ``_display`` to
+  learn where anything else draws (a partial update's ``spans``, a layout update's
+  ``region``; anything else: everywhere), where rows are then written whole again once. The
+  compositor's partial update asks every panel between the first and the last changed
+  row for all its rows, cuts each line at every panel's edge and joins the pieces again,
+  and writes whole runs with a full SGR reset and restate each: a twentieth of gputui's
+  steady CPU and five times nvitop's bytes over SSH / the rows marked dirty and painted
+  by the compositor (``FastPaint.paint_now``), also whenever any of these does not hold:
+  the screen is current, laid out and not resized since, no batch, no inline mode,
+  nothing in front of the panel.
 - ``App._handle_exception`` (``FastPaint.crash``, for the app): the sampler's frames reach the app
   as a call on its event loop (``loop.call_soon_threadsafe``) instead of a message: a message
   costs the app's queue, its dispatch and an idle pass, and the changed rows' prompt to the
@@ -75,6 +80,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 
@@ -87,8 +93,10 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.ui.terminal_cells import COLOR_SYSTEMS, TerminalRows
+
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
     from textual._xterm_parser import XTermParser as _XTermParser
 
 #: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
@@ -116,7 +124,7 @@ PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "_compositor": "compat.py (FastPaint.mark, write_rows)",
     "_on_timer_update": "compat.py (FastPaint.paint_now)",
     "_batch_count": "compat.py (FastPaint.write_rows, paint_now)",
-    "_display": "compat.py (FastPaint.write_rows)",
+    "_display": "compat.py (FastPaint.write_rows, FastPaint.watch)",
     "_full_map_invalidated": "compat.py (FastPaint.write_rows)",
     "_layout_required": "compat.py (FastPaint.write_rows)",
     "_scroll_required": "compat.py (FastPaint.write_rows)",
@@ -242,6 +250,9 @@ class FastPaint:
         self.frames = enabled and FAST_FRAMES
         # the rows marked inside ``painted_at_end``, by screen, innermost last
         self._held: list[dict[Screen[object], Marks]] = []
+        #: the cells of the rows written here, as the terminal shows them
+        self.terminal = TerminalRows()
+        self._watched: App[Any] | None = None  # the app whose other output is followed
 
     def mark(self, widget: Widget, regions: Sequence[Region]) -> bool:
         """Mark ``regions`` of ``widget`` for repainting on its screen, as the screen's own
@@ -287,8 +298,8 @@ class FastPaint:
 
     def write_rows(self, screen: Screen[object], marks: Marks) -> bool:
         """Write the marked rows to the terminal now, each where its widget is on the
-        screen; False (nothing written) where any of them cannot be written so (see the
-        list above)."""
+        screen, as the cells that changed (``watch``); False (nothing written) where any of
+        them cannot be written so (see the list above)."""
         app = screen.app
         compositor = getattr(screen, "_compositor", None)
         if (
@@ -306,19 +317,41 @@ class FastPaint:
         ):
             return False
         visible: dict[Widget, tuple[Region, Region]] = compositor.visible_widgets
-        out: list[str] = []
+        rows: list[tuple[int, int, Strip]] = []  # (screen line, column, row)
         for widget, regions in marks:
             at = _in_front(visible, widget)
-            rows = widget.rows_now(regions) if at is not None and _rows_source(widget) else None
-            if at is None or rows is None:
+            found = widget.rows_now(regions) if at is not None and _rows_source(widget) else None
+            if at is None or found is None:
                 return False
-            for y, strip in rows:
-                if 0 <= y < at.height:
-                    out.append(f"\x1b[{at.y + y + 1};{at.x + 1}H")  # the cursor to the row
-                    out.append(strip.render(app.console))
-        if out:
-            app._display(screen, Written("".join(out)))
+            rows += [(at.y + y, at.x, strip) for y, strip in found if 0 <= y < at.height]
+        if self._watched is not app:
+            self.terminal.forget()  # what else draws on this app's screen goes unseen
+        console = app.console
+        system = COLOR_SYSTEMS.get(console.color_system or "")
+        width = screen.size.width
+        for y, x, strip in rows:
+            self.terminal.write(y, x, strip, system, width, partial(strip.render, console))
+        text = self.terminal.take()
+        if text:
+            app._display(screen, Written(text))
         return True
+
+    def watch(self, app: App[Any]) -> None:
+        """Follow what else ``app`` writes to its terminal (its compositor's updates): from
+        then on a row written here is sent as the cells that changed since it was last
+        written, until anything else draws; before, each row is written whole."""
+        if not self.write or self._watched is app:
+            return
+        display = app._display
+        terminal = self.terminal
+
+        def watched(screen: Screen[object], renderable: RenderableType | None) -> None:
+            if not isinstance(renderable, Written):
+                _drawn_over(terminal, renderable)
+            display(screen, renderable)
+
+        app._display = watched  # type: ignore[method-assign]
+        self._watched = app
 
     def paint_now(self, screen: Screen[object]) -> None:
         """Paint what is marked dirty on ``screen`` now, as its update timer would next."""
@@ -332,6 +365,21 @@ class FastPaint:
         """End ``app`` over ``error`` raised in a call its loop made for it, as Textual ends
         it over an error in a message handler: the traceback shown, the return code 1."""
         app._handle_exception(error)
+
+
+def _drawn_over(terminal: TerminalRows, update: object) -> None:
+    """What the compositor's ``update`` draws over, forgotten: the lines and columns of a
+    partial update (its ``spans``), the region of a layout's, else everything."""
+    spans = getattr(update, "spans", None)
+    region = getattr(update, "region", None)
+    if isinstance(spans, list):
+        for y, start, end in spans:
+            terminal.drawn_over(y, start, end)
+    elif isinstance(region, Region):
+        for y in region.line_range:
+            terminal.drawn_over(y, region.x, region.right)
+    else:
+        terminal.forget()
 
 
 def _set_dirty(screen: Screen[object], widget: Widget, regions: Sequence[Region]) -> None:

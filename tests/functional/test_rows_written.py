@@ -9,7 +9,6 @@ rendering of the whole screen after.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -25,43 +24,30 @@ from gputui.ui import compat
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette
 from gputui.view.cells import Cell, Role, Row
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.skipif(not compat.FAST_WRITE, reason="the shortcut is off")
 
-Cells = dict[tuple[int, int], tuple[str, str]]  # (line, column) -> (character, SGR codes)
-_SEQUENCE = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[([0-9;]*)m|\x1b\[\?\d+[hl]|(.)", re.S)
 
-
-def _apply(cells: Cells, text: str) -> None:
-    """``text`` as a terminal takes it, onto ``cells``."""
-    y = x = 0
-    sgr = ""
-    for found in _SEQUENCE.finditer(text):
-        line, column, codes, char = found.groups()
-        if line is not None:
-            y, x = int(line) - 1, int(column) - 1
-        elif codes is not None:
-            sgr = "" if codes in ("", "0") else codes
-        elif char == "\n":  # Textual's compositor ends its lines so
-            y, x = y + 1, 0
-        elif char is not None:
-            assert char not in "\x1b\r", f"unexpected control in the output: {text!r}"
-            cells[(y, x)] = (char, sgr)
-            x += 1
-
-
-def _drawn(app: App[Any]) -> Cells:
-    """The whole screen as the compositor renders it now."""
-    cells: Cells = {}
+def _drawn(app: App[Any]) -> Terminal:
+    """The whole screen as the compositor renders it now, on a terminal of its size."""
+    terminal = Terminal(*app.size)
     for y, strip in enumerate(app.screen._compositor.render_strips()):
-        _apply(cells, f"\x1b[{y + 1};1H" + strip.render(app.console))
-    return cells
+        terminal.feed(f"\x1b[{y + 1};1H" + strip.render(app.console))
+    return terminal
 
 
 def _captured(app: App[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """What the app hands its terminal from now on (a headless app writes nothing)."""
+    """What the app hands its terminal from now on (a headless app writes nothing), still
+    passed on to its own ``_display`` (and the fast paint watching it)."""
     updates: list[Any] = []
-    monkeypatch.setattr(app, "_display", lambda _screen, update: updates.append(update))
+    display = app._display
+
+    def capture(screen: Any, update: Any) -> None:
+        updates.append(update)
+        display(screen, update)
+
+    monkeypatch.setattr(app, "_display", capture)
     return updates
 
 
@@ -105,7 +91,7 @@ class _Panels(App[None]):
 
 async def _one_tick(
     app: _Panels, pilot: Pilot[None], monkeypatch: pytest.MonkeyPatch
-) -> tuple[Cells, list[Any]]:
+) -> tuple[Terminal, list[Any]]:
     """The screen after a first showing, and what a tick's changes then wrote."""
     app.show(0)
     await pilot.pause()
@@ -128,9 +114,14 @@ async def test_changed_rows_written_leave_the_screen_the_compositor_draws(
         text = updates[0].render_segments(app.console)
         # rows that did not change are not written: "header line" stayed, six GPU rows and
         # six spark rows and the tick line changed
-        assert len(re.findall(r"\x1b\[\d+;\d+H", text)) == 13
-        _apply(before, text)
-        assert before == _drawn(app)
+        touched = Terminal(*app.size)
+        touched.feed(text)
+        for view, rows in ((app.top, 1), (app.left, 6), (app.right, 6)):
+            area = view.region
+            lines = {y for y, x in touched.cells if area.contains(x, y)}
+            assert len(lines) == rows, view.id
+        before.feed(text)
+        assert before.visible() == _drawn(app).visible()
 
 
 async def test_a_covered_panel_is_painted_by_the_compositor(
@@ -140,10 +131,11 @@ async def test_a_covered_panel_is_painted_by_the_compositor(
     async with app.run_test(size=(80, 12)) as pilot:
         before, updates = await _one_tick(app, pilot, monkeypatch)  # the cover is over rows
         assert len(updates) == 1 and not isinstance(updates[0], compat.Written)
-        _apply(before, updates[0].render_segments(app.console))
+        before.feed(updates[0].render_segments(app.console))
         after = _drawn(app)
-        assert before == after
-        assert after[(4, 3)][1] == after[(5, 14)][1] != ""  # the cover is still drawn
+        assert before.visible() == after.visible()
+        cover = after.cells[(4, 3)]
+        assert cover.bg == after.cells[(5, 14)].bg is not None  # the cover is still drawn
 
 
 async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
@@ -167,6 +159,6 @@ async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
             app._show_frame(source.read())
             for update in updates:
                 written += isinstance(update, compat.Written)
-                _apply(before, update.render_segments(app.console))
-            assert before == _drawn(app)
+                before.feed(update.render_segments(app.console))
+            assert before.visible() == _drawn(app).visible()
         assert written == 4

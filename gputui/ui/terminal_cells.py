@@ -1,0 +1,357 @@
+"""What the terminal shows of the rows gputui writes itself, and the shortest output that
+brings those cells to new rows: only the cells that changed, the cursor moved the shortest
+way between them, and only the colour and attribute changes between neighbouring cells
+(what curses and notcurses send), where a whole row with a full colour reset and restate
+for every run of text was written before.
+
+Pure: rows in (Rich segments), terminal text out; ``FastPaint`` (compat.py) holds one and
+tells it to forget what it knows whenever anything else draws on the screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Final, NamedTuple
+
+from rich.cells import cell_len
+from rich.color import ColorSystem
+from rich.segment import Segment
+from rich.style import Style
+
+#: Rich's names for a console's colour systems
+COLOR_SYSTEMS: Final[dict[str, ColorSystem]] = {
+    "standard": ColorSystem.STANDARD,
+    "256": ColorSystem.EIGHT_BIT,
+    "truecolor": ColorSystem.TRUECOLOR,
+    "windows": ColorSystem.WINDOWS,
+}
+
+#: an attribute's SGR code -> the code that turns it off (bold and dim share theirs)
+_OFF: Final[dict[str, str]] = {
+    **dict.fromkeys(("1", "2"), "22"),
+    "3": "23",
+    **dict.fromkeys(("4", "21"), "24"),
+    **dict.fromkeys(("5", "6"), "25"),
+    "7": "27",
+    "8": "28",
+    "9": "29",
+    **dict.fromkeys(("51", "52"), "54"),
+    "53": "55",
+}
+RESET: Final = "\x1b[0m"
+
+
+class Pen(NamedTuple):
+    """The terminal's SGR state: attributes on, foreground and background (their codes;
+    None: the terminal's default)."""
+
+    flags: frozenset[str]
+    fg: str | None
+    bg: str | None
+
+
+PLAIN: Final = Pen(frozenset(), None, None)
+
+
+def _parse(codes: str) -> Pen:
+    """A style's SGR codes ('1;38;5;253;48;5;17') as the pen they leave from a reset."""
+    flags: set[str] = set()
+    fg = bg = None
+    tokens = codes.split(";") if codes else []
+    at = 0
+    while at < len(tokens):
+        token = tokens[at]
+        if token in ("38", "48") and at + 1 < len(tokens):
+            size = 3 if tokens[at + 1] == "5" else 5
+            colour = ";".join(tokens[at : at + size])
+            at += size
+            if token == "38":
+                fg = colour
+            else:
+                bg = colour
+            continue
+        number = int(token) if token.isdigit() else -1
+        if 30 <= number <= 37 or 90 <= number <= 97:
+            fg = token
+        elif 40 <= number <= 47 or 100 <= number <= 107:
+            bg = token
+        elif token in _OFF:
+            flags.add(token)
+        at += 1
+    return Pen(frozenset(flags), fg, bg)
+
+
+@lru_cache(maxsize=4096)
+def pen_of(style: Style | None, system: ColorSystem | None) -> Pen:
+    """The pen a segment's style draws with, as Rich renders it for ``system`` (the codes
+    Rich itself would write, read back from its own rendering)."""
+    if style is None or system is None:
+        return PLAIN
+    rendered = style.render("x", color_system=system)
+    if not rendered.startswith("\x1b["):
+        return PLAIN
+    return _parse(rendered[2 : rendered.index("m")])
+
+
+@lru_cache(maxsize=8192)
+def change(old: Pen, new: Pen) -> str:
+    """The shortest SGR sequence that turns pen ``old`` into ``new`` ("" when the same):
+    only what differs, or a reset and the new pen whole where that is shorter."""
+    if old == new:
+        return ""
+    whole = ["0", *sorted(new.flags)]
+    whole += [c for c in (new.fg, new.bg) if c is not None]
+    codes: list[str] = []
+    gone = old.flags - new.flags
+    if gone:
+        codes += sorted({_OFF[flag] for flag in gone})
+        # an off code can turn off more than the flag (22: bold and dim): put back the rest
+        cleared = {f for f in old.flags if _OFF[f] in codes}
+        codes += sorted((cleared & new.flags) | (new.flags - old.flags))
+    else:
+        codes += sorted(new.flags - old.flags)
+    if new.fg != old.fg:
+        codes.append(new.fg or "39")
+    if new.bg != old.bg:
+        codes.append(new.bg or "49")
+    shortest = min((";".join(whole), ";".join(codes)), key=len)
+    return f"\x1b[{shortest}m"
+
+
+class Row(NamedTuple):
+    """A row of cells as the terminal shows them: one character a column, and the pen of
+    each."""
+
+    text: str
+    pens: tuple[Pen, ...]
+
+
+def row_of(segments: Iterable[Segment], system: ColorSystem | None) -> Row | None:
+    """Segments as one cell a character; None where a character is not one cell wide (a
+    wide or combining one) or a style carries a link: such a row is written whole."""
+    texts: list[str] = []
+    pens: list[Pen] = []
+    for text, style, control in segments:
+        if control or not text:
+            continue
+        if style is not None and style.link:
+            return None
+        texts.append(text)
+        pens += [pen_of(style, system)] * len(text)
+    joined = "".join(texts)
+    if cell_len(joined) != len(joined):
+        return None
+    return Row(joined, tuple(pens))
+
+
+def _count(n: int, final: str) -> str:
+    """A cursor sequence with its count, the count left out where it is 1."""
+    return f"\x1b[{final}" if n == 1 else f"\x1b[{n}{final}"
+
+
+def _across(from_x: int, x: int) -> str:
+    """The cursor from column ``from_x`` to ``x`` on its line, the shortest way: carriage
+    return, forward (CUF), back (backspaces or CUB), or to the column (CHA)."""
+    if x == from_x:
+        return ""
+    options = [f"\x1b[{x + 1}G"]
+    if x == 0:
+        options.append("\r")
+    elif x > from_x:
+        options.append(_count(x - from_x, "C"))
+        options.append("\r" + _count(x, "C"))
+    else:
+        back = from_x - x
+        options.append("\b" * back if back <= 3 else _count(back, "D"))
+    return min(options, key=len)
+
+
+def _move(y: int, x: int, cursor: tuple[int, int] | None) -> str:
+    """The cursor to line ``y``, column ``x`` (from 0), the shortest way from ``cursor``
+    (None: unknown, so a move to the place itself). Never a line feed: the terminal's
+    line discipline may add a carriage return to it (ONLCR), and at the foot it scrolls."""
+    place = f"\x1b[{y + 1}H" if x == 0 else f"\x1b[{y + 1};{x + 1}H"
+    if cursor is None:
+        return place
+    from_y, from_x = cursor
+    if from_y == y:
+        return min(place, _across(from_x, x), key=len)
+    vertical = _count(y - from_y, "B") if from_y < y else _count(from_y - y, "A")
+    return min(place, vertical + _across(from_x, x), key=len)
+
+
+#: attributes a space shows (its foreground, bold, dim, italics and blink show nothing)
+SPACE_SHOWS: Final = frozenset({"4", "21", "7", "9", "51", "52", "53"})
+
+
+def _space_pen(pen: Pen) -> tuple[str | None, frozenset[str]]:
+    """What of ``pen`` a space shows: its background and the attributes that draw on it."""
+    return pen.bg, pen.flags & SPACE_SHOWS
+
+
+class _Run(NamedTuple):
+    """Changed cells of one pen, side by side: columns ``start`` to ``end`` of ``row``,
+    which is shown from column ``x`` of line ``y``."""
+
+    y: int
+    x: int
+    row: Row
+    start: int
+    end: int
+
+    @property
+    def pen(self) -> Pen:
+        return self.row.pens[self.start]
+
+    @property
+    def blank(self) -> bool:
+        return self.row.text[self.start : self.end].strip(" ") == ""
+
+
+class TerminalRows:
+    """The cells the terminal shows where gputui wrote rows itself, by screen line; what
+    it does not know (never written, or drawn over since) is written whole.
+
+    A write's changed cells go out grouped by pen: each pen set once, then every run of
+    its cells reached with the shortest cursor move (a panel's bars and figures alternate
+    colours along a row: one colour change a pen a tick, not one a run); a run of spaces
+    goes with any pen of its background."""
+
+    def __init__(self) -> None:
+        #: (screen line, first column) -> the row as last written there (panels side by
+        #: side share a line: each its own stretch of it)
+        self._known: dict[tuple[int, int], Row] = {}
+        self._runs: list[_Run] = []
+        self._whole: list[str] = []  # rows written whole, each from its place, pen reset
+        self._width = 0
+
+    def forget(self) -> None:
+        """Something else drew on the screen: nothing known is trusted any more."""
+        self._known.clear()
+
+    def drawn_over(self, y: int, start: int, end: int) -> None:
+        """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
+        there are written whole next time."""
+        for key in [k for k in self._known if k[0] == y]:
+            x = key[1]
+            if x < end and x + len(self._known[key].text) > start:
+                del self._known[key]
+
+    def write(
+        self,
+        y: int,
+        x: int,
+        segments: Iterable[Segment],
+        system: ColorSystem | None,
+        screen_width: int,
+        whole: Callable[[], str],
+    ) -> None:
+        """Bring screen line ``y`` from column ``x`` to ``segments`` at the next ``take``:
+        the cells that changed, or ``whole()`` (the row as Rich renders it, from a reset
+        pen) where the row cannot be told cell by cell."""
+        self._width = screen_width
+        new = row_of(segments, system)
+        old = self._known.get((y, x))
+        if new is None:
+            self._known.pop((y, x), None)
+            self._whole.append(f"\x1b[{y + 1};{x + 1}H{whole()}")
+            return
+        self._known[(y, x)] = new
+        if old is None or len(old.text) != len(new.text):
+            changed = [(0, len(new.text))]
+        elif old == new:
+            return
+        else:
+            changed = _changed_runs(old, new)
+        pens = new.pens
+        for start, end in changed:
+            run = start
+            for column in range(start + 1, end):
+                if pens[column] != pens[run]:
+                    self._runs.append(_Run(y, x, new, run, column))
+                    run = column
+            self._runs.append(_Run(y, x, new, run, end))
+
+    def take(self) -> str:
+        """The output for everything written since the last take, which leaves the pen
+        reset."""
+        out = list(self._whole)
+        self._whole.clear()
+        pen, cursor = PLAIN, None
+        for group, runs in _by_pen(self._runs).items():
+            out.append(change(pen, group))
+            pen = group
+            for run in runs:
+                out.append(_move(run.y, run.x + run.start, cursor))
+                out.append(run.row.text[run.start : run.end])
+                right = run.x + run.end
+                cursor = None if right >= self._width else (run.y, right)
+        self._runs.clear()
+        if pen != PLAIN:
+            out.append(RESET)
+        return "".join(out)
+
+
+def _by_pen(runs: list[_Run]) -> dict[Pen, list[_Run]]:
+    """The runs grouped by the pen they are written with, each group in screen order and
+    its runs joined where the cells between them show the same in that pen and cost less
+    to write again than to jump over. A run of spaces goes with the first pen of its
+    background (and underline, reverse...), where there is one."""
+    groups: dict[Pen, list[_Run]] = {}
+    spaces: list[_Run] = []
+    for run in runs:
+        (spaces if run.blank else groups.setdefault(run.pen, [])).append(run)
+    by_space: dict[tuple[str | None, frozenset[str]], Pen] = {}
+    for pen in groups:
+        by_space.setdefault(_space_pen(pen), pen)
+    for run in spaces:
+        groups.setdefault(by_space.get(_space_pen(run.pen), run.pen), []).append(run)
+    for pen, group in groups.items():
+        group.sort(key=lambda run: (run.y, run.x + run.start))
+        groups[pen] = _joined(group, pen)
+    return groups
+
+
+def _joined(runs: list[_Run], pen: Pen) -> list[_Run]:
+    """Runs of one row a few cells apart joined, where the cells between show the same in
+    ``pen`` and are cheaper to write again than the cursor move over them."""
+    joined = [runs[0]]
+    for run in runs[1:]:
+        last = joined[-1]
+        if run.row is last.row and run.y == last.y and _rewritable(last, run.start, pen):
+            joined[-1] = last._replace(end=run.end)
+        else:
+            joined.append(run)
+    return joined
+
+
+def _rewritable(run: _Run, start: int, pen: Pen) -> bool:
+    """Whether the cells from the end of ``run`` to ``start`` (of the same row) look the
+    same written in ``pen``, and cost fewer bytes than moving over them."""
+    row, gap = run.row, range(run.end, start)
+    text = row.text[run.end : start]
+    if len(text.encode()) > len(_across(run.end, start)):
+        return False
+    space = _space_pen(pen)
+    return all(
+        row.pens[c] == pen or (row.text[c] == " " and _space_pen(row.pens[c]) == space) for c in gap
+    )
+
+
+def _changed_runs(old: Row, new: Row) -> list[tuple[int, int]]:
+    """The columns where ``new`` differs from ``old`` (of the same length), as (start, end)
+    runs; at least one."""
+    runs: list[tuple[int, int]] = []
+    start = -1
+    old_text, new_text, old_pens, new_pens = old.text, new.text, old.pens, new.pens
+    for column in range(len(new_text)):
+        if old_text[column] != new_text[column] or old_pens[column] != new_pens[column]:
+            if start < 0:
+                start = column
+        elif start >= 0:
+            runs.append((start, column))
+            start = -1
+    if start >= 0:
+        runs.append((start, len(new_text)))
+    return runs

@@ -1,0 +1,143 @@
+"""gputui/ui/terminal_cells.py: the cells that changed, the shortest cursor moves between
+them and only the attribute changes between pens, read back by a terminal
+(tests/terminal.py) as the same screen as whole rows rendered by Rich."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.color import ColorSystem
+from rich.segment import Segment
+from rich.style import Style
+
+from gputui.ui.terminal_cells import PLAIN, Pen, TerminalRows, change, pen_of, row_of
+from tests.terminal import Terminal
+
+SYSTEM = ColorSystem.EIGHT_BIT
+WIDTH, HEIGHT = 40, 6
+STYLES = (
+    Style(color="color(253)", bgcolor="color(233)"),
+    Style(color="color(32)", bgcolor="color(17)"),
+    Style(color="color(71)", bgcolor="color(233)", bold=True),
+    Style(color="color(214)", bgcolor="color(233)", dim=True),
+    Style(color="color(253)", bgcolor="color(233)", underline=True),
+    Style(reverse=True, color="red"),
+    Style(),
+)
+
+
+def _render(segments: list[Segment]) -> str:
+    """A row as Textual renders it: each segment in full SGR, reset after."""
+    return "".join(
+        style.render(text, color_system=SYSTEM) if style else text for text, style, _ in segments
+    )
+
+
+def _whole(y: int, x: int, segments: list[Segment]) -> str:
+    """A row as Textual writes it: the cursor to its place, then the row."""
+    return f"\x1b[{y + 1};{x + 1}H{_render(segments)}"
+
+
+def test_a_pen_change_says_only_what_differs_or_resets_where_that_is_shorter() -> None:
+    bold_blue = pen_of(Style(bold=True, color="color(32)"), SYSTEM)
+    assert bold_blue == Pen(frozenset({"1"}), "38;5;32", None)
+    assert change(bold_blue, bold_blue) == ""
+    assert change(PLAIN, bold_blue) == "\x1b[1;38;5;32m"
+    # bold off and dim on: 22 turns both off, so dim comes back after it
+    dim_blue = Pen(frozenset({"2"}), "38;5;32", None)
+    assert change(bold_blue, dim_blue) == "\x1b[22;2m"
+    assert change(bold_blue, Pen(frozenset({"1"}), "38;5;71", None)) == "\x1b[38;5;71m"
+    assert change(bold_blue, PLAIN) == "\x1b[0m"  # shorter than 22;39
+    both = Pen(frozenset(), "38;5;253", "48;5;233")
+    assert change(both, Pen(frozenset(), "38;5;253", None)) == "\x1b[49m"
+
+
+def test_rows_a_cell_cannot_stand_for_are_written_whole() -> None:
+    assert row_of([Segment("GPU 0 ", Style(bold=True)), Segment("72 °C")], SYSTEM) is not None
+    assert row_of([Segment("任务 train.py")], SYSTEM) is None  # wide characters
+    assert row_of([Segment("e\u0301")], SYSTEM) is None  # a combining accent
+    assert row_of([Segment("docs", Style(link="https://x"))], SYSTEM) is None
+    rows = TerminalRows()
+    segments = [Segment("任务 train.py", Style(color="red"))]
+    rows.write(2, 0, segments, SYSTEM, WIDTH, partial(_render, segments))
+    assert rows.take() == _whole(2, 0, segments)
+
+
+def test_an_unchanged_row_sends_nothing_and_a_changed_digit_a_few_bytes() -> None:
+    rows = TerminalRows()
+    text = [Segment(" util ", STYLES[0]), Segment("█████", STYLES[1]), Segment(" 97 %", STYLES[0])]
+    rows.write(3, 10, text, SYSTEM, WIDTH, partial(_render, text))
+    first = rows.take()
+    rows.write(3, 10, text, SYSTEM, WIDTH, partial(_render, text))
+    assert rows.take() == ""
+    changed = [*text[:2], Segment(" 98 %", STYLES[0])]
+    rows.write(3, 10, changed, SYSTEM, WIDTH, partial(_render, changed))
+    out = rows.take()
+    assert out == "\x1b[38;5;253;48;5;233m\x1b[4;24H8\x1b[0m"
+    assert len(out) * 2 < len(_whole(3, 10, changed))
+    assert len(first) < len(_whole(3, 10, text))
+
+
+def test_what_something_else_drew_over_is_written_whole_again() -> None:
+    rows = TerminalRows()
+    text = [Segment("left ", STYLES[0])]
+    right = [Segment("right", STYLES[2])]
+    rows.write(1, 0, text, SYSTEM, WIDTH, partial(_render, text))
+    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
+    rows.take()
+    rows.drawn_over(1, 0, 10)  # a toast over the left panel only
+    rows.write(1, 0, text, SYSTEM, WIDTH, partial(_render, text))
+    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
+    out = rows.take()
+    assert "left" in out and "right" not in out
+    rows.forget()
+    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
+    assert "right" in rows.take()
+
+
+cells = st.tuples(st.sampled_from("ab █▍·9"), st.integers(0, len(STYLES) - 1))
+panel_rows = st.lists(cells, min_size=12, max_size=12)
+# a tick: new rows for some of the panels' lines (two panels side by side, 12 cells each)
+ticks = st.lists(
+    st.dictionaries(
+        st.tuples(st.integers(0, HEIGHT - 1), st.sampled_from((0, 14, 28))), panel_rows
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _segments(row: list[tuple[str, int]]) -> list[Segment]:
+    return [Segment(char, STYLES[style]) for char, style in row]
+
+
+@settings(max_examples=150, deadline=None)
+@given(ticks=ticks)
+def test_cells_written_leave_the_screen_whole_rows_would(
+    ticks: list[dict[tuple[int, int], list[tuple[str, int]]]],
+) -> None:
+    """Whatever rows change, tick after tick: the terminal shows what whole rows show."""
+    rows = TerminalRows()
+    cells_written, whole_rows = Terminal(WIDTH, HEIGHT), Terminal(WIDTH, HEIGHT)
+    for tick in ticks:
+        for (y, x), row in tick.items():
+            segments = _segments(row)
+            rows.write(y, x, segments, SYSTEM, WIDTH, partial(_render, segments))
+            whole_rows.feed(_whole(y, x, segments))
+        cells_written.feed(rows.take())
+        assert cells_written.visible() == whole_rows.visible()
+
+
+def test_a_row_at_the_right_edge_moves_the_cursor_anew_after_it() -> None:
+    """After the last column the cursor waits to wrap: the next run is placed absolutely."""
+    rows = TerminalRows()
+    terminal = Terminal(WIDTH, HEIGHT)
+    edge = [Segment("x" * 10, STYLES[0])]
+    below = [Segment("y" * 10, STYLES[0])]
+    for y, x, segments in ((0, 30, edge), (1, 30, below)):
+        rows.write(y, x, segments, SYSTEM, WIDTH, partial(_render, segments))
+    terminal.feed(rows.take())
+    assert terminal.plain.splitlines()[0].endswith("x" * 10)
+    assert terminal.plain.splitlines()[1].endswith("y" * 10)
