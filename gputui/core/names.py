@@ -154,6 +154,7 @@ class Metric(_Name):
     TEMP_C = "temp_c"
     MEM_TEMP_C = "mem_temp_c"
     FAN_PCT = "fan_pct"
+    FAN_RPM = "fan_rpm"
     POWER_W = "power_w"
     POWER_LIMIT_W = "power_limit_w"
     MEM_USED = "mem_used"
