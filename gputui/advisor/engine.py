@@ -28,6 +28,15 @@ from gputui.sampling.history import History
 # they say the same thing less precisely.
 SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
     RuleId.THERMAL_THROTTLE: (RuleId.THERMAL_HOT, RuleId.HW_SLOWDOWN),
+    # a hung job's ranks are neither stragglers nor idle holders: they wait for one rank
+    RuleId.COLLECTIVE_HANG: (
+        RuleId.STRAGGLER,
+        RuleId.IDLE_ALLOCATED,
+        RuleId.UNDER_USED,
+        RuleId.BUSY_NO_WORK,
+    ),
+    # a fan that does not cool is why the board runs hot
+    RuleId.FAN_FAULT: (RuleId.THERMAL_HOT,),
 }
 #: the source's cadence is measured again after this much frame time
 CADENCE_EVERY_S = 30.0
@@ -44,6 +53,7 @@ NOT_ITS_PACE: frozenset[RuleId] = frozenset(
         RuleId.MODE_PENDING,
         RuleId.NOT_REPORTING,
         RuleId.IDLE_ALLOCATED,
+        RuleId.FAN_FAULT,
     }
 )
 
@@ -239,7 +249,8 @@ class Advisor:
         for key, candidate in seen.items():
             state = self._states.get(key)
             if state is None:
-                state = self._states[key] = _State(first=now, last=now, candidate=candidate)
+                first = now if candidate.since is None else min(now, candidate.since)
+                state = self._states[key] = _State(first=first, last=now, candidate=candidate)
             state.last = now
             state.candidate = _calm(state, candidate, now, t)
             hold = t.start_after_s if candidate.hold_s is None else candidate.hold_s

@@ -1,5 +1,6 @@
-"""Verdicts only over what was watched: a short run on a slow leak is "watching", never a
-complete all-clear (doctor exits 4)."""
+"""Verdicts only over what was watched, and causes only from the job's own evidence: a
+short run on a slow leak is "watching", never a complete all-clear (doctor exits 4); a
+host kept busy by other work does not make an idle job "input-starved"."""
 
 from __future__ import annotations
 
@@ -68,3 +69,38 @@ def test_a_healthy_run_as_long_as_every_window_it_needs_is_a_complete_all_clear(
     findings = sim.advisor.point_in_time()
     assert not sim.advisor.judgement.watching
     assert exit_status(findings, sim.advisor.judgement) == 0
+
+
+# -- starvation only with the job's own evidence ------------------------------------
+FULL_HOST = replace(HOST, cpu_percent=99.0, run_queue=140)  # 64 cores, other work on them
+
+
+def _requests(i: int) -> GpuSample:
+    """An inference server with request gaps: busy in bursts, idle between them."""
+    return replace(BUSY, util_gpu=(85.0, 70.0, 4.0, 2.0, 60.0, 3.0)[i % 6])
+
+
+def test_host_load_alone_does_not_make_an_idle_job_input_starved() -> None:
+    server = replace(TRAINER, cpu_percent=14.0, children=0, command="python serve.py")
+    sim = Sim()
+    sim.run(180, _requests, processes=(server,), host=FULL_HOST)
+    assert "input-starved" not in sim.rules()
+    # after minutes, the GPU's waiting is told, with the host's load as context only
+    (f,) = [f for f in sim.findings if f.rule == "under-used"]
+    assert f.severity == "info" and any("host CPU 99 %" in e for e in f.evidence)
+
+
+def test_host_load_with_the_jobs_own_loaders_at_work_is_starvation() -> None:
+    loading = replace(TRAINER, cpu_percent=40.0, children=4, workers_cpu_percent=140.0)
+    sim = Sim()
+    sim.run(40, _requests, processes=(loading,), host=FULL_HOST)
+    (f,) = [f for f in sim.findings if f.rule == "input-starved"]
+    assert "host's CPUs are all taken" in f.title
+    assert any("4 data-loader worker(s) working at 35 % of a core each" in e for e in f.evidence)
+
+
+def test_a_main_process_loading_alone_on_a_full_host_is_starvation() -> None:
+    alone = replace(TRAINER, cpu_percent=70.0, children=0)
+    sim = Sim()
+    sim.run(40, _requests, processes=(alone,), host=FULL_HOST)
+    assert "input-starved" in sim.rules()
