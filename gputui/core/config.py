@@ -22,7 +22,8 @@ WORKER_ACTIVE_PCT = 10.0
 DEMO_SCENARIOS = (
     "healthy", "thermal", "powercap", "vram", "pcie", "starved", "loader-bound", "idle",
     "pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat",
-    "at-power-limit", "numa", "nvlink-down",
+    "at-power-limit", "numa", "nvlink-down", "hang", "fan-stopped", "crowded", "decode",
+    "zero-rpm",
 )  # fmt: skip
 DEMO_MIX = "mix"  # the default: several scenarios at once
 DEMO_MAX_GPUS = 64

@@ -115,6 +115,8 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
         "hw-blip",
         "minor-compat",
         "at-power-limit",
+        "decode",
+        "zero-rpm",
     ],
 )
 def test_doctor_exits_0_on_the_calm_verdicts(scenario: str) -> None:
@@ -185,6 +187,16 @@ def test_doctor_shorter_than_a_leaks_growth_window_is_watching_and_exits_4(
     assert "nothing slows" not in out
     assert "need a longer watch than the 40 s sampled" in out
     assert "watching (GPU 0): vram-pressure: GPU memory growing toward full" in out
+
+
+def test_doctor_on_a_hung_job_names_the_rank_the_others_wait_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["doctor", "--demo", "hang", "--gpus", "4"]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert "collective-hang (GPUs 0-3) Probable hang: the job's ranks wait in a collective" in out
+    assert "for rank 3" in out and "straggler" not in out
+    assert "py-spy dump --native --pid" in out and "NCCL_DEBUG=INFO" in out
 
 
 def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
