@@ -5,16 +5,13 @@ activity, PCIe and NVLink traffic), and the rules judge what came through."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from gputui.advisor import make_advisor
-from gputui.core.manual_clock import ManualClock
-from gputui.core.model import DeviceInfo, Finding, Frame
+from gputui.core.model import Finding, Frame
 from gputui.sampling.history import History
-from gputui.sources.nvml import NvmlSource
-from tests.nvml_double import FakeGpu, FakeNvLink, FakeNvmlLib, install
+from tests.nvml_double import FakeGpu, FakeNvLink, FakeNvmlLib
+from tests.unit.test_nvml_drivers import Rig
 
 #: a workstation board with its own fan: limits at 87 (max operating) and 93 °C
 WORKSTATION = {
@@ -27,16 +24,11 @@ WORKSTATION = {
 }
 
 
-class Run:
-    """A source over the fake driver, its frames judged by the advisor each second."""
+class Run(Rig):
+    """The fake driver's source, its frames judged by the advisor each second."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, lib: FakeNvmlLib) -> None:
-        install(monkeypatch, lib)
-        self.lib = lib
-        self.mono = ManualClock(1000.0)
-        self.wall = ManualClock(1_700_000_000.0)
-        self.source = NvmlSource(host=None, clock=self.wall, monotonic=self.mono)
-        self.devices: Sequence[DeviceInfo] = self.source.open()
+        super().__init__(monkeypatch, lib)
         self.history = History(4000)
         self.advisor = make_advisor(self.devices)
         self.frames: list[Frame] = []
@@ -50,12 +42,8 @@ class Run:
             self.frames.append(frame)
             self.history.add(frame)
             self.advisor.update(self.history)
-            self.mono.advance(1.0)
-            self.wall.advance(1.0)
+            self.tick()
         return self.advisor.findings
-
-    def close(self) -> None:
-        self.source.close()
 
 
 def test_a_stopped_fan_on_a_heating_board_reads_through_and_is_a_fault(

@@ -382,6 +382,15 @@ def minor_compat(gpu: Gpu, t: float) -> Reading:
     )
 
 
+# -- stuck, not slow: the healthy job's ranks, stuck (sources/simulated/stuck.py) --------
+def hang(gpu: Gpu, t: float) -> Reading:
+    return stuck.hang(gpu, t, healthy(gpu, t))
+
+
+def crowded(gpu: Gpu, t: float) -> Reading:
+    return stuck.crowded(gpu, t, healthy(gpu, t))
+
+
 @frozen
 class Scenario:
     name: str
@@ -421,9 +430,9 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     # Stuck, not slow, outside the default mix: a collective that never completes, a fan
     # stopped on a hot board, ranks crowded on one GPU; and their calm look-alikes:
     # memory-bound decode, fans stopped at idle on purpose.
-    Scenario("hang", H100_SXM, stuck.hang),
+    Scenario("hang", H100_SXM, hang),
     Scenario("fan-stopped", RTX_4090, stuck.fan_stopped),
-    Scenario("crowded", H100_SXM, stuck.crowded),
+    Scenario("crowded", H100_SXM, crowded),
     Scenario("decode", H100_SXM, stuck.decode),
     Scenario("zero-rpm", RTX_4090, stuck.zero_rpm),
 )

@@ -27,26 +27,11 @@ HANG_AT_S: Final = 20.0
 SPIN_POWER_SHARE: Final = 0.19
 
 
-def _training(gpu: Gpu, t: float) -> Reading:
-    """A rank of the node's data-parallel job, training well."""
-    n, s = gpu.noise, gpu.spec
-    return gpu.training(
-        t,
-        util=n.around(_UTIL, t, 97.0, 2.5),
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
-        temp=_approach(48.0, 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.82 * s.power_default, 25.0),
-        power_util=97.0,
-        mem_frac=0.76 + 0.004 * n(_MEM, t),
-    )
-
-
-def hang(gpu: Gpu, t: float) -> Reading:
-    """A data-parallel job whose last rank stopped joining the all-reduce 20 s in (its host
-    code is stuck: its GPU idles, its process rests): the other ranks spin in NCCL's
-    kernel at 100 % utilisation and a fifth of their power, with no memory, SM or link
-    traffic. On one GPU alone, that GPU spins."""
-    reading = _training(gpu, t)
+def hang(gpu: Gpu, t: float, reading: Reading) -> Reading:
+    """A data-parallel job (``reading``: a rank of it training well) whose last rank
+    stopped joining the all-reduce 20 s in (its host code is stuck: its GPU idles, its
+    process rests): the other ranks spin in NCCL's kernel at 100 % utilisation and a fifth
+    of their power, with no memory, SM or link traffic. On one GPU alone, that GPU spins."""
     if t < HANG_AT_S:
         return reading
     n, s = gpu.noise, gpu.spec
@@ -130,56 +115,45 @@ def fan_stopped(gpu: Gpu, t: float) -> Reading:
     return Reading(replace(reading.sample, fan_pct=0.0, fan_rpm=0.0), reading.process, ())
 
 
-def zero_rpm(gpu: Gpu, t: float) -> Reading:
-    """A consumer board at idle with its fans stopped on purpose (zero-RPM mode): cool,
-    no fan needed. Calm."""
-    n = gpu.noise
+def _idle(gpu: Gpu, t: float, temp: float, clock_factor: float, mem_frac: float) -> Reading:
+    """A GPU nothing runs on (its reading's process is the one that would run there)."""
     reading = gpu.training(
         t,
         util=0.0,
-        clock_factor=0.1,
-        temp=round(n.around(_TEMP, t, 41.0, 0.6), 0),
+        clock_factor=clock_factor,
+        temp=round(gpu.noise.around(_TEMP, t, temp, 0.6), 0),
         power=0.0,
         power_util=100.0,
-        mem_frac=0.02,
+        mem_frac=mem_frac,
         env=(),
     )
-    sample = replace(reading.sample, fan_pct=0.0, fan_rpm=0.0, clock_reasons=ce.GPU_IDLE)
-    return Reading(sample, None, ())
+    return Reading(replace(reading.sample, clock_reasons=ce.GPU_IDLE), reading.process, ())
+
+
+def zero_rpm(gpu: Gpu, t: float) -> Reading:
+    """A consumer board at idle with its fans stopped on purpose (zero-RPM mode): cool,
+    no fan needed. Calm."""
+    reading = _idle(gpu, t, 41.0, 0.1, 0.02)
+    return Reading(replace(reading.sample, fan_pct=0.0, fan_rpm=0.0), None, ())
 
 
 #: the memory each rank of the crowded job holds
 _RANK_MEMORY: Final = 14 * GIB
 
 
-def crowded(gpu: Gpu, t: float) -> Reading:
-    """A torchrun job whose ranks never call set_device: every rank runs on GPU 0,
-    time-slicing it, while the GPUs given to the other ranks hold nothing and idle."""
-    n = gpu.noise
+def crowded(gpu: Gpu, t: float, rank: Reading) -> Reading:
+    """A torchrun job (``rank``: this GPU's rank, training) whose ranks never call
+    set_device: every rank runs on GPU 0, time-slicing it, while the GPUs given to the
+    other ranks hold nothing and idle."""
+    assert rank.process is not None
     if gpu.index == 0:
-        reading = _training(gpu, t)
         used = min(gpu.gpus, 8) * _RANK_MEMORY + 600 * 2**20
         sample = replace(
-            reading.sample,
-            mem_used=used,
-            mem_free=gpu.spec.memory_total - used,
-            util_gpu=100.0,
+            rank.sample, mem_used=used, mem_free=gpu.spec.memory_total - used, util_gpu=100.0
         )
-        assert reading.process is not None
-        process = replace(reading.process, gpu_memory=_RANK_MEMORY)
-        return Reading(sample, process, reading.host_cores)
-    rank = _training(gpu, t)
-    assert rank.process is not None
-    idle = gpu.training(
-        t,
-        util=0.0,
-        clock_factor=0.17,
-        temp=round(n.around(_TEMP, t, 33.0, 0.6), 0),
-        power=0.0,
-        power_util=100.0,
-        mem_frac=0.0066,
-    )
-    sample = replace(idle.sample, clock_reasons=ce.GPU_IDLE, pcie_rx_bps=4e4, pcie_tx_bps=3e4)
+        return Reading(sample, replace(rank.process, gpu_memory=_RANK_MEMORY), rank.host_cores)
+    idle = _idle(gpu, t, 33.0, 0.17, 0.0066)
+    sample = replace(idle.sample, pcie_rx_bps=4e4, pcie_tx_bps=3e4)
     # this GPU's rank landed on GPU 0
     landed = replace(rank.process, gpu_index=0, gpu_memory=_RANK_MEMORY, sm_util=None)
     return Reading(sample, landed, rank.host_cores)
