@@ -36,6 +36,8 @@ class _Stall:
     idle: tuple[tuple[int, float], ...]  # (GPU, idle since)
     gone: tuple[int, ...]  # local ranks
     since: float
+    #: (GPU, its last reading) of the job's GPUs that stopped answering (lost)
+    lost: tuple[tuple[int, float], ...] = ()
     #: each idle rank's process CPU (% of a core, over the window; None: not read)
     odd_cpu: tuple[tuple[Rank, float | None], ...] = field(default=())
 
@@ -44,6 +46,7 @@ class _Stall:
         return (
             bool(self.odd_cpu)
             and not self.gone
+            and not self.lost
             and all(c is not None and c >= busy_pct for _, c in self.odd_cpu)
         )
 
@@ -52,10 +55,13 @@ def _stall(ctx: Context, job: Job) -> _Stall | None:
     """The job's ranks as they are now: a stall where some spin without work and none
     works (the others idle, or gone)."""
     samples = {s.index: (s, d) for s, d in ctx.samples()}
-    if any(g in ctx.frame.processes_unread or g not in samples for g in job.gpus):
+    if any(g in ctx.frame.processes_unread for g in job.gpus):
         return None
-    spinning, idle = [], []
+    spinning, idle, lost = [], [], []
     for gpu in job.gpus:
+        if gpu not in samples:  # lost: its rank will never join
+            lost.append((gpu, ctx.history.last_seen(gpu) or ctx.frame.time))
+            continue
         sample, device = samples[gpu]
         found = spin(ctx, sample, device)
         if found is not None:
@@ -68,13 +74,21 @@ def _stall(ctx: Context, job: Job) -> _Stall | None:
     if not spinning:
         return None
     gone = job.gone()
-    starts = [s.since for s in spinning] + [since for _, since in idle]
+    starts = [s.since for s in spinning] + [since for _, since in (*idle, *lost)]
     cpu = []
     for gpu, _ in idle:
         for rank in job.on(gpu):
             used = ctx.cpu_of(rank.process.pid)
             cpu.append((rank, used.main_pct if used is not None else None))
-    return _Stall(job, tuple(spinning), tuple(idle), tuple(gone), max(starts), tuple(cpu))
+    return _Stall(
+        job=job,
+        spinning=tuple(spinning),
+        idle=tuple(idle),
+        gone=tuple(gone),
+        since=max(starts),
+        lost=tuple(lost),
+        odd_cpu=tuple(cpu),
+    )
 
 
 def _ranks_on(job: Job, gpus: Sequence[int]) -> str:
@@ -129,6 +143,11 @@ def _odd_lines(stall: _Stall, now: float, busy_pct: float) -> list[str]:
                 f"GPU {gpu} ({rank.name}, pid {rank.process.pid}) idle for "
                 f"{fmt_duration(now - since)}, not in the collective; {does}"
             )
+    for gpu, seen in stall.lost:
+        lines.append(
+            f"GPU {gpu} ({_ranks_on(job, [gpu])}) lost: no reading for "
+            f"{fmt_duration(now - seen)} (gpu-errors says why); its rank cannot join"
+        )
     if stall.gone:
         missing = ", ".join(str(k) for k in stall.gone)
         lines.append(
@@ -176,7 +195,7 @@ def _remedies(stall: _Stall) -> tuple[str, ...]:
 def _verdict(ctx: Context, stall: _Stall) -> tuple[float, Severity, str]:
     """How long the stall must hold, how severe it is then, and its title."""
     t = ctx.t
-    odd = [r.name for gpu, _ in stall.idle for r in stall.job.on(gpu)]
+    odd = [r.name for gpu, _ in (*stall.idle, *stall.lost) for r in stall.job.on(gpu)]
     odd += [f"LOCAL_RANK {k}" for k in stall.gone]
     who = ", ".join(odd[:3]) + (", ..." if len(odd) > 3 else "")
     if not odd:
@@ -204,7 +223,7 @@ def collective_hang(ctx: Context) -> Iterator[Candidate]:
             continue
         needed, severity, title = _verdict(ctx, stall)
         held = now - stall.since
-        gpus = [s.gpu for s in stall.spinning] + [gpu for gpu, _ in stall.idle]
+        gpus = [s.gpu for s in stall.spinning] + [gpu for gpu, _ in (*stall.idle, *stall.lost)]
         if held < needed:
             for gpu in gpus:
                 ctx.cannot_judge(
@@ -330,8 +349,8 @@ RULES = (
         "activity (GPM), PCIe and NVLink traffic; the GPU's processes",
         "a GPU that is no rank of a job here busy without work (as collective-hang reads "
         "it) for {t.spin_alone_s:g} s; watching before that",
-        "py-spy dump of its process, the collective checks for a rank of a job elsewhere, a "
-        "reset once nothing runs",
+        "py-spy dump --native --pid PID; for a rank of a job elsewhere NCCL_DEBUG=INFO and "
+        "the flight recorder; nvidia-smi -r once nothing runs there",
         busy_no_work,
         needs=("util_gpu",),
         never_claims="work from utilisation alone, or no work from a GPU that computes "

@@ -145,13 +145,14 @@ RULES = (
         "an MPI world), the GPU each works on, CUDA_VISIBLE_DEVICES, the other GPUs' "
         "processes and load",
         "two or more ranks of one job on one GPU while a GPU visible to them holds no "
-        "process and idles, for {t.crowded_hold_s:g} s (outside MPS)",
+        "process and idles, for {t.crowded_hold_s:g} s (outside MPS and MIG)",
         "torch.cuda.set_device(LOCAL_RANK) before any CUDA call, or one GPU per rank from "
         "the launcher",
         ranks_crowded,
         needs_history="",
         never_claims="a mistake in independent runs of one script (a sweep: no ranks of one "
-        "job), in ranks that share a GPU because they were given only one, or in MPS clients",
+        "job), in ranks that share a GPU because they were given only one, or in MPS clients "
+        "and MIG slices",
     ),
     Rule(
         RuleId.STRAY_CONTEXTS,

@@ -164,8 +164,8 @@ def _newest(
 
 def _work_out_spin(ctx: Context, sample: GpuSample, device: DeviceInfo) -> Spin | None:
     t = ctx.t
-    if sample.util_gpu is None or sample.util_gpu < t.spin_util_pct:
-        return None  # not now: no need to read its past
+    if sample.util_gpu is not None and sample.util_gpu < t.spin_util_pct:
+        return None  # not now: no need to read its past (a missing reading: its past tells)
     latest = nvlink_bps(sample)
     if latest is not None and latest >= t.spin_link_bps:
         return None  # data crosses its NVLinks: it works

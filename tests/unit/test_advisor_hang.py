@@ -278,3 +278,24 @@ def test_a_hang_on_small_inference_boards_is_judged_against_their_own_limit() ->
     assert not run(sim, 150, lambda i: ([train, train], ranks))
     run(sim, 130, lambda i: ([spin, idle], stuck))
     assert sorted(f.gpu or 0 for f in hangs(sim)) == [0, 1]
+
+
+def test_a_rank_whose_gpu_was_lost_is_the_one_the_others_wait_for() -> None:
+    sim = Sim(DEVICES)
+    run(sim, 40, training)
+    for _ in range(130):
+        gpus = [replace(SPINNING, index=i) for i in range(3)] + [GpuSample(index=3, lost=True)]
+        sim.tick(gpus, RANKS, HOST)
+    (f, *_) = hangs(sim)
+    assert f.severity == "critical" and f.title.endswith("for rank 3")
+    assert any("GPU 3 (rank 3) lost: no reading for 2 min" in e for e in f.evidence)
+
+
+def test_missing_utilisation_readings_now_do_not_end_a_hang() -> None:
+    sim = Sim(DEVICES)
+    run(sim, 130, hung)
+    assert len(hangs(sim)) == 4
+    before = sim.now
+    unread = replace(SPINNING, util_gpu=None)
+    run(sim, 5, lambda i: ([unread] * 3 + [IDLING], hung(i)[1]))  # a judgement among them
+    assert all(f.updated >= before for f in hangs(sim))  # still seen, not merely held on
