@@ -299,3 +299,21 @@ def test_missing_utilisation_readings_now_do_not_end_a_hang() -> None:
     unread = replace(SPINNING, util_gpu=None)
     run(sim, 5, lambda i: ([unread] * 3 + [IDLING], hung(i)[1]))  # a judgement among them
     assert all(f.updated >= before for f in hangs(sim))  # still seen, not merely held on
+
+
+def test_an_mpi_jobs_missing_rank_is_named_by_its_local_rank() -> None:
+    def mpi(i: int) -> ProcessSample:
+        env = (
+            f"OMPI_COMM_WORLD_RANK={i}",
+            "OMPI_COMM_WORLD_SIZE=4",
+            f"OMPI_COMM_WORLD_LOCAL_RANK={i}",
+            "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+        )
+        return replace(rank(i), env=env, ppid=3990)
+
+    sim = Sim(DEVICES)
+    left = (mpi(0), mpi(1), mpi(3))  # rank 2 died
+    run(sim, 130, lambda i: ([SPINNING, SPINNING, IDLING, SPINNING], left))
+    (f, *_) = hangs(sim)
+    assert f.title.endswith("for LOCAL_RANK 2")
+    assert sorted(g.gpu or 0 for g in hangs(sim)) == [0, 1, 3]
