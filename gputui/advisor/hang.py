@@ -40,6 +40,8 @@ class _Stall:
     lost: tuple[tuple[int, float], ...] = ()
     #: each idle rank's process CPU (% of a core, over the window; None: not read)
     odd_cpu: tuple[tuple[Rank, float | None], ...] = field(default=())
+    #: the job's GPUs whose rank works while the others wait for it: (GPU, utilisation, W)
+    working: tuple[tuple[int, float | None, float | None], ...] = ()
 
     def working_odd(self, busy_pct: float) -> bool:
         """The odd ranks all work on their CPUs (a save, an evaluation: or stuck there)."""
@@ -57,7 +59,7 @@ def _stall(ctx: Context, job: Job) -> _Stall | None:
     samples = {s.index: (s, d) for s, d in ctx.samples()}
     if any(g in ctx.frame.processes_unread for g in job.gpus):
         return None
-    spinning, idle, lost = [], [], []
+    spinning, idle, lost, working = [], [], [], []
     for gpu in job.gpus:
         if gpu not in samples:  # lost: its rank will never join
             lost.append((gpu, ctx.history.last_seen(gpu) or ctx.frame.time))
@@ -68,8 +70,9 @@ def _stall(ctx: Context, job: Job) -> _Stall | None:
             spinning.append(found)
             continue
         since = idle_since(ctx, gpu)
-        if since is None:
-            return None  # a rank works: the job is not stuck
+        if since is None:  # a rank works: the others wait for it (a straggler, or stuck)
+            working.append((gpu, sample.util_gpu, sample.power_w))
+            continue
         idle.append((gpu, since))
     if not spinning:
         return None
@@ -88,6 +91,7 @@ def _stall(ctx: Context, job: Job) -> _Stall | None:
         since=max(starts),
         lost=tuple(lost),
         odd_cpu=tuple(cpu),
+        working=tuple(working),
     )
 
 
@@ -143,6 +147,19 @@ def _odd_lines(stall: _Stall, now: float, busy_pct: float) -> list[str]:
                 f"GPU {gpu} ({rank.name}, pid {rank.process.pid}) idle for "
                 f"{fmt_duration(now - since)}, not in the collective; {does}"
             )
+    for gpu, util, watts in stall.working:
+        said = ", ".join(
+            part
+            for part in (
+                f"{util:.0f} % utilisation" if util is not None else "",
+                f"{watts:.0f} W" if watts is not None else "",
+            )
+            if part
+        )
+        lines.append(
+            f"GPU {gpu} ({_ranks_on(job, [gpu])}) works alone ({said or 'readings missing'}): "
+            f"none of the others did any work for {fmt_duration(now - stall.since)}"
+        )
     for gpu, seen in stall.lost:
         lines.append(
             f"GPU {gpu} ({_ranks_on(job, [gpu])}) lost: no reading for "
@@ -167,6 +184,13 @@ def _remedies(stall: _Stall) -> tuple[str, ...]:
     odd = [r for gpu, _ in stall.idle for r in stall.job.on(gpu)]
     waiting = [r for s in stall.spinning for r in stall.job.on(s.gpu)]
     first: list[str] = []
+    alone = [r for gpu, _, _ in stall.working for r in stall.job.on(gpu)]
+    if alone:
+        first.append(
+            f"If {alone[0].name}'s work alone is meant (an evaluation or a save on one rank), "
+            "the others wait for it: spread it over the ranks or move it out of the training "
+            f"loop; if not, see where it is: py-spy dump --native --pid {alone[0].process.pid}"
+        )
     if odd:
         pids = " ".join(str(r.process.pid) for r in odd[:2])
         first.append(
@@ -198,6 +222,13 @@ def _verdict(ctx: Context, stall: _Stall) -> tuple[float, Severity, str]:
     odd = [r.name for gpu, _ in (*stall.idle, *stall.lost) for r in stall.job.on(gpu)]
     odd += [f"LOCAL_RANK {k}" for k in stall.gone]
     who = ", ".join(odd[:3]) + (", ..." if len(odd) > 3 else "")
+    if stall.working:
+        alone = names_of([r for gpu, _, _ in stall.working for r in stall.job.on(gpu)], 3)
+        return (
+            t.hang_unseen_s,
+            Severity.WARNING,
+            f"Stalled: the job's ranks wait in a collective while {alone} works alone",
+        )
     if not odd:
         return (
             t.hang_unseen_s,
@@ -239,9 +270,10 @@ def collective_hang(ctx: Context) -> Iterator[Candidate]:
             _spinning_line(stall, now),
             *_odd_lines(stall, now, t.hang_cpu_pct),
             f"ranks of one launcher job ({' '.join(job.key)})",
-            f"no work anywhere in the job for {fmt_duration(held)}: a save or an evaluation "
-            f"on one rank is called a hang after {fmt_duration(t.hang_unseen_s)}, anything "
-            f"else after {fmt_duration(t.hang_s)}",
+            f"{'the others waited' if stall.working else 'no work anywhere in the job'} for "
+            f"{fmt_duration(held)}: a save or an evaluation on one rank is called a stall "
+            f"after {fmt_duration(t.hang_unseen_s)}, anything else a hang after "
+            f"{fmt_duration(t.hang_s)}",
         )
         remedies = _remedies(stall)
         for gpu in gpus:
@@ -331,14 +363,16 @@ RULES = (
         "above; PCIe + NVLink < {t.spin_link_bps:mbps}) while no rank works: the others idle "
         "(<= {t.starved_idle_util_pct:g} %) or gone, for {t.hang_s:g} s (critical); or for "
         "{t.hang_unseen_s:g} s where the idle rank's process works on its CPU (>= "
-        "{t.hang_cpu_pct:g} %) or every rank here waits (warning); watching before that",
+        "{t.hang_cpu_pct:g} %), every rank here waits, or one rank works alone while the "
+        "others wait without a tick of work (warning); watching before that",
         "py-spy dump of the odd rank and the waiting ones, NCCL_DEBUG=INFO, the flight "
         "recorder (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT), a collective "
         "timeout",
         collective_hang,
         needs=("util_gpu",),
-        never_claims="a hang while any rank of the job does work (a straggler's peers wait "
-        "in part of every step: straggler says so); from a pause shorter than {t.hang_s:g} s "
+        never_claims="a hang where the waiting ranks still work part of each tick (a "
+        "straggler's peers wait in part of every step: straggler says so); from a pause "
+        "shorter than {t.hang_s:g} s "
         "(an epoch's end, a rank finishing first); from utilisation alone: memory-bound "
         "decode keeps its memory busy at modest power and is work",
     ),

@@ -181,13 +181,37 @@ def test_decode_on_one_gpu_alone_is_not_busy_without_work() -> None:
 
 
 def test_the_peers_of_a_slow_rank_wait_in_part_of_every_step_a_straggler_not_a_hang() -> None:
-    """Rank 3 throttles to half its clock; ranks 0-2 spend most of each step in the
-    all-reduce, reading like spinners. Rank 3 works: no hang, and it is the straggler."""
+    """Rank 3 throttles to half its clock; ranks 0-2 finish each 3 s step in one second
+    and wait in the all-reduce for two. They work every step: no hang, and rank 3 is the
+    straggler."""
     slow = replace(TRAINING, sm_clock_mhz=1000)
+
+    def step(i: int) -> tuple[Sequence[GpuSample], Sequence[ProcessSample]]:
+        peer = TRAINING if i % 3 == 0 else SPINNING
+        return [peer] * 3 + [slow], RANKS
+
     sim = Sim(DEVICES)
-    seen = run(sim, 200, lambda i: ([SPINNING] * 3 + [slow], RANKS))
+    seen = run(sim, 400, step)
     assert ("straggler", 3) in seen
     assert not [s for s in seen if s[0] == "collective-hang"]
+    assert not watching(sim, RuleId.COLLECTIVE_HANG)
+
+
+def test_ranks_that_have_not_worked_for_minutes_while_one_works_alone_are_stalled() -> None:
+    """Rank 0 runs something alone (an evaluation on the GPU, or a loop that never ends)
+    while the others wait in the next collective, not a tick of work for five minutes."""
+    sim = Sim(DEVICES)
+    run(sim, 30, training)
+    run(sim, 240, lambda i: ([TRAINING] + [SPINNING] * 3, RANKS))
+    assert not hangs(sim) and watching(sim, RuleId.COLLECTIVE_HANG)
+    run(sim, 70, lambda i: ([TRAINING] + [SPINNING] * 3, RANKS))
+    found = hangs(sim)
+    assert sorted(f.gpu or 0 for f in found) == [1, 2, 3]  # the working rank lost nothing
+    f = found[0]
+    assert f.severity == "warning"
+    assert f.title == "Stalled: the job's ranks wait in a collective while rank 0 works alone"
+    assert any("GPU 0 (rank 0) works alone (97 % utilisation, 560 W)" in e for e in f.evidence)
+    assert any("py-spy dump --native --pid 4000" in r for r in f.remedies)
 
 
 def test_every_rank_here_waiting_for_another_node_is_a_warning_after_the_longer_watch() -> None:
