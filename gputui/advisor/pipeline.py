@@ -314,7 +314,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
     # idle GPU's clock says nothing), the utilisation however low: the worst rank idles
     measures: dict[int, tuple[float | None, float]] = {}
     jobs: dict[int, set[tuple[str, ...]]] = {}
-    # busy without work: waiting in a collective, never the pace an idle rank falls behind
+    # peers busy without work (waiting in a collective) set no pace to fall behind: an
+    # idle rank beside them is the one they wait for (collective-hang), no straggler
     spinning: set[int] = set()
     for sample, device in ctx.samples():
         used = ctx.stats(sample.index, Metric.UTIL_GPU)
@@ -336,9 +337,9 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
         peer_clock = median(clocks)
         peer_util = median(measures[i][1] for i in peers)
         working = [measures[i][1] for i in peers if i not in spinning]
-        busier = median(working) if working else 0.0  # peers that wait for nobody: none
+        pace = median(working) if working else 0.0  # the working peers' utilisation
         slow_clock = clock_share is not None and peer_clock - clock_share >= t.straggler_clock_gap
-        slow_util = busier - util >= t.straggler_util_gap_pct and busier >= t.busy_util_pct
+        slow_util = pace - util >= t.straggler_util_gap_pct and pace >= t.busy_util_pct
         if not (slow_clock or slow_util):
             continue
         mine = f"{100 * clock_share:.0f} % of max" if clock_share is not None else "idle"

@@ -20,10 +20,11 @@ from gputui.core.names import Metric
 from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
-#: a tick's verdict: busy without work, not that, or unknown (no utilisation, or fewer
-#: than two of power, memory activity and SM activity read): unknown ticks neither make
-#: nor break a run, so one missing reading does not end it
-SPINS: Final = 1
+#: a tick's verdict: the condition looked for holds (busy without work, or idle), it does
+#: not, or unknown (no utilisation; for busy without work also fewer than two of power,
+#: memory activity and SM activity read): unknown ticks neither make nor break a run, so
+#: one missing reading does not end it
+HOLDS: Final = 1
 OTHER: Final = 0
 UNKNOWN: Final = -1
 #: the readings a tick is judged on, in the order ``_tick`` takes them
@@ -99,13 +100,13 @@ def _tick(t: Thresholds, limit: float, values: Sequence[float]) -> int:
     link = (rx if rx == rx else 0.0) + (tx if tx == tx else 0.0)
     if link >= t.spin_link_bps:
         return OTHER
-    return SPINS if read >= 2 else UNKNOWN
+    return HOLDS if read >= 2 else UNKNOWN
 
 
 def _run(
     columns: Sequence[Sequence[float]], verdict: Callable[[tuple[float, ...]], int]
 ) -> tuple[int, int, bool]:
-    """The run of ticks ``verdict`` calls ``SPINS`` that reaches the newest, over unknown
+    """The run of ticks ``verdict`` calls ``HOLDS`` that reaches the newest, over unknown
     ticks, read from the newest back: the index of its first tick (the columns' length
     without one), how many it holds, and whether a tick that is neither ended it (else it
     may reach further back than the columns)."""
@@ -114,7 +115,7 @@ def _run(
     for values in zip(*(reversed(column) for column in columns), strict=True):
         i -= 1
         found = verdict(values)
-        if found == SPINS:
+        if found == HOLDS:
             first, count = i, count + 1
         elif found != UNKNOWN:
             return first, count, True
@@ -145,7 +146,7 @@ def _mean(values: Sequence[float]) -> float | None:
 def _newest(
     ctx: Context, gpu: int, metrics: Sequence[Metric], verdict: Callable[[tuple[float, ...]], int]
 ) -> tuple[list[float], list[list[float]], int] | None:
-    """The newest run of ticks ``verdict`` calls ``SPINS``, of ``min_points`` of them at
+    """The newest run of ticks ``verdict`` calls ``HOLDS``, of ``min_points`` of them at
     least: the times and readings of the ticks read, and where the run begins among them.
     The newest few ticks first, so a GPU that works costs a few ticks, not the history;
     None without such a run (or without the GPU in the history)."""
@@ -196,7 +197,7 @@ def idle_since(ctx: Context, gpu: int) -> float | None:
 
     def verdict(values: tuple[float, ...]) -> int:
         util = values[0]
-        return UNKNOWN if util != util else SPINS if util <= idle else OTHER
+        return UNKNOWN if util != util else HOLDS if util <= idle else OTHER
 
     found = _newest(ctx, gpu, (Metric.UTIL_GPU,), verdict)
     return found[0][found[2]] if found is not None else None
