@@ -54,6 +54,8 @@ def hang(gpu: Gpu, t: float, reading: Reading) -> Reading:
         pcie_rx_bps=n.around(_MEM, t, 60e3, 20e3),
         pcie_tx_bps=n.around(_MEM, t, 40e3, 10e3),
         clock_reasons=0 if waiting else ce.GPU_IDLE,
+        sm_clock_mhz=reading.sample.sm_clock_mhz if waiting else 345,
+        graphics_clock_mhz=reading.sample.graphics_clock_mhz if waiting else 345,
         nvlinks=links,
     )
     # the waiting ranks' host threads spin in the wait; the stuck rank's rests
