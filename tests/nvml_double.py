@@ -29,6 +29,7 @@ GPU_NOT_FOUND = 28  # nvml.h's NVML_ERROR_GPU_NOT_FOUND; nvidia-ml-py < 12.550 l
 NOT_FOUND: int = pynvml.NVML_ERROR_NOT_FOUND
 TIMEOUT: int = pynvml.NVML_ERROR_TIMEOUT
 INVALID_ARGUMENT: int = pynvml.NVML_ERROR_INVALID_ARGUMENT
+ARGUMENT_VERSION_MISMATCH = 25  # nvml.h's NVML_ERROR_ARGUMENT_VERSION_MISMATCH
 MIB = 1024**2
 XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
 
@@ -111,7 +112,11 @@ class FakeGpu:
     default_limit_mw: int = 700_000
     limit_constraints_mw: tuple[int, int] = (200_000, 700_000)
     util: tuple[int, int] = (97, 41)
-    fan: int = 0
+    # the fan speed the driver asks for (%); None: NOT_SUPPORTED, as on this passively
+    # cooled H100 (the chassis cools it)
+    fan: int | None = None
+    # the first fan's tachometer (nvmlDeviceGetFanSpeedRPM); None: NOT_SUPPORTED
+    fan_rpm: int | None = None
     pstate: int = 0
     reasons: int = 0
     energy_mj: int = 123_456_789
@@ -620,7 +625,22 @@ class FakeNvmlLib:
         return self._scalar(name, h, ref, lambda g: g.energy_mj)
 
     def fn_nvmlDeviceGetFanSpeed(self, name: str, h: Any, ref: Any) -> int:
+        gpu = self.gpus[_index(h)]
+        if gpu.fan is None and not gpu.lost and name not in gpu.errors:
+            return NOT_SUPPORTED
         return self._scalar(name, h, ref, lambda g: g.fan)
+
+    def fn_nvmlDeviceGetFanSpeedRPM(self, name: str, h: Any, ref: Any) -> int:
+        gpu, ret = self._gpu(name, h)
+        if gpu is None:
+            return ret
+        if gpu.fan_rpm is None:
+            return NOT_SUPPORTED
+        info = _out(ref)
+        if info.version != ctypes.sizeof(info) | (1 << 24):
+            return ARGUMENT_VERSION_MISMATCH
+        info.speed = gpu.fan_rpm
+        return OK
 
     def fn_nvmlDeviceGetPerformanceState(self, name: str, h: Any, ref: Any) -> int:
         return self._scalar(name, h, ref, lambda g: g.pstate)

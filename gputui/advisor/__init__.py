@@ -6,13 +6,16 @@ from collections.abc import Iterable, Sequence
 
 from gputui.advisor import (
     configuration,
+    cooling,
     cuda,
     environment,
+    hang,
     health,
     memory,
     node_settings,
     pcie,
     pipeline,
+    placement,
     power,
     sharing,
     thermal,
@@ -28,11 +31,14 @@ from gputui.sampling.monitor import Monitor
 
 RULES: tuple[Rule, ...] = (
     *thermal.RULES,
+    *cooling.RULES,
     *power.RULES,
     *memory.RULES,
     *pcie.RULES,
     *pipeline.RULES,
+    *hang.RULES,
     *sharing.RULES,
+    *placement.RULES,
     *cuda.RULES,
     *health.RULES,
     *topology.RULES,

@@ -35,8 +35,10 @@ these GPUs down". A rule without a reading is one of three things, each listed: 
 judged** when the reading should be there and is not (no permission, a GPU that stopped
 answering, a source that cannot say); **not applicable** when the board, driver or machine
 does not offer it at all (NVML's NotSupported, a NUMA node of -1: the rule does not apply,
-calmly); **watching** when the verdict needs a longer stretch than the window (an
-allocation idle for 5 minutes). Evidence names the window actually sampled ("over the last
+calmly); **watching** when the verdict needs a longer stretch than was sampled (an
+allocation idle for 5 minutes, memory growing for less than its growth window, ranks
+waiting in a collective for less than a hang takes): no all-clear then, and `doctor`
+exits 4. Evidence names the window actually sampled ("over the last
 42 s"), never the configured one when less was seen, and never more time held than the
 window it is measured over. Without a utilisation reading (MIG mode) "under load" is read
 from the SM activity or the power draw (>= `busy_power_share` of the limit), and the

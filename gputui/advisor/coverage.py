@@ -8,8 +8,9 @@ lacks a reading is one of three things, never a clean bill of health by silence:
   permission, a GPU that stopped answering, a source that cannot say): ``doctor`` exits 4;
 - **not applicable** (``Undecided.NOT_OFFERED``): the board, driver or machine does not
   offer it at all (NVML's NotSupported, a NUMA node of -1): listed, calmly, not exit 4;
-- **watching** (``Undecided.PENDING``): the rule's verdict needs a longer stretch than the
-  window (an abandoned allocation after 5 minutes): listed, not exit 4.
+- **watching** (``Undecided.PENDING``): the rule's verdict needs a longer stretch than was
+  sampled (an abandoned allocation after 5 minutes, a leak's growth over a minute, a hang
+  after two): listed, and ``doctor`` exits 4: no all-clear over what was not watched.
 """
 
 from __future__ import annotations
@@ -308,19 +309,20 @@ def judge_coverage(
 
 
 def describe(judgement: Judgement) -> list[str]:
-    """What could not be judged, as lines for a report (the verdict says whether it is
-    still judging; ``context_lines`` what does not apply here or needs a longer watch)."""
+    """What could not be judged, as lines for a report: readings that should be there and
+    are not, and verdicts that need a longer watch than was sampled (the verdict says
+    whether it is still judging; ``context_lines`` what does not apply here)."""
     lines = []
     for where, what in grouped(judgement.not_judged):
         lines.append(f"not judged ({where}): {what}")
+    for where, what in grouped(judgement.watching):
+        lines.append(f"watching ({where}): {what}")
     return lines
 
 
 def context_lines(judgement: Judgement) -> list[str]:
-    """What does not apply to this board, or needs a longer watch: context, not problems."""
+    """What does not apply to this board: context, not problems."""
     lines = []
-    for where, what in grouped(judgement.of(Undecided.PENDING)):
-        lines.append(f"watching ({where}): {what}")
     for where, what in grouped(judgement.of(Undecided.NOT_OFFERED)):
         lines.append(f"not applicable ({where}): {what}")
     return lines

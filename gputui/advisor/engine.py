@@ -17,7 +17,7 @@ from gputui.advisor.coverage import judge_coverage, too_few_readings
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
-from gputui.core.judgement import Judgement
+from gputui.core.judgement import Judgement, Undecided
 from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
 from gputui.core.names import RULES_NEEDING_HOST, RuleId, Severity
 from gputui.core.records import record
@@ -28,6 +28,15 @@ from gputui.sampling.history import History
 # they say the same thing less precisely.
 SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
     RuleId.THERMAL_THROTTLE: (RuleId.THERMAL_HOT, RuleId.HW_SLOWDOWN),
+    # a hung job's ranks are neither stragglers nor idle holders: they wait for one rank
+    RuleId.COLLECTIVE_HANG: (
+        RuleId.STRAGGLER,
+        RuleId.IDLE_ALLOCATED,
+        RuleId.UNDER_USED,
+        RuleId.BUSY_NO_WORK,
+    ),
+    # a fan that does not cool is why the board runs hot
+    RuleId.FAN_FAULT: (RuleId.THERMAL_HOT,),
 }
 #: the source's cadence is measured again after this much frame time
 CADENCE_EVERY_S = 30.0
@@ -44,6 +53,7 @@ NOT_ITS_PACE: frozenset[RuleId] = frozenset(
         RuleId.MODE_PENDING,
         RuleId.NOT_REPORTING,
         RuleId.IDLE_ALLOCATED,
+        RuleId.FAN_FAULT,
     }
 )
 
@@ -157,7 +167,7 @@ class Advisor:
             frame,
             history.times(),
             t,
-            ctx.undecided.items(),
+            [*ctx.undecided.items(), *self._held_back(seen, now, t)],
             too_few_readings(self._rules, ctx, seen),
         )
         hidden = _hidden(seen, [s for s in self._states.values() if s.active])
@@ -239,7 +249,8 @@ class Advisor:
         for key, candidate in seen.items():
             state = self._states.get(key)
             if state is None:
-                state = self._states[key] = _State(first=now, last=now, candidate=candidate)
+                first = now if candidate.since is None else min(now, candidate.since)
+                state = self._states[key] = _State(first=first, last=now, candidate=candidate)
             state.last = now
             state.candidate = _calm(state, candidate, now, t)
             hold = t.start_after_s if candidate.hold_s is None else candidate.hold_s
@@ -251,6 +262,25 @@ class Advisor:
             end = max(t.end_after_s, state.candidate.end_s or 0.0)
             if not state.active or now - state.last >= end:
                 del self._states[key]
+
+    def _held_back(
+        self, seen: Mapping[tuple[RuleId, int | None], Candidate], now: float, t: Thresholds
+    ) -> list[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]]:
+        """Conditions seen now that must hold longer than the usual start delay before
+        they are called (a rule's own window: memory growth, a straggler) and have not yet:
+        watching, not "nothing found"."""
+        out = []
+        for key, state in self._states.items():
+            c = state.candidate
+            if state.active or key not in seen or c.hold_s is None or c.hold_s <= t.start_after_s:
+                continue
+            evidence = "; ".join(c.evidence[:2])
+            why = (
+                f"{c.title} ({evidence}): seen for {fmt_duration(now - state.first)}, "
+                f"called after {fmt_duration(c.hold_s)}"
+            )
+            out.append((key, (why, Undecided.PENDING)))
+        return out
 
     def _keep_driver_samples(
         self, now: float, utilisation: Iterable[tuple[int, tuple[float, ...]]]
@@ -303,7 +333,8 @@ class Advisor:
         The live pane waits ``start_after_s`` before it shows a condition, to stay calm; a
         short doctor run may end before that. Here a condition that held at every judgement
         since the rules could first judge (through the whole sampled window) counts too,
-        and its evidence says over how long.
+        and its evidence says over how long (and the judgement no longer lists it as
+        watched for).
         """
         if self._ready_at is None or self._judged_at is None:
             return self.findings
@@ -326,6 +357,16 @@ class Advisor:
         hidden = {
             (rule, f.gpu) for f in (*self.findings, *extra) for rule in SUPERSEDES.get(f.rule, ())
         }
+        # what it reports is no longer watched for
+        reported = {f.key for f in extra}
+        undecided = self.judgement.undecided
+        kept = tuple(
+            u
+            for u in undecided
+            if u.kind is not Undecided.PENDING or (u.rule, u.gpu) not in reported
+        )
+        if len(kept) != len(undecided):
+            self.judgement = replace(self.judgement, undecided=kept)
         return tuple(
             sorted((f for f in (*self.findings, *extra) if f.key not in hidden), key=finding_order)
         )

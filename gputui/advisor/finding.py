@@ -21,6 +21,10 @@ class Candidate:
     #: seconds it must be gone before a shown finding ends, where longer than the
     #: configured default (a condition that swings around its line: calm, not flickering)
     end_s: float | None = None
+    #: when the condition began, where the rule read it from the history itself (a hang
+    #: counted from its first tick of spinning): the finding's ``since``, and its hold
+    #: counted from there; None: from the first judgement that saw it
+    since: float | None = None
 
     @property
     def key(self) -> tuple[RuleId, int | None]:

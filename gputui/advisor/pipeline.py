@@ -10,6 +10,7 @@ from functools import lru_cache
 from gputui.advisor.context import Context, ProcessCpu
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
+from gputui.advisor.work import spin
 from gputui.core.judgement import Undecided
 from gputui.core.model import GpuSample, HostSample, ProcessSample
 from gputui.core.names import HostMetric, Metric, RuleId, Severity
@@ -132,17 +133,40 @@ def _cpu_cause(ctx: Context, procs: Sequence[ProcessSample]) -> _Cause | None:
             # (A busy main process beside working loaders says nothing: a CUDA program
             # spins a core while it waits for the GPU, and copies, so it reads ~100 %.)
             return _main_cause(proc, cpu.main_pct, host_lines)
-    if saturated and host_line is not None:
-        lines = (
-            host_line + ": other work takes the cores the job's loading needs",
-            "the job's own processes are not at their limit",
-        )
+    pressed = _pressed(ctx, procs) if saturated and host_line is not None else None
+    if pressed is not None and host_line is not None:
+        # host-wide load alone is no evidence: a job whose processes rest (a server
+        # between requests) waits on something else, whatever else keeps the cores busy
+        lines = (host_line + ": other work takes the cores the job's loading needs", pressed)
         remedies = (
             "See what else runs: top -o %CPU; move it off this node or give the job its own "
             "cores (cgroups, taskset, the scheduler's CPU allocation)",
             "Keep OMP_NUM_THREADS / torch.set_num_threads small in each worker",
         )
         return _Cause("host", lines, remedies)
+    return None
+
+
+def _pressed(ctx: Context, procs: Sequence[ProcessSample]) -> str | None:
+    """The job's own evidence that it loads on the CPU while the host is full: its working
+    loaders at ``starved_loader_pct`` of a core each or more, or its main process without
+    any at ``starved_main_pct``."""
+    t = ctx.t
+    for proc in procs:
+        cpu = ctx.cpu_of(proc.pid)
+        if cpu is None or cpu.main_pct is None:
+            continue
+        each, working = cpu.per_worker_pct, cpu.working
+        if each is not None and working and each >= t.starved_loader_pct:
+            return (
+                f"{_who(proc)}: {round(working)} data-loader worker(s) working at {each:.0f} "
+                "% of a core each: the job loads, on what the full host leaves it"
+            )
+        if not working and cpu.main_pct >= t.starved_main_pct:
+            return (
+                f"{_who(proc)} at {cpu.main_pct:.0f} % CPU with no data-loader workers: the "
+                "job loads, on what the full host leaves it"
+            )
     return None
 
 
@@ -290,6 +314,9 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
     # idle GPU's clock says nothing), the utilisation however low: the worst rank idles
     measures: dict[int, tuple[float | None, float]] = {}
     jobs: dict[int, set[tuple[str, ...]]] = {}
+    # peers busy without work (waiting in a collective) set no pace to fall behind: an
+    # idle rank beside them is the one they wait for (collective-hang), no straggler
+    spinning: set[int] = set()
     for sample, device in ctx.samples():
         used = ctx.stats(sample.index, Metric.UTIL_GPU)
         clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
@@ -300,6 +327,8 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
         share = clock.mean / device.max_sm_clock_mhz if busy else None
         measures[sample.index] = (share, used.mean)
         jobs[sample.index] = keys
+        if busy and spin(ctx, sample, device) is not None:
+            spinning.add(sample.index)
     for index, (clock_share, util) in measures.items():
         peers = [i for i in measures if i != index and jobs[i] & jobs[index]]
         clocks = [c for i in peers if (c := measures[i][0]) is not None]
@@ -307,8 +336,10 @@ def straggler(ctx: Context) -> Iterator[Candidate]:
             continue  # no busy peer (or none at all): nobody waits for this GPU
         peer_clock = median(clocks)
         peer_util = median(measures[i][1] for i in peers)
+        working = [measures[i][1] for i in peers if i not in spinning]
+        pace = median(working) if working else 0.0  # the working peers' utilisation
         slow_clock = clock_share is not None and peer_clock - clock_share >= t.straggler_clock_gap
-        slow_util = peer_util - util >= t.straggler_util_gap_pct and peer_util >= t.busy_util_pct
+        slow_util = pace - util >= t.straggler_util_gap_pct and pace >= t.busy_util_pct
         if not (slow_clock or slow_util):
             continue
         mine = f"{100 * clock_share:.0f} % of max" if clock_share is not None else "idle"
@@ -424,8 +455,9 @@ RULES = (
         "least twice), while the CPU side is at its limit: its working data-loader workers at "
         ">= {t.worker_saturated_pct:g} % of a core each, or its main process at >= "
         "{t.cpu_bound_pct:g} % with no working workers (num_workers=0), or the host >= "
-        "{t.host_cpu_saturated_pct:g} % busy or more runnable threads than cores; the finding "
-        "names which",
+        "{t.host_cpu_saturated_pct:g} % busy or more runnable threads than cores while the "
+        "job's own loaders still work (>= {t.starved_loader_pct:g} % of a core each; its "
+        "main process without any >= {t.starved_main_pct:g} %); the finding names which",
         "num_workers (or cheaper batches when the host is full), pin_memory, prefetch_factor, "
         "persistent_workers, GPU-side decoding, torch.profiler",
         input_starved,
@@ -433,6 +465,8 @@ RULES = (
         never_claims="starvation on an idle GPU or one that runs flat out; from one long gap "
         "among full ticks (a checkpoint, an evaluation); from a busy main process beside "
         "working loaders (a CUDA program spins a core while it waits for the GPU or a copy); "
+        "from host-wide load alone, while the job's own processes rest (a server between "
+        "requests: the host's load is context, not its cause); "
         "a CPU cause the CPU readings do not show (under-used then says the GPU waits on "
         "something not visible from here)",
     ),

@@ -218,11 +218,13 @@ def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:
         "condition that held through the whole sampled window is reported even when the "
         "window is shorter than the live screen's hold, and its evidence says over how long. "
         "Rules that could not judge (too little history, a reading that should be there "
-        "and is not) are listed as not judged; rules that do not apply to this board (a "
-        "reading it does not offer) as not applicable. Exit status: "
+        "and is not) are listed as not judged; a condition seen that must hold longer "
+        "than the run before it is called (a leak's growth, a hang) as watching; rules "
+        "that do not apply to this board (a reading it does not offer) as not applicable. "
+        "Exit status: "
         + DOCTOR_EXIT_CODES
         + ". Good for a cron job or a health gate before a training run: the default 30 s "
-        "gives every rule its window.",
+        "gives every rule its window; a verdict that needs longer says watching.",
     )
     doctor.add_argument(
         "--duration",

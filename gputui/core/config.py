@@ -22,7 +22,8 @@ WORKER_ACTIVE_PCT = 10.0
 DEMO_SCENARIOS = (
     "healthy", "thermal", "powercap", "vram", "pcie", "starved", "loader-bound", "idle",
     "pytorch-plateau", "sweep", "gen5-in-gen4", "warm-4090", "hw-blip", "minor-compat",
-    "at-power-limit", "numa", "nvlink-down",
+    "at-power-limit", "numa", "nvlink-down", "hang", "fan-stopped", "crowded", "decode",
+    "zero-rpm",
 )  # fmt: skip
 DEMO_MIX = "mix"  # the default: several scenarios at once
 DEMO_MAX_GPUS = 64
@@ -117,6 +118,11 @@ class Thresholds:
     cpu_bound_max_pct: float = 115.0
     worker_saturated_pct: float = 85.0  # loader workers at this share of a core each
     host_cpu_saturated_pct: float = 90.0
+    # ... which starves a job only where the job's own processes load: its working loaders
+    # at this much of a core each or more, or its main process without any at the second
+    # (a server's main process between requests rests below it)
+    starved_loader_pct: float = 20.0
+    starved_main_pct: float = 50.0
     run_queue_per_cpu: float = 1.0  # more runnable threads than this per CPU: saturated
     iowait_pct: float = 20.0
     # ... or, on a host of many CPUs (iowait is a share of them all), as many CPUs waiting
@@ -126,6 +132,42 @@ class Thresholds:
     straggler_clock_gap: float = 0.10  # SM clock (share of max) below the peers' median
     straggler_util_gap_pct: float = 20.0
     idle_allocated_s: float = 300.0
+    # Busy without work (a hung collective's ranks, a kernel that spins): the driver says a
+    # kernel runs every tick (utilisation at least spin_util_pct) while the board's own
+    # readings say nothing is computed or moved: power at most spin_power_share of the
+    # enforced limit, memory activity at most spin_mem_pct, SM activity (GPM) at most
+    # spin_sm_pct, PCIe and NVLink traffic together below spin_link_bps; two of power,
+    # memory and SM activity read, and none of the read ones says work.
+    spin_util_pct: float = 90.0
+    spin_power_share: float = 0.5  # a T4 or L4 waiting at P0 draws ~40 % of its small limit
+    spin_mem_pct: float = 10.0
+    spin_sm_pct: float = 30.0
+    spin_link_bps: float = 0.5e9
+    # A job's ranks spin while a rank of it idles or is gone this long: a probable hang (a
+    # checkpoint save or an evaluation on one rank pauses the others too, briefly) ...
+    hang_s: float = 120.0
+    # ... or this long where the odd rank's process works on its CPU (a long save looks
+    # so), or no rank here explains the wait (the one they wait for is on another node)
+    hang_unseen_s: float = 300.0
+    hang_cpu_pct: float = 50.0  # the odd rank's process at this much CPU works on the host
+    spin_alone_s: float = 300.0  # one GPU (no job's rank here explains it) busy without work
+    # Cooling: a fan the driver holds at or below fan_stopped_pct while the board is hot
+    # (within fan_hot_margin_c of its lowest limit), or warm past what a zero-RPM fan stop
+    # allows (fan_stop_max_c) and heating under load (fan_rising_c_min a minute); or a fan
+    # asked to turn at fan_asked_pct or more whose tachometer reads 0 RPM; or held at
+    # fan_low_pct or less on a hot board that keeps heating (its control does not follow).
+    fan_stopped_pct: float = 5.0
+    fan_low_pct: float = 30.0
+    fan_hot_margin_c: float = 15.0
+    fan_stop_max_c: float = 65.0
+    fan_rising_c_min: float = 1.0
+    fan_asked_pct: float = 30.0
+    # Placement: a rank's context on another rank's GPU of at most this much memory (and
+    # a quarter of what it holds on its own) is a stray one (a CUDA call before
+    # set_device); several ranks of one job on one GPU hold this long before a finding
+    # (a launch settles)
+    stray_context_bytes: int = 2 << 30
+    crowded_hold_s: float = 30.0
     shared_sm_pct: float = 5.0  # a process with this SM share works on the GPU
     idle_allocated_bytes: int = 1 << 30
     idle_util_pct: float = 2.0

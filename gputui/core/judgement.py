@@ -3,7 +3,8 @@
 "No findings" is a verdict only over what was seen. A rule without a reading is one of
 three things, never a clean bill of health by silence: **not judged** (the reading should
 be there and is not: ``doctor`` exits 4), **not applicable** (the board, driver or machine
-does not offer it at all), **watching** (the verdict needs a longer watch than the window).
+does not offer it at all), **watching** (the verdict needs a longer watch than was
+sampled: ``doctor`` exits 4 too).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gputui.core.units import fmt_duration
 class Undecided(str, Enum):
     """A rule without a verdict: a reading that should be there is missing (``doctor``
     exits 4), the board does not offer it (the rule does not apply), or the verdict needs a
-    longer watch than the window (an abandoned allocation after minutes)."""
+    longer watch than was sampled (an abandoned allocation after minutes: exit 4 too)."""
 
     UNREADABLE = "not-judged"
     NOT_OFFERED = "not-applicable"
@@ -85,11 +86,17 @@ class Judgement:
         return self.readings == 0 or self.covered_s + 0.25 < self.needed_s
 
     @property
+    def watching(self) -> tuple[NotJudged, ...]:
+        """The verdicts that need a longer watch than was sampled: a condition seen that
+        must hold longer before it is called (a leak's growth, a hang)."""
+        return self.of(Undecided.PENDING)
+
+    @property
     def complete(self) -> bool:
-        """Everything that can be judged here was: enough history, and no rule lacked a
-        reading that should be there (rules that do not apply to this board, and verdicts
-        that need a longer watch, do not count against it)."""
-        return not self.gathering and not self.not_judged
+        """Everything that can be judged here was: enough history, no rule lacked a
+        reading that should be there, and no verdict waits for a longer watch (rules that
+        do not apply to this board do not count against it)."""
+        return not self.gathering and not self.not_judged and not self.watching
 
     def gathering_text(self) -> str:
         """'still judging: 18 s to go, every rule needs 30 s of readings'."""

@@ -174,7 +174,12 @@ class GpuSample:
     temp_c: Final[float | None] = None
     mem_temp_c: Final[float | None] = None
     temp_margin_c: Final[float | None] = None
+    #: the speed the driver asks of the fan, % of its rated maximum (nvmlDeviceGetFanSpeed)
     fan_pct: Final[float | None] = None
+    #: the first fan's speed in revolutions a minute, where the driver reports it
+    #: (nvmlDeviceGetFanSpeedRPM, R535+): 0 while the fan is asked to turn is a fan that
+    #: does not spin
+    fan_rpm: Final[float | None] = None
     power_w: Final[float | None] = None
     power_limit_w: Final[float | None] = None
     pstate: Final[int | None] = None

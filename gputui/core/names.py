@@ -87,6 +87,13 @@ class RuleId(_Name):
     NVLINK_DOWN = "nvlink-down"
     NVLINK_ERRORS = "nvlink-errors"
     FABRIC_NOT_READY = "fabric-not-ready"
+    # stuck, not slow: a hung collective, a GPU busy without work (advisor/hang.py)
+    COLLECTIVE_HANG = "collective-hang"
+    BUSY_NO_WORK = "busy-no-work"
+    # a fan that does not cool (advisor/cooling.py), ranks placed wrong (advisor/placement.py)
+    FAN_FAULT = "fan-fault"
+    RANKS_CROWDED = "ranks-crowded"
+    STRAY_CONTEXTS = "stray-contexts"
     # configuration: the job's cgroup, shared memory and limits (advisor/configuration.py)
     CPU_THROTTLED = "cpu-throttled"
     CGROUP_MEMORY = "cgroup-memory"
@@ -122,6 +129,9 @@ RULES_NEEDING_HOST: tuple[RuleId, ...] = (
     RuleId.STRAGGLER,
     RuleId.UNDER_USED,
     RuleId.NUMA_MISMATCH,
+    RuleId.COLLECTIVE_HANG,
+    RuleId.RANKS_CROWDED,
+    RuleId.STRAY_CONTEXTS,
 )
 
 
@@ -154,6 +164,7 @@ class Metric(_Name):
     TEMP_C = "temp_c"
     MEM_TEMP_C = "mem_temp_c"
     FAN_PCT = "fan_pct"
+    FAN_RPM = "fan_rpm"
     POWER_W = "power_w"
     POWER_LIMIT_W = "power_limit_w"
     MEM_USED = "mem_used"

@@ -21,9 +21,8 @@ MIN_WIDTH = 32
 DOCTOR_EXITS: tuple[tuple[int, str], ...] = (
     (
         0,
-        "everything that can be judged here was, and nothing was found (info lines, rules "
-        "that do not apply to this board and verdicts that need a longer watch are context, "
-        "not problems)",
+        "everything that can be judged here was, and nothing was found (info lines and "
+        "rules that do not apply to this board are context, not problems)",
     ),
     (1, "warnings"),
     (2, "critical findings"),
@@ -32,7 +31,8 @@ DOCTOR_EXITS: tuple[tuple[int, str], ...] = (
         4,
         "nothing found so far, but not everything could be judged (too little history "
         "sampled, a reading that should be there and is not, such as no permission or a GPU "
-        "that stopped answering, or a source that cannot say: the report lists what)",
+        "that stopped answering, a source that cannot say, or a verdict that needs a longer "
+        "watch than the run, such as a leak's growth or a hang: the report lists what)",
     ),
     (
         64,

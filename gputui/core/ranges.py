@@ -32,6 +32,7 @@ RANGES: Final[dict[str, tuple[float, float]]] = {
     "sm_activity": _PERCENT,
     "tensor_activity": _PERCENT,
     "fan_pct": (0.0, 255.0),  # of the rated maximum: some boards run above 100 % for real
+    "fan_rpm": (0.0, 30_000.0),  # a server blower turns at up to ~20,000 a minute
     "sm_clock_mhz": _CLOCK,
     "mem_clock_mhz": _CLOCK,
     "graphics_clock_mhz": _CLOCK,

@@ -466,8 +466,13 @@ def _verdict(
     if status == EXIT_NOT_JUDGED:
         if judgement.gathering:
             why = f"no verdict yet, {judgement.gathering_text()}"
-        else:
+        elif judgement.not_judged:
             why = "nothing found in what could be judged, but not everything could be (below)"
+        else:
+            why = (
+                f"nothing found so far, but {len(judgement.watching)} verdict(s) need a longer "
+                f"watch than the {fmt_duration(judgement.seen_s)} sampled (watching, below)"
+            )
         return Text(f"verdict: {why}{context} (exit {status})", style="bold yellow")
     over = (
         f"{fmt_duration(judgement.seen_s)} of simulated history"

@@ -169,6 +169,8 @@ def _findings(snap: Snapshot) -> list[str]:
         lines.append(f"No verdict yet ({judgement.gathering_text()}).")
     elif judgement is not None and judgement.not_judged:
         lines.append("Nothing found in what could be judged (see not judged above).")
+    elif judgement is not None and judgement.watching:
+        lines.append("Nothing found so far; some verdicts need a longer watch (see above).")
     else:
         lines.append("No findings.")
     return lines

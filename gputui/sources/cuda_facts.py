@@ -38,6 +38,11 @@ CUDA_ENV_VARS = (
     "OMPI_COMM_WORLD_RANK",
     "PMI_SIZE",
     "PMI_RANK",
+    # ... and which rank it is on this node, of how many (a rank gone from a hung job)
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
 )
 
 

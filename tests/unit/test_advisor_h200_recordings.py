@@ -38,7 +38,18 @@ def verdict(name: str) -> tuple[int, tuple[Finding, ...]]:
     return exit_status(findings, judgement_of(monitor)), findings
 
 
-@pytest.mark.parametrize("name", ["idle", "heavy", "fed"])
+def test_an_idle_h200_holding_memory_for_30_s_is_watched_not_all_clear() -> None:
+    """Doctor exited 0 here on the machine: an abandoned allocation needs 5 minutes of
+    idling to be called, and 30 s of it is no all-clear (issue 46): watching, exit 4."""
+    monitor = replayed("idle")
+    findings = point_in_time_findings(monitor)
+    judgement = judgement_of(monitor)
+    assert exit_status(findings, judgement) == 4 and not findings
+    assert [i.rule for i in judgement.watching] == ["idle-allocated"]
+    assert not judgement.not_judged and not judgement.gathering
+
+
+@pytest.mark.parametrize("name", ["heavy", "fed"])
 def test_healthy_h200_loads_exit_0_without_numa_or_topology(name: str) -> None:
     monitor = replayed(name)
     findings = point_in_time_findings(monitor)

@@ -28,6 +28,12 @@ EXPECTED = {
     "hw-blip": set(),
     "minor-compat": {"cuda-driver-mismatch"},
     "at-power-limit": {"power-cap"},  # info: a board at its default limit under load
+    # stuck, not slow: the whole job's GPUs, the waiting rank and the one it waits for
+    "hang": {"collective-hang"},
+    "fan-stopped": {"fan-fault"},
+    # ... and their look-alikes: memory-bound decode is work; fans stop at idle on purpose
+    "decode": {"vram-reserved"},
+    "zero-rpm": set(),
 }
 CALM = (
     "pytorch-plateau",
@@ -37,6 +43,8 @@ CALM = (
     "hw-blip",
     "minor-compat",
     "at-power-limit",
+    "decode",
+    "zero-rpm",
 )
 
 
@@ -72,6 +80,9 @@ def test_scenario_yields_exactly_its_findings(scenario: str) -> None:
     # ... and nothing else ever showed up along the way
     extra = set().union(*timeline) - expected
     transient_ok = {("thermal-hot", g) for g in range(2)}  # on its way to throttling
+    # the rank the others wait for, idle: "waits on something" (info) until the hang is
+    # called, which then says what
+    transient_ok |= {("under-used", 1)} if scenario == "hang" else set()
     assert extra <= transient_ok, extra
 
 
@@ -102,3 +113,14 @@ def test_gen5_card_in_a_gen4_host_reports_both_maxima() -> None:
     (device,) = source.open()
     assert (device.pcie_gpu_max_gen, device.pcie_max_gen) == (5, 4)
     assert source.read().gpus[0].pcie_gen == 4
+
+
+def test_crowded_ranks_are_named_on_the_gpu_they_crowd() -> None:
+    timeline = simulate("crowded", 4, 120)
+    assert timeline[-1] == {("ranks-crowded", 0)}
+
+
+def test_a_hang_is_called_on_every_gpu_of_the_job_and_no_rank_is_a_straggler() -> None:
+    timeline = simulate("hang", 4, 200)
+    assert timeline[-1] == {("collective-hang", g) for g in range(4)}
+    assert not [key for keys in timeline for key in keys if key[0] == "straggler"]

@@ -82,7 +82,7 @@ def test_the_checker_catches_what_was_once_shown() -> None:
 
 
 # The calm scenarios raise nothing but info lines (tests/unit/test_advisor_scenarios.py).
-_CALM = ("healthy", "idle", "sweep", "warm-4090", "hw-blip")
+_CALM = ("healthy", "idle", "sweep", "warm-4090", "hw-blip", "zero-rpm")
 
 
 @pytest.mark.parametrize("scenario", [*(s for s in SCENARIOS if s not in _CALM), "mix"])

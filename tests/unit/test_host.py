@@ -90,6 +90,7 @@ def test_cuda_runtime_and_variables_of_a_process(tmp_path: Path) -> None:
         "time.sleep(30)\n"
     )
     env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1", "SECRET_TOKEN": "hunter2"}
+    env["OMPI_COMM_WORLD_LOCAL_SIZE"] = "4"  # the ranks an MPI launcher started on this node
     child = subprocess.Popen(
         [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
     )
@@ -99,6 +100,7 @@ def test_cuda_runtime_and_variables_of_a_process(tmp_path: Path) -> None:
         (p,), _ = reader.join_processes([GpuProcess(child.pid, 0, 5, "compute")])
         assert p.cuda_runtime == "12.6"
         assert "CUDA_LAUNCH_BLOCKING=1" in p.env
+        assert "OMPI_COMM_WORLD_LOCAL_SIZE=4" in p.env
         assert not any("SECRET" in e for e in p.env)  # nothing else of the environment
     finally:
         child.kill()

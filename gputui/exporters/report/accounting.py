@@ -13,14 +13,16 @@ A tick's cause, first that applies:
    rule's window needed to see, as far as window and start delay reach; with the reasons
    unread, the whole episode counts);
    input starvation, I/O waits and a saturated link give **starved for input**; a
-   straggler's peers, ranks of its job, give **waiting on a straggler**;
+   straggler's peers, ranks of its job, give **waiting on a straggler**; a hung
+   collective (every rank of the job) and a GPU busy without work give **hung**, from
+   when the rule saw it begin (before the others: nothing else runs while it hangs);
 3. the GPU did no work that tick: **idle, memory held** with at least
    ``idle_allocated_bytes`` in use, else **not running**;
 4. anything else, a stretch no finding covered: **busy, unthrottled**.
 
 What each cause cost, in GPU time lost: the SM clock given up to a throttle (against
 the board's maximum), the share of time the GPU waited (starved, straggler), all of it
-for an idle or unused GPU.
+for a hung, idle or unused GPU (a hung GPU's utilisation reads 100 %: none of it is work).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Cause(str, Enum):
     POWER = "power"
     STARVED = "starved"
     STRAGGLER = "straggler"
+    HUNG = "hung"
     IDLE_HELD = "idle-held"
     NOT_RUNNING = "not-running"
 
@@ -69,6 +72,7 @@ LABELS: Final = {
     Cause.POWER: "power capped",
     Cause.STARVED: "starved for input",
     Cause.STRAGGLER: "waiting on a straggler",
+    Cause.HUNG: "hung (busy without work)",
     Cause.IDLE_HELD: "idle, memory held",
     Cause.NOT_RUNNING: "not running",
 }
@@ -77,6 +81,7 @@ _CODE: Final = {cause: code for code, cause in enumerate(CAUSES)}
 
 #: the findings that give a tick its cause
 RULES: Final[dict[Cause, tuple[RuleId, ...]]] = {
+    Cause.HUNG: (RuleId.COLLECTIVE_HANG, RuleId.BUSY_NO_WORK),
     Cause.IDLE_HELD: (RuleId.IDLE_ALLOCATED,),
     Cause.THERMAL: (RuleId.THERMAL_THROTTLE, RuleId.HW_SLOWDOWN),
     Cause.POWER: (RuleId.POWER_CAP, RuleId.POWER_LIMIT_LOWERED),
@@ -89,7 +94,14 @@ BITS: Final = {
     Cause.POWER: ce.SW_POWER_CAP | ce.HW_POWER_BRAKE,
 }
 #: the order a tick's finding causes are tried in
-PRECEDENCE: Final = (Cause.IDLE_HELD, Cause.THERMAL, Cause.POWER, Cause.STARVED, Cause.STRAGGLER)
+PRECEDENCE: Final = (
+    Cause.HUNG,
+    Cause.IDLE_HELD,
+    Cause.THERMAL,
+    Cause.POWER,
+    Cause.STARVED,
+    Cause.STRAGGLER,
+)
 
 
 @frozen
@@ -256,7 +268,10 @@ def _decide(key: int) -> int:
 
 
 #: every key's code, for ``bytes.translate``: a whole track decided at once
-_DECIDE: Final = bytes(_decide(key) for key in range(_UNREAD << 1)).ljust(256, b"\x00")
+_DECIDE: Final = bytes(_decide(key) for key in range(_UNREAD + (1 << len(PRECEDENCE)))).ljust(
+    256, b"\x00"
+)
+assert len(_DECIDE) == 256, "a tick's key is one byte: at most six causes come from findings"
 
 
 def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
@@ -560,6 +575,11 @@ def _figure(
     if cause is Cause.IDLE_HELD:
         used = _mean(picked(track.values[Metric.MEM_USED]))
         return "memory not read" if used is None else f"{used / 2**30:.1f} GiB held, no work"
+    if cause is Cause.HUNG:
+        util, power = (_mean(picked(track.values[m])) for m in (Metric.UTIL_GPU, Metric.POWER_W))
+        said = [f"{util:.0f} % utilisation" if util is not None else "utilisation not read"]
+        said += [f"{power:.0f} W"] if power is not None else []
+        return ", ".join(said) + ", no work"
     return "no work, no reading" if cause is Cause.NOT_RUNNING else ""
 
 

@@ -18,12 +18,12 @@ from gputui.sampling.runlog import Episode
 #: how the accounting counts, for the reader (accounting.py's rules, in short)
 METHOD = (
     "Each tick of each GPU counts once, for the first of: no reading (not running); a "
-    "finding covering it (idle-allocated, thermal or power throttling where the tick's "
-    "clock-event reasons show it, input starvation / I/O / a saturated link, a straggler "
-    "among its job's ranks); no work that tick (idle with memory held, else not running); "
-    "otherwise busy and unthrottled. GPU time lost: the SM clock given up to a throttle "
-    "against the board's maximum, the share of time a starved or waiting GPU did no work, "
-    "all of an idle or unused GPU's time."
+    "finding covering it (a hung collective or a GPU busy without work, idle-allocated, "
+    "thermal or power throttling where the tick's clock-event reasons show it, input "
+    "starvation / I/O / a saturated link, a straggler among its job's ranks); no work that "
+    "tick (idle with memory held, else not running); otherwise busy and unthrottled. GPU "
+    "time lost: the SM clock given up to a throttle against the board's maximum, the share "
+    "of time a starved or waiting GPU did no work, all of a hung, idle or unused GPU's time."
 )
 
 

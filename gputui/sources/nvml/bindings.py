@@ -201,6 +201,13 @@ class FabricInfoV2(ctypes.Structure):
     ]
 
 
+class FanSpeedInfo(ctypes.Structure):
+    """nvmlFanSpeedInfo_t (R535+): a fan's number in, its speed in RPM out (bindings
+    before 12.550 lack the call's wrapper)."""
+
+    _fields_ = [("version", ctypes.c_uint), ("fan", ctypes.c_uint), ("speed", ctypes.c_uint)]
+
+
 def _plain(bindings: type[ctypes.Structure]) -> type[ctypes.Structure]:
     """One of the bindings' structures laid out the same, without their printable base's
     Python ``__getattribute__`` / ``__setattr__`` on every member read and write."""
@@ -273,6 +280,12 @@ def temperature_v(handle: Any, sensor: int) -> int:
         "nvmlDeviceGetTemperatureV", _TEMPERATURE_V1, handle, version=version, sensorType=sensor
     )
     return int(out.temperature)
+
+
+def fan_rpm(handle: Any) -> int:
+    """The first fan's speed in RPM (nvmlDeviceGetFanSpeedRPM)."""
+    version = ctypes.sizeof(FanSpeedInfo) | (1 << 24)
+    return int(read_struct("nvmlDeviceGetFanSpeedRPM", FanSpeedInfo, handle, version=version).speed)
 
 
 def fabric_reader(symbol: str, layout: type[ctypes.Structure]) -> Callable[[Any], str]:
@@ -462,6 +475,13 @@ def percent(value: float | int | None) -> float | None:
 def fan(value: int | None) -> float | None:
     """Fan speed in % of the fan's rated maximum: some boards run above 100 % for real."""
     if value is None or value in SENTINELS or not 0 <= value <= 255:
+        return None
+    return float(value)
+
+
+def rpm(value: int | None) -> float | None:
+    """A fan's RPM, or None for sentinels and speeds no fan turns at."""
+    if value is None or value in SENTINELS or not 0 <= value <= 30_000:
         return None
     return float(value)
 

@@ -131,9 +131,7 @@ def _readings(q: Query, gpu: Gpu, a: _Answers, **rest: Any) -> GpuSample:
         energy_mj = b.clean(
             q.ask(gpu, "energy", pynvml.nvmlDeviceGetTotalEnergyConsumption, gpu.handle)
         )
-    limit_mw = fields.get(b.FI_POWER_LIMIT)
-    if limit_mw is None:
-        limit_mw = a.static.get("limit_mw")
+    limit_mw = fields.get(b.FI_POWER_LIMIT) or a.static.get("limit_mw")
     replay = fields.get(b.FI_REPLAY)
     if replay is None and b.FI_REPLAY not in gpu.fields:
         replay = slow.get("replay")
@@ -151,6 +149,7 @@ def _readings(q: Query, gpu: Gpu, a: _Answers, **rest: Any) -> GpuSample:
         mem_temp_c=b.celsius(mem_temp) if mem_temp else None,
         temp_margin_c=float(a.margin) if a.margin is not None and -100 < a.margin < 200 else None,
         fan_pct=b.fan(slow.get("fan")),
+        fan_rpm=b.rpm(slow.get("fan_rpm")),
         power_w=a.power_mw / 1000.0 if a.power_mw is not None else None,
         power_limit_w=limit_mw / 1000.0 if limit_mw else None,
         pstate=_pstate(slow.get("pstate")),
@@ -198,7 +197,8 @@ _READINGS_OF: dict[str, tuple[str, ...]] = {
     "power": ("power_w",),
     "sm_clock": ("sm_clock_mhz",),
     "margin": ("temp_margin_c",),
-    "fan": ("fan_pct",),
+    "fan": ("fan_pct", "fan_rpm"),  # no fan to ask, no tachometer to read
+    "fan_rpm": ("fan_rpm",),
     "pstate": ("pstate",),
     "mem_clock": ("mem_clock_mhz",),
     "graphics_clock": ("graphics_clock_mhz",),
@@ -290,6 +290,8 @@ def _slow(q: Query, gpu: Gpu) -> dict[str, int | None]:
             ask("graphics_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_GRAPHICS)
         ),
     }
+    if "fan" not in gpu.stopped:  # a board without fans has no tachometer either
+        out["fan_rpm"] = b.clean(ask("fan_rpm", b.fan_rpm, h))
     if b.FI_REPLAY not in gpu.fields:
         out["replay"] = b.clean(ask("replay", pynvml.nvmlDeviceGetPcieReplayCounter, h))
     return out

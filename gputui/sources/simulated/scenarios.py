@@ -11,6 +11,7 @@ from gputui.core import clock_events as ce
 from gputui.core.model import GpuSample
 from gputui.core.pcie import link_bandwidth
 from gputui.core.records import frozen
+from gputui.sources.simulated import stuck
 from gputui.sources.simulated.cards import (
     A100_PCIE,
     H100_PCIE,
@@ -381,6 +382,15 @@ def minor_compat(gpu: Gpu, t: float) -> Reading:
     )
 
 
+# -- stuck, not slow: the healthy job's ranks, stuck (sources/simulated/stuck.py) --------
+def hang(gpu: Gpu, t: float) -> Reading:
+    return stuck.hang(gpu, t, healthy(gpu, t))
+
+
+def crowded(gpu: Gpu, t: float) -> Reading:
+    return stuck.crowded(gpu, t, healthy(gpu, t))
+
+
 @frozen
 class Scenario:
     name: str
@@ -417,6 +427,14 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     # Topology, outside the default mix: a rank on the far socket, NVLinks down.
     Scenario("numa", H100_SXM, numa),
     Scenario("nvlink-down", H100_SXM, nvlink_down),
+    # Stuck, not slow, outside the default mix: a collective that never completes, a fan
+    # stopped on a hot board, ranks crowded on one GPU; and their calm look-alikes:
+    # memory-bound decode, fans stopped at idle on purpose.
+    Scenario("hang", H100_SXM, hang),
+    Scenario("fan-stopped", RTX_4090, stuck.fan_stopped),
+    Scenario("crowded", H100_SXM, crowded),
+    Scenario("decode", H100_SXM, stuck.decode),
+    Scenario("zero-rpm", RTX_4090, stuck.zero_rpm),
 )
 _BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
 SCENARIOS: Final[tuple[str, ...]] = tuple(_BY_NAME)

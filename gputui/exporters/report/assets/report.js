@@ -12,7 +12,8 @@
   };
   var CAUSE = {
     "busy": "#2ecc71", "thermal": "#e74c3c", "power": "#e67e22", "starved": "#f1c40f",
-    "straggler": "#9b59b6", "idle-held": "#7f8c8d", "not-running": "#d5dbe0"
+    "straggler": "#9b59b6", "idle-held": "#7f8c8d", "not-running": "#d5dbe0",
+    "hung": "#2c3e50"
   };
   var offset = data.tzOffset;
   var plots = [];
