@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final, NamedTuple
 
+from gputui.core.config import MAX_BLOCK_TICKS
 from gputui.core.model import (
     Finding,
     Frame,
@@ -45,7 +46,6 @@ from gputui.formats.values import (
     parse_settings,
 )
 
-MAX_BLOCK_TICKS: Final = 3600
 _RECORDS: Final[dict[str, type]] = {
     "xid_events": XidEvent,
     "mig_instances": MigInstance,
