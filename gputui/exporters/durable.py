@@ -13,6 +13,7 @@ as it is. ``JournalFile`` is a recording's journal (``formats/journal``) being w
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import os
@@ -48,7 +49,10 @@ class AppendFile:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.pwrite(self._fd, view, start + len(data) - len(view)) :]
+                taken = os.pwrite(self._fd, view, start + len(data) - len(view))
+                if not taken:  # no error and no byte: never wait on it forever
+                    raise OSError(errno.EIO, "the file took no byte of a write")
+                view = view[taken:]
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, start)
