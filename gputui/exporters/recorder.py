@@ -138,7 +138,7 @@ class RecordWriter:
         self._sink.sync()
         sync_directory(self.path)
         if journaled:
-            self._journal = JournalFile(journal_of(self.path), self._mark())
+            self._journal = JournalFile(journal_of(self.path), self._mark(), compressed)
             self._journal.sync()
         self._encoder.reset()
 

@@ -19,9 +19,10 @@ blocks, SQLite checkpoints its WAL into the database):
   a block writes them, and at least every ``refresh_s`` of frame time while their words
   change); the first tick carries every value.
 
-A reader joins the ticks into one block (``read_journal``) that ``formats/blocks`` checks
-as it checks a block line: every value, every range, every text. A cut or damaged line
-ends the journal there, with a notice naming it; the ticks before it stand.
+A gzip recording's journal is a gzip stream, flushed after every line. A reader joins the
+ticks into one block (``read_journal``) that ``formats/blocks`` checks as it checks a
+block line: every value, every range, every text. A cut or damaged line ends the journal
+there, with a notice naming it; the ticks before it stand.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import operator
 import os
 import re
 import stat
+import zlib
 from collections.abc import Callable, Sequence
 from itertools import compress
 from pathlib import Path
@@ -81,6 +83,9 @@ _CODES: Final[dict[type, dict[str, str]]] = {
     cls: {f.name: f.code for f in stored_fields(cls)} for cls in _CLASSES
 }
 _NOT_YET: Final[Any] = object()
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+#: a gzip journal is inflated this many bytes at a time: a damaged stream loses no more
+_PIECE: Final = 4096
 
 
 def journal_of(path: Path) -> Path:
@@ -279,7 +284,13 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
         notices.append(f"{path}: cannot be read ({exc.strerror or exc}): not read")
         return None
     with os.fdopen(fd, "rb") as handle:
-        lines = handle.read(MAX_JOURNAL_BYTES + 1).splitlines(keepends=True)
+        data = handle.read(MAX_JOURNAL_BYTES + 1)
+    if data[:2] == _GZIP_MAGIC:
+        data = _inflated(data)
+    if len(data) > MAX_JOURNAL_BYTES:
+        notices.append(f"{path}: more than {MAX_JOURNAL_BYTES >> 20} MiB: not read")
+        return None
+    lines = data.splitlines(keepends=True)
     if not lines:
         return None
     try:
@@ -297,6 +308,24 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
             notices.append(_cut(path, number, len(lines), joiner.times, exc))
             break
     return Journal(path, mark, joiner.block())
+
+
+def _inflated(data: bytes) -> bytes:
+    """What a gzip journal holds, up to where its stream ends, is cut or breaks (the line
+    there is then a cut one), and never past the bound by more than a piece."""
+    inflate = zlib.decompressobj(wbits=31)
+    out: list[bytes] = []
+    size = 0
+    for start in range(0, len(data), _PIECE):
+        try:
+            piece = inflate.decompress(data[start : start + _PIECE], MAX_JOURNAL_BYTES + 1 - size)
+        except zlib.error:
+            break
+        out.append(piece)
+        size += len(piece)
+        if inflate.eof or size > MAX_JOURNAL_BYTES or inflate.unconsumed_tail:
+            break
+    return b"".join(out)
 
 
 def _cut(path: Path, number: int, count: int, times: list[float], exc: Exception) -> str:
