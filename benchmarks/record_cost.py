@@ -10,10 +10,11 @@ unpacked with ``git archive``), plain and gzip:
 
 1. In one process, ``--ticks`` ticks of the simulated mix on a manual clock, read, judged
    and written as ``gputui record`` does each tick (source, monitor, the recording's
-   writer): ms a tick of each, the file's size a day, the bytes the writer handed the
-   kernel a day (write amplification: those over the file's), and the fsyncs a day (the
-   fsync and fdatasync calls counted). The frame time runs ``--ticks`` seconds: what a
-   policy on frame time (``--sync``) does in a day is what it does here.
+   writer): CPU ms a tick of each (and the writer's wall time, its syncs' waits
+   included), the file's size a day, the bytes the writer handed the kernel a day (write
+   amplification: those over the file's), and the fsyncs a day (the fsync and fdatasync
+   calls counted). The frame time runs ``--ticks`` seconds: what a policy on frame time
+   (``--sync``) does in a day is what it does here.
 2. The real command, ``python -m gputui record --demo --gpus N -o FILE``, every tree and
    format side by side (the same load on all), ``--warmup`` then ``--seconds`` at 1 s:
    CPU % of one core (every thread's run time), the bytes it wrote (write calls) and its
@@ -48,6 +49,16 @@ def _io() -> dict[str, int]:
 
 def inner(name: str, gpus: int, ticks: int, directory: Path) -> dict[str, float]:
     """Part 1, in the gputui on ``sys.path`` (run by ``--inner`` in a fresh process)."""
+    syncs = [0]
+    for sync in ("fsync", "fdatasync"):  # counted before gputui takes them
+        real = getattr(os, sync)
+
+        def counted(fd: int, real: Any = real) -> None:
+            syncs[0] += 1
+            real(fd)
+
+        setattr(os, sync, counted)
+
     from gputui.advisor import make_monitor
     from gputui.core.config import Config
     from gputui.core.manual_clock import ManualClock
@@ -57,38 +68,32 @@ def inner(name: str, gpus: int, ticks: int, directory: Path) -> dict[str, float]
     from gputui.formats.recording import Header
     from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
-    syncs = [0]
-    for sync in ("fsync", "fdatasync"):
-        real = getattr(os, sync)
-
-        def counted(fd: int, real: Any = real) -> None:
-            syncs[0] += 1
-            real(fd)
-
-        setattr(os, sync, counted)
     clock = ManualClock(1_800_000_000.0)
     source = SimulatedSource(resolve_scenarios("mix", gpus), clock=clock)
     devices = source.open()
     info = SourceInfo("SIMULATED", SourceKind.SIMULATED, "mix")
     monitor = make_monitor(devices, Config(), info)
     path = directory / name
-    took = {"read": 0.0, "ingest": 0.0, "write": 0.0}
+    took = {"read": 0.0, "ingest": 0.0, "write": 0.0, "write wall": 0.0}
+    cpu = time.process_time
     before = _io()
     writer = RecordWriter(path, Header(info, devices, 1.0, live_findings=True))
     for _ in range(ticks):
-        t0 = time.perf_counter()
+        t0 = cpu()
         frame = source.read()
-        t1 = time.perf_counter()
+        t1 = cpu()
         found = monitor.ingest(frame)
-        t2 = time.perf_counter()
+        t2, wall = cpu(), time.perf_counter()
         writer.write(frame, found)
-        took["write"] += time.perf_counter() - t2
+        took["write wall"] += time.perf_counter() - wall
+        took["write"] += cpu() - t2
         took["ingest"] += t2 - t1
         took["read"] += t1 - t0
         clock.advance(1.0)
-    t0 = time.perf_counter()
+    t0, wall = cpu(), time.perf_counter()
     writer.close()
-    took["write"] += time.perf_counter() - t0
+    took["write"] += cpu() - t0
+    took["write wall"] += time.perf_counter() - wall
     after = _io()
     scale = DAY / ticks
     return {

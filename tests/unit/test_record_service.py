@@ -1,9 +1,11 @@
 """contrib/gputui-record.service, the recorder left running: its command line is one this
-gputui takes, and it is set up to survive what it is there to survive (docs/record.md)."""
+gputui takes, set up to survive what it is there to survive; and docs/record.md's table of
+what a crash loses names tests that exist (docs/record.md)."""
 
 from __future__ import annotations
 
 import configparser
+import re
 import shlex
 from pathlib import Path
 
@@ -37,3 +39,13 @@ def test_the_service_restarts_and_is_stopped_by_sigterm() -> None:
     assert service["KillSignal"] == "SIGTERM"  # the block closed, the file synced, exit 0
     assert int(service["TimeoutStopSec"]) >= 10
     assert service["ReadWritePaths"] == "/var/lib/gputui" == f"/var/lib/{service['StateDirectory']}"
+
+
+def test_every_test_docs_record_names_for_what_a_crash_loses_exists() -> None:
+    doc = (UNIT.parents[1] / "docs" / "record.md").read_text()
+    table = doc[doc.index("## What a crash loses") : doc.index("## A recorder left running")]
+    named = set(re.findall(r"`(test_\w+)`", table))
+    known: set[str] = set()
+    for path in (UNIT.parents[1] / "tests").rglob("test_*.py"):
+        known.update(re.findall(r"^def (test_\w+)", path.read_text(), re.M))
+    assert len(named) >= 6 and named <= known, named - known
