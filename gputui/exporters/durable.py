@@ -37,8 +37,9 @@ _DATA_SYNC: Final = getattr(os, "fdatasync", os.fsync)
 
 class AppendFile:
     """A file gputui made (``files.open_new``), written at its end only: a write is whole,
-    or on an error what it had written is cut off again before the error is raised (with
-    the file's name). ``size`` is where it ends."""
+    or on an error (or an exception a signal raised) what it had written is cut off again
+    before the error is raised (an OSError with the file's name). ``size`` is where it
+    ends."""
 
     def __init__(self, handle: io.BufferedWriter, path: Path) -> None:
         self.path = path
@@ -55,10 +56,12 @@ class AppendFile:
                 if not taken:  # no error and no byte: never wait on it forever
                     raise OSError(errno.EIO, "the file took no byte of a write")
                 view = view[taken:]
-        except OSError as exc:
+        except BaseException as exc:  # a full disk, or a signal's exception mid-write
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, start)
-            raise self._named(exc) from exc
+            if isinstance(exc, OSError):
+                raise self._named(exc) from exc
+            raise
         self.size = start + len(data)
 
     def truncate(self, size: int) -> None:

@@ -21,6 +21,7 @@ A pipe or a terminal gets the blocks alone, as they are written.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import math
 import os
 import secrets
@@ -111,6 +112,9 @@ class RecordWriter:
         #: a write failed: nothing more is written, the journal is kept
         self.failed = False
         if rotate_existing and os.path.lexists(path):
+            blocked = self._blocked()
+            if blocked is not None:
+                raise FileExistsError(errno.EEXIST, f"{path} exists and {blocked}: not rotated")
             self._shift()
         self._open(replace)
 
@@ -151,8 +155,8 @@ class RecordWriter:
             raise ValueError(f"{self.path}: the recording has stopped")
         try:
             self._write(frame, tuple(findings))
-        except OSError:
-            self.failed = True
+        except BaseException:  # a write failed, or a signal's exception cut one short:
+            self.failed = True  # a gzip stream past it cannot go on, the journal holds all
             raise
 
     def _write(self, frame: Frame, found: tuple[Finding, ...]) -> None:
@@ -184,19 +188,25 @@ class RecordWriter:
 
     def _rotatable(self) -> bool:
         """Whether every name rotation touches is a regular file of ours or free."""
+        blocked = self._blocked()
+        if blocked is None:
+            return True
+        self._max_bytes = 0  # rotation ends here; the recording goes on
+        self.notices.append(f"{blocked}: no more rotation, recording on in {self.path}")
+        return False
+
+    def _blocked(self) -> str | None:
+        """What holds a name rotation touches and is no regular file ("run.1.jsonl is a
+        directory"), None where none does."""
         for path in (self.path, *(rotated_name(self.path, n) for n in range(1, self._keep + 1))):
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
                 continue
             if not stat.S_ISREG(st.st_mode):
-                self._max_bytes = 0  # rotation ends here; the recording goes on
                 what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a plain file"
-                self.notices.append(
-                    f"{path} is {what}: no more rotation, recording on in {self.path}"
-                )
-                return False
-        return True
+                return f"{path} is {what}"
+        return None
 
     def _rotate(self) -> None:
         if not self._rotatable():

@@ -301,6 +301,8 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
     if mark.run != run:
         return None  # an older recording's, in the place of this one: not this one's
     joiner = _Joiner()
+    if len(lines) > MAX_BLOCK_TICKS + 1:
+        notices.append(f"{path}: more than {MAX_BLOCK_TICKS:,} ticks: the rest left out")
     for number, raw in enumerate(lines[1 : MAX_BLOCK_TICKS + 1], start=2):
         try:
             joiner.add(_loads(raw) if raw.endswith(b"\n") else None)

@@ -217,3 +217,16 @@ def test_a_full_disk_ends_the_recording_saying_up_to_when_the_file_holds(
     last = fmt_time(recording.ticks[-1].frame.time)
     assert f"{small / name} holds every tick up to {last}" in err
     assert not any("cut short" in n or "damaged" in n for n in recording.notices)
+
+
+def test_an_earlier_recording_that_cannot_be_rotated_away_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.jsonl"
+    assert cli.main(["record", "--demo", "--duration", "1", "-o", str(path)]) == 0
+    (tmp_path / "run.1.jsonl").mkdir()
+    args = ["record", "--demo", "--rotate-mb", "10", "--duration", "1", "-o", str(path)]
+    assert cli.main(args) == EXIT_CANNOT_WRITE
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'run.1.jsonl'} is a directory: not rotated" in err
+    assert read_recording(path).ticks  # left as it was

@@ -418,3 +418,29 @@ def test_a_journal_begun_past_what_was_read_is_left_for_a_later_reading(
     rewritten(journal_of(tmp_path / "run.jsonl"), later)
     back = read_recording(tmp_path / "run.jsonl")
     assert len(back.ticks) == 4 and any("written to while" in n for n in back.notices)
+
+
+def test_an_exception_a_signal_raises_mid_write_leaves_no_half_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second Ctrl+C raises in the middle of a write: it is cut off again, the writer
+    stops (a gzip stream past a lost line cannot go on), the journal keeps every tick."""
+    path = tmp_path / "run.jsonl.gz"
+    writer = RecordWriter(path, header(), block_ticks=4)
+    for frame, found in TICKS[:6]:
+        writer.write(frame, found)
+    pwrite = os.pwrite
+
+    def interrupted(fd: int, data: Any, offset: int) -> int:
+        pwrite(fd, bytes(data)[: len(data) // 2], offset)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "pwrite", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        writer.write(*TICKS[6])
+    monkeypatch.undo()
+    assert writer.failed
+    writer.close()
+    back = read_recording(path)
+    assert [t.frame for t in back.ticks] == [f for f, _ in TICKS[:6]]
+    assert not any("cut short" in n or "damaged" in n for n in back.notices)
