@@ -44,7 +44,7 @@ from gputui.core.model import Finding, Frame, GpuSample, HostSample, ProcessSamp
 from gputui.core.records import frozen
 from gputui.core.units import fmt_time
 from gputui.formats.block_writer import findings_shown, time_origin
-from gputui.formats.blocks import stored_fields
+from gputui.formats.blocks import mapping_of, stored_fields
 from gputui.formats.columns import BlobWriter
 from gputui.formats.values import (
     MAX_GPUS,
@@ -381,12 +381,12 @@ class _Joiner:
         for key in ("notes", "jobs", "settings"):
             if key in data:
                 changes[key].append([k, data[key]])
-        shape = _object(data.get("shape"), "shape")
+        shape = mapping_of(data.get("shape"), "shape")
         for key in ("gpus", "host", "processes"):
             if key in shape:
                 changes["shape"][key].append([k, shape[key]])
         for key, _kind, _cls, most in _PARTS:
-            for slot, fields in _object(data.get(key), key).items():
+            for slot, fields in mapping_of(data.get(key), key).items():
                 if not slot.isdigit() or int(slot) >= most:
                     raise FormatError(f"{key}: slot {slot!r}")
                 _join_fields(changes[key].setdefault(slot, {}), fields, k)
@@ -454,18 +454,10 @@ def _each_tick(changes: list[list[Any]], ticks: int, tuples: bool) -> list[Any]:
 
 
 def _join_fields(lists: dict[str, Any], fields: Any, k: int) -> None:
-    for name, value in _object(fields, "a record").items():
+    for name, value in mapping_of(fields, "a record").items():
         if len(name) > 64:
             raise FormatError("a field's name is too long")
         lists.setdefault(name, []).append([k, value])
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FormatError(f"{what}: not an object")
-    return value
 
 
 def _listed(value: Any) -> list[Any]:
