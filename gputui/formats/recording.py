@@ -141,23 +141,24 @@ def _lines(
         raw.seek(0)
         reader: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if magic == GZIP_MAGIC else raw
         number = 0
+        state = state or _State(0)
         while True:
             try:
                 line = reader.readline(MAX_LINE_BYTES + 1)
             except (EOFError, gzip.BadGzipFile, OSError, zlib.error):
+                state.end = raw.tell()
                 notices.append(
                     f"{path}: the compressed stream ends early, after line {number} (the "
                     "recorder was killed or is still writing, or the copy was cut): read up "
                     "to there"
                 )
                 return
+            state.end = raw.tell()  # a gzip stream's reader reads ahead: at its end, all
             if not line:
                 return
             number += 1
             if len(line) > MAX_LINE_BYTES:
                 raise RecordingError(f"{path}:{number}: a line longer than 16 MiB: not a recording")
-            if state is not None:
-                state.end = raw.tell()
             yield number, line, line.endswith(b"\n")
 
 
