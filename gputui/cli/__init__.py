@@ -1,7 +1,8 @@
 """The composition root: arguments -> config -> source -> sampler -> app or a headless command.
 
 One module a job: ``parser`` (every command and option), ``opening`` (the source the
-arguments name and its first readings), ``commands`` (what each command does).
+arguments name and its first readings), ``commands`` (what each command does; ``record``
+and ``report`` have their own).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from gputui.cli.commands import (
     cmd_app,
     cmd_doctor,
     cmd_export,
-    cmd_record,
     cmd_replay,
     cmd_snapshot,
 )
@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "doctor":
             return cmd_doctor(args)
         if args.command == "record":
+            from gputui.cli.record import cmd_record
+
             return cmd_record(args)
         if args.command == "replay":
             with _start_without_collector():

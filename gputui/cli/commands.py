@@ -1,4 +1,4 @@
-"""The commands: snapshot, doctor, record, replay, export, and the app."""
+"""The commands: snapshot, doctor, replay, export, and the app (record: ``cli/record``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from gputui.cli.opening import (
     _glance,
     _history,
     _open,
-    _open_live,
     _terminal_missing,
     _write,
     make_source,
+    open_live,
     simulated_warmup,
     source_detail,
 )
@@ -31,9 +31,7 @@ from gputui.core.units import fmt_duration
 
 if TYPE_CHECKING:
     from gputui.core.model import Finding
-    from gputui.exporters.recorder import RecordWriter
     from gputui.sampling.monitor import Monitor
-    from gputui.sampling.sampler import Sampler
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -190,86 +188,6 @@ def _doctor_failure(reasons: Sequence[str], status: int) -> dict[str, object]:
     }
 
 
-def cmd_record(args: argparse.Namespace) -> int:
-    from gputui.exporters.recorder import RecordWriter, rotated_name
-    from gputui.formats.recording import Header
-    from gputui.sampling.sampler import Sampler
-
-    opened = _open_live(args)
-    if isinstance(opened, int):
-        return opened
-    monitor, source = opened
-    header = Header(monitor.source, monitor.devices, monitor.config.interval_s, live_findings=True)
-    shown = clean(str(args.output))
-    try:
-        writer = RecordWriter(
-            args.output,
-            header,
-            max_bytes=int(args.rotate_mb * 1e6),
-            keep=args.keep,
-            keep_secrets=args.keep_secrets,
-            replace=args.force,
-        )
-    except OSError as exc:
-        source.close()
-        print(f"gputui: cannot write {shown}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    sampler = Sampler(source, monitor.config.interval_s, on_frame=monitor.ingest)
-    deadline = None if args.duration is None else time.monotonic() + args.duration
-    print(f"gputui: recording to {shown} (Ctrl+C to stop)", file=sys.stderr)
-    status = 0
-    try:
-        _record_until(deadline, sampler, monitor, writer)
-    except KeyboardInterrupt:
-        pass
-    except OSError as exc:  # a full disk, a vanished directory: stop, keep what is written
-        print(f"gputui: cannot write {shown}: {exc.strerror or exc}", file=sys.stderr)
-        status = 1
-    finally:
-        try:
-            writer.close()
-        except OSError as exc:
-            print(f"gputui: cannot finish {shown}: {exc.strerror or exc}", file=sys.stderr)
-            status = 1
-        source.close()
-    ticks = f"{writer.ticks} tick{'' if writer.ticks == 1 else 's'}"
-    print(f"gputui: recorded {ticks} to {shown}", file=sys.stderr)
-    if writer.ticks and writer.regular_file:
-        from gputui.cli.report import report_command
-
-        if writer.rotations:
-            older = clean(str(rotated_name(args.output, 1)))
-            print(
-                f"gputui: rotated {writer.rotations} time{'s' if writer.rotations > 1 else ''}: "
-                f"the newest ticks are in {shown}, older ones in {older} and on (--keep "
-                f"{args.keep}); a report reads one file",
-                file=sys.stderr,
-            )
-        print(f"gputui: its report: {clean(report_command(args.output))}", file=sys.stderr)
-    return status
-
-
-def _record_until(
-    deadline: float | None, sampler: Sampler, monitor: Monitor, writer: RecordWriter
-) -> None:
-    """One tick a sampling interval into the recording until the deadline (or forever)."""
-    while deadline is None or time.monotonic() < deadline:
-        started = time.monotonic()
-        try:
-            frame = sampler.read_once()
-        except Exception as exc:  # a failed tick is skipped, the recording goes on
-            print(f"gputui: a reading failed: {clean(str(exc))}", file=sys.stderr)
-        else:
-            writer.write(frame, monitor.ingest(frame))
-            while writer.notices:
-                print(f"gputui: {clean(writer.notices.pop(0))}", file=sys.stderr)
-        pause = monitor.config.interval_s - (time.monotonic() - started)
-        if deadline is not None:
-            pause = min(pause, deadline - time.monotonic())
-        if pause > 0:
-            time.sleep(pause)
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     from gputui.formats.recording import RecordingError, read_recording
 
@@ -395,7 +313,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             "the GPU, host and finding names",
             file=sys.stderr,
         )
-    opened = _open_live(args)
+    opened = open_live(args)
     if isinstance(opened, int):
         return opened
     monitor, source = opened

@@ -94,7 +94,7 @@ def _collect(
     from gputui.sampling.sampler import Sampler
 
     manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
-    opened = _open_live(args, manual or time.time, fail)
+    opened = open_live(args, manual or time.time, fail)
     if isinstance(opened, int):
         return opened
     monitor, source = opened
@@ -168,7 +168,7 @@ def _write(text: str, output: Path | None) -> int:
     return 0
 
 
-def _open_live(
+def open_live(
     args: argparse.Namespace,
     clock: Callable[[], float] = time.time,
     fail: Callable[[str], int] = _fail,

@@ -15,10 +15,14 @@ from gputui.core.config import (
     DEMO_MAX_GPUS,
     DEMO_MIX,
     DEMO_SCENARIOS,
+    MAX_BLOCK_TICKS,
     MAX_INTERVAL_S,
+    MAX_RECORD_SYNC_S,
     MAX_SPEED,
     MIN_INTERVAL_S,
     MIN_SPEED,
+    RECORD_BLOCK_TICKS,
+    RECORD_SYNC_S,
 )
 from gputui.core.prose import DOCTOR_EXITS
 
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
     pass
 
 EXIT_NO_SOURCE = 3
+#: `gputui record` could not write its file (a full disk, a file system turned read-only)
+EXIT_CANNOT_WRITE = 1
 PROMETHEUS_INTERVAL_S = 15.0
 #: `gputui doctor`'s exit statuses, as its --help prints them (numbers: exporters/doctor.py)
 DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
@@ -259,8 +265,11 @@ def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="record frames and findings to a JSON-lines file (.gz to compress)",
         description="Record every tick (readings, processes, findings) to a JSON-lines file, "
-        "gzip-compressed with a .gz name, until --duration or Ctrl+C. Safe to stop at any "
-        "moment: the file reads back up to its last complete line. Format: docs/record.md.",
+        "gzip-compressed with a .gz name, until --duration, Ctrl+C, SIGTERM or SIGHUP (the "
+        "block closed, the file synced, exit 0). Every tick is in the file (its journal, "
+        "FILE.journal, until its block is written) as it is taken: a recorder killed at any "
+        f"moment loses at most the tick it was writing; exit {EXIT_CANNOT_WRITE} where the file "
+        "cannot be written (a full disk), saying up to when it holds. Format: docs/record.md.",
     )
     rec.add_argument(
         "-o",
@@ -268,7 +277,7 @@ def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="FILE",
-        help="run.jsonl or run.jsonl.gz; never an existing file unless --force",
+        help="run.jsonl or run.jsonl.gz; never an existing file unless --force or --rotate-mb",
     )
     rec.add_argument(
         "--force",
@@ -286,8 +295,9 @@ def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
         type=_bounded(float, 0.0, MAX_ROTATE_MB),
         default=0.0,
         metavar="MB",
-        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older); "
-        f"0 (the default): never; at most {MAX_ROTATE_MB:,.0f}",
+        help="start a new file past this size (run.1.jsonl, run.2.jsonl... keep the older); an "
+        "existing recording is rotated away first, its journal folded in (a restarted "
+        f"recorder); 0 (the default): never; at most {MAX_ROTATE_MB:,.0f}",
     )
     rec.add_argument(
         "--keep",
@@ -295,7 +305,30 @@ def _record(sub: Commands, common: argparse.ArgumentParser) -> None:
         default=5,
         help=f"rotated files to keep, 1 to {MAX_KEEP} (default 5)",
     )
+    _durability_options(rec)
     _secrets_option(rec, for_command=True)
+
+
+def _durability_options(rec: argparse.ArgumentParser) -> None:
+    """What a power cut may take (``--sync``), and how long a block is (``--block``)."""
+    rec.add_argument(
+        "--sync",
+        type=_bounded(float, 0.0, MAX_RECORD_SYNC_S),
+        default=RECORD_SYNC_S,
+        metavar="SECONDS",
+        help="sync the ticks to the disk at least this often: what a power cut may take, in "
+        f"seconds of ticks (default {RECORD_SYNC_S:g}; 0: every tick; at most "
+        f"{MAX_RECORD_SYNC_S:,.0f})",
+    )
+    rec.add_argument(
+        "--block",
+        type=_bounded(int, 1, MAX_BLOCK_TICKS),
+        default=RECORD_BLOCK_TICKS,
+        metavar="TICKS",
+        help=f"ticks a block holds, and seconds of them, at most (default {RECORD_BLOCK_TICKS}, "
+        f"1 to {MAX_BLOCK_TICKS:,}): longer blocks make a smaller file that reads faster; what "
+        "a crash loses is the same",
+    )
 
 
 def _replay(sub: Commands, _common: argparse.ArgumentParser) -> None:

@@ -27,6 +27,13 @@ DEMO_SCENARIOS = (
 )  # fmt: skip
 DEMO_MIX = "mix"  # the default: several scenarios at once
 DEMO_MAX_GPUS = 64
+# A recording's block closes at this many ticks, or as many seconds of frame time (`gputui
+# record --block`); a reader refuses a block of more than the most (docs/record.md).
+RECORD_BLOCK_TICKS = 60
+MAX_BLOCK_TICKS = 3600
+# What a power cut may take of a recording, at most, in seconds of its ticks (`--sync`).
+RECORD_SYNC_S = 5.0
+MAX_RECORD_SYNC_S = 3600.0
 
 
 @frozen

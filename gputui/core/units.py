@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 NA = "n/a"
 
@@ -50,6 +51,11 @@ def fmt_duration(seconds: float) -> str:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def fmt_time(when: float) -> str:
+    """A moment as local date and clock time, to the second: '2026-12-06 14:05:37'."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
 
 
 def fmt_age(seconds: float) -> str:

@@ -8,24 +8,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING
-from typing import Any, Final
+from typing import Any
 
 from gputui.core.model import Finding, Frame, GpuSample, HostSample, ProcessSample
 from gputui.formats.blocks import stored_fields
 from gputui.formats.columns import BlobWriter
 from gputui.formats.values import finding_dict, masked, note_dict, plain, record
 
-#: a block closes at this many ticks or this much frame time, whichever comes first: a
-#: recorder killed at any moment loses at most the block it was filling
-BLOCK_TICKS: Final = 60
-BLOCK_SECONDS: Final = 60.0
-
 
 def block_line(ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: bool) -> bytes:
     """One block of ticks as a line (credentials masked unless ``keep_secrets``)."""
     frames = [f if keep_secrets else masked(f) for f, _ in ticks]
     blob = BlobWriter(len(frames))
-    t0 = _origin([f.time for f in frames])
+    t0 = time_origin([f.time for f in frames])
     blob.put("time", "time", "d", [f.time - t0 for f in frames])
     slots = max(len(f.gpus) for f in frames)
     gpus = {
@@ -65,6 +60,24 @@ def block_line(ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: b
     return json.dumps(data, allow_nan=False, separators=(",", ":")).encode() + b"\n"
 
 
+def block_lines(
+    ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: bool, most: int
+) -> list[tuple[bytes, int]]:
+    """Ticks as block lines, each with its count of ticks: one line, or the ticks halved
+    until each line holds at most ``most`` bytes (one tick a line at the least)."""
+    out: list[tuple[bytes, int]] = []
+    pending = [ticks]
+    while pending:
+        part = pending.pop(0)
+        line = block_line(part, keep_secrets)
+        if len(line) > most and len(part) > 1:
+            half = len(part) // 2
+            pending[:0] = [part[:half], part[half:]]
+            continue
+        out.append((line, len(part)))
+    return out
+
+
 def findings_shown(findings: Sequence[Finding]) -> tuple[tuple[Any, ...], ...]:
     """What a tick's findings say apart from their evidence and time: which stand, how
     severe, titled and since when (what the recording keeps exact at every tick)."""
@@ -91,7 +104,7 @@ def _finding_changes(found: Sequence[tuple[Finding, ...]], keep_secrets: bool) -
     return out
 
 
-def _origin(times: Sequence[float]) -> float:
+def time_origin(times: Sequence[float]) -> float:
     """The block's first time, the column holding each tick's time after it: exact (two
     close floats' difference is), else 0 and the times themselves."""
     t0 = times[0]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final, NamedTuple
 
+from gputui.core.config import MAX_BLOCK_TICKS
 from gputui.core.model import (
     Finding,
     Frame,
@@ -45,7 +46,6 @@ from gputui.formats.values import (
     parse_settings,
 )
 
-MAX_BLOCK_TICKS: Final = 3600
 _RECORDS: Final[dict[str, type]] = {
     "xid_events": XidEvent,
     "mig_instances": MigInstance,
@@ -147,7 +147,7 @@ def parse_columns(
     )
     hosted = _expand(shape.get("host"), ticks, _flag)
     hosts = (
-        _build(HostSample, columns, "host", _object(data.get("host"), "host"), hosted)
+        _build(HostSample, columns, "host", mapping_of(data.get("host"), "host"), hosted)
         if only is None
         else [None] * ticks
     )
@@ -301,15 +301,16 @@ def _slot_lists(
     wanted: frozenset[str] | None = None,
 ) -> list[list[list[Any]]]:
     """Each slot's fields as lists (``_lists``), every value checked."""
-    changes = _object(listed, prefix)
+    changes = mapping_of(listed, prefix)
     return [
-        _lists(cls, columns, f"{prefix}{j}", _object(changes.get(str(j)), prefix), present, wanted)
+        _lists(cls, columns, f"{prefix}{j}", mapping_of(changes.get(str(j)), prefix), here, wanted)
         for j in range(max(counts))
-        for present in ([c > j for c in counts],)
+        for here in ([c > j for c in counts],)
     ]
 
 
-def _object(value: Any, what: str) -> Mapping[str, Any]:
+def mapping_of(value: Any, what: str) -> Mapping[str, Any]:
+    """A JSON object of a block (or of a journal's tick), {} for null; else FormatError."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):

@@ -23,9 +23,11 @@ from typing import Any, Final
 
 from gputui import __version__
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
-from gputui.core.records import frozen
+from gputui.core.records import frozen, record
 from gputui.core.sanitize import clean
+from gputui.core.units import fmt_time
 from gputui.formats.blocks import Block, Only, parse_block, parse_columns
+from gputui.formats.journal import RUN_ID, read_journal
 from gputui.formats.values import (
     MAX_GPUS,
     FormatError,
@@ -35,9 +37,9 @@ from gputui.formats.values import (
     parse_finding,
     parse_frame,
     parse_source,
-    record,
     source_dict,
 )
+from gputui.formats.values import record as record_dict
 
 # Bounds on what a file may make us do (docs/security.md): a longer line, a file claiming
 # more, is refused or cut with a notice, never read into memory whole.
@@ -77,6 +79,9 @@ class Header:
     live_findings: bool = False
     #: the gputui that wrote the file (None where the header does not say)
     gputui_version: str | None = None
+    #: the file's run id, which its journal's mark repeats (``formats/journal``): None in
+    #: a file with no journal (a stream, version 2, or written before journals)
+    run: str | None = None
 
     def findings_judged_here(self) -> bool:
         """Whether the recorded findings are the ones this gputui's advisor gives: judged
@@ -97,9 +102,10 @@ def header_line(header: Header, keep_secrets: bool = False, version: int = VERSI
             "version": version,
             "gputui_version": __version__,
             "source": source_dict(header.source, keep_secrets),
-            "devices": [record(d) for d in header.devices],
+            "devices": [record_dict(d) for d in header.devices],
             "interval_s": header.interval_s,
             **({"findings": LIVE_FINDINGS} if header.live_findings else {}),
+            **({"run": header.run} if header.run else {}),
         }
     )
 
@@ -124,24 +130,30 @@ class Recording:
     notices: tuple[str, ...]
 
 
-def _lines(path: Path, notices: list[str]) -> Iterator[tuple[int, bytes, bool]]:
+def _lines(
+    path: Path, notices: list[str], state: _State | None = None
+) -> Iterator[tuple[int, bytes, bool]]:
     """(line number, bytes, complete) for each line; a gzip stream cut short ends the
-    lines with a notice (a recorder killed, or still writing; a copy cut in transit)."""
+    lines with a notice (a recorder killed, or still writing; a copy cut in transit).
+    ``state.end``: how far into the file the lines read reach."""
     with open(path, "rb") as raw:
         magic = raw.read(2)
         raw.seek(0)
         reader: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if magic == GZIP_MAGIC else raw
         number = 0
+        state = state or _State(0)
         while True:
             try:
                 line = reader.readline(MAX_LINE_BYTES + 1)
             except (EOFError, gzip.BadGzipFile, OSError, zlib.error):
+                state.end = raw.tell()
                 notices.append(
                     f"{path}: the compressed stream ends early, after line {number} (the "
                     "recorder was killed or is still writing, or the copy was cut): read up "
                     "to there"
                 )
                 return
+            state.end = raw.tell()  # a gzip stream's reader reads ahead: at its end, all
             if not line:
                 return
             number += 1
@@ -190,16 +202,17 @@ def stream_recording(
     left unread. ``share``: of a version-3 file that ``Share`` alone (its warm-up, its
     ``Border``, its ticks: ``max_ticks`` counts those alone). ``columns=True``: a block
     comes whole, a ``Block`` (one past ``max_ticks`` tick by tick, up to it); ``only``:
-    those fields of it alone (``blocks.Only``; one past ``max_ticks`` left out)."""
-    max_ticks = MAX_TICKS if max_ticks is None else max_ticks
+    those fields of it alone (``blocks.Only``; one past ``max_ticks`` left out). Read to
+    its end, a file's journal follows: the ticks after its last block (``_journal``)."""
+    state = _State(
+        MAX_TICKS if max_ticks is None else max_ticks,
+        count=-math.inf if share is not None and share.begin else 0,  # warm-up: no cap
+    )
     header: Header | None = None
-    last: float | None = None
-    count: float = -math.inf if share is not None and share.begin else 0  # warm-up: no cap
-    skipped_findings = 0
-    for document in _documents(path, notices, share):
+    for document in _documents(path, notices, share, state):
         if isinstance(document, Border):
             yield document
-            count = skipped_findings = 0  # warm-up before: the share's own count from here
+            state.count = state.skipped = 0  # warm-up before: the share's own count from here
             continue
         number, data = document
         if header is None:
@@ -207,45 +220,104 @@ def stream_recording(
             yield header
             continue
         ticks, skipped = _ticks(path, number, data, header.version, findings, columns, only)
-        skipped_findings += skipped
-        if isinstance(ticks, Block):
-            if count + len(ticks) <= max_ticks:
-                if last is not None and ticks.times[0] < last:
-                    raise RecordingError(f"{path}:{number}: time goes backwards")
-                last = ticks.times[-1]
-                count += len(ticks)
-                yield ticks
-                continue
-            if ticks.partial:
-                notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
-                break
-            ticks = [Tick(frame, found) for frame, found in ticks.pairs()]
-        for tick in ticks:
-            if count >= max_ticks:
-                break
-            if last is not None and tick.frame.time < last:
-                raise RecordingError(f"{path}:{number}: time goes backwards")
-            last = tick.frame.time
-            count += 1
-            yield tick
-        else:
-            continue
-        notices.append(f"{path}: more than {max_ticks:,} ticks; the rest was left out")
-        break
+        state.skipped += skipped
+        yield from _taken(path, number, ticks, state, notices)
+        if state.stopped:
+            break
     if header is None:
         raise RecordingError(f"{path}: empty, not a gputui recording")
-    if skipped_findings:
-        notices.append(f"{path}: {skipped_findings} recorded finding(s) not understood, skipped")
+    if not state.stopped and (share is None or share.end is None):
+        yield from _taken(path, 0, _journal(path, header, state, notices, findings), state, notices)
+    if state.skipped:
+        notices.append(f"{path}: {state.skipped} recorded finding(s) not understood, skipped")
+
+
+@record
+class _State:
+    """Where a reading of a recording stands."""
+
+    max_ticks: int
+    count: float = 0
+    #: the last tick's time
+    last: float | None = None
+    #: recorded findings not understood
+    skipped: int = 0
+    #: stopped at ``max_ticks``
+    stopped: bool = False
+    #: how far into the file (its bytes on disk) the lines read reach
+    end: int = 0
+
+
+def _taken(
+    path: Path, number: int, ticks: list[Tick] | Block, state: _State, notices: list[str]
+) -> Iterator[Tick | Block]:
+    """A line's ticks (a block whole where ``max_ticks`` leaves room for it), in order;
+    past ``max_ticks``, a notice and ``state.stopped``."""
+    if isinstance(ticks, Block):
+        if state.count + len(ticks) <= state.max_ticks:
+            if state.last is not None and ticks.times[0] < state.last:
+                raise RecordingError(f"{path}:{number}: time goes backwards")
+            state.last = ticks.times[-1]
+            state.count += len(ticks)
+            yield ticks
+            return
+        if ticks.partial:
+            notices.append(f"{path}: more than {state.max_ticks:,} ticks; the rest was left out")
+            state.stopped = True
+            return
+        ticks = [Tick(frame, found) for frame, found in ticks.pairs()]
+    for tick in ticks:
+        if state.count >= state.max_ticks:
+            notices.append(f"{path}: more than {state.max_ticks:,} ticks; the rest was left out")
+            state.stopped = True
+            return
+        if state.last is not None and tick.frame.time < state.last:
+            raise RecordingError(f"{path}:{number}: time goes backwards")
+        state.last = tick.frame.time
+        state.count += 1
+        yield tick
+
+
+def _journal(
+    path: Path, header: Header, state: _State, notices: list[str], findings: bool
+) -> list[Tick]:
+    """The ticks of the file's journal after its last block (a recorder killed, or still
+    recording, before it closed their block), with a notice saying so; none where the
+    file has no journal of its own, or grew past the journal's mark while it was read."""
+    if header.run is None or header.version < 3:
+        return []
+    journal = read_journal(path, header.run, notices)
+    if journal is None or journal.block is None:
+        return []
+    if journal.mark.at > state.end:
+        notices.append(f"{path}: written to while it was read: read up to its last block")
+        return []
+    try:
+        pairs, skipped = parse_block(journal.block, findings)
+    except (FormatError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        notices.append(f"{journal.path}: not ticks of this recording ({exc}): not read")
+        return []
+    last = state.last
+    ticks = [Tick(f, found) for f, found in pairs if last is None or f.time > last]
+    if ticks:
+        state.skipped += skipped
+        first, final = fmt_time(ticks[0].frame.time), fmt_time(ticks[-1].frame.time)
+        notices.append(
+            f"{path}: {len(ticks)} tick(s), {first} to {final}, read from its journal "
+            f"{journal.path.name}: its recorder did not close their block (stopped, or "
+            "still recording)"
+        )
+    return ticks
 
 
 def _documents(
-    path: Path, notices: list[str], share: Share | None = None
+    path: Path, notices: list[str], share: Share | None = None, state: _State | None = None
 ) -> Iterator[tuple[int, Any] | Border]:
     """Each line's number and JSON document; a damaged or cut last line is skipped with a
     notice, a damaged one before it is an error naming it. With ``share``, the lines of
     that share alone (``_shared``), and its ``Border``."""
     pending: tuple[int, str] | None = None  # an undecodable line, fatal unless it is the last
-    lines = _lines(path, notices) if share is None else _shared(path, notices, share)
+    lines = _lines(path, notices, state) if share is None else _shared(path, notices, share, state)
     short = False  # stopped where a share ends, not at the file's end
     for line in lines:
         if isinstance(line, Border):
@@ -319,7 +391,7 @@ _SHARE_ENDS: Final = _ShareEnds()
 
 
 def _shared(
-    path: Path, notices: list[str], share: Share
+    path: Path, notices: list[str], share: Share, state: _State | None = None
 ) -> Iterator[tuple[int, bytes, bool] | Border | _ShareEnds]:
     """The header and the lines of ``share``, its warm-up and ``Border`` before it where it
     does not begin at the start (at least the block just before it, however far back).
@@ -327,7 +399,7 @@ def _shared(
     offset = 0
     warm: deque[tuple[float, int, bytes, bool]] = deque()
     begun = share.begin == 0
-    for number, raw, complete in _lines(path, notices):
+    for number, raw, complete in _lines(path, notices, state):
         at, offset = offset, offset + len(raw)
         if number == 1:
             yield number, raw, complete
@@ -448,6 +520,11 @@ def _release(value: Any) -> str | None:
     return clean(value)
 
 
+def _run(value: Any) -> str | None:
+    """The header's run id, where it is one."""
+    return value if isinstance(value, str) and RUN_ID.fullmatch(value) else None
+
+
 def _header(path: Path, data: Any) -> Header:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise RecordingError(f"{path}:1: not a gputui recording (no 'schema': '{SCHEMA}')")
@@ -477,6 +554,7 @@ def _header(path: Path, data: Any) -> Header:
             data["version"],
             live_findings=data.get("findings") == LIVE_FINDINGS,
             gputui_version=_release(data.get("gputui_version")),
+            run=_run(data.get("run")),
         )
     except (FormatError, KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"{path}:1: damaged header ({exc})") from exc

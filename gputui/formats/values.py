@@ -7,7 +7,9 @@ Readers ignore keys they do not know (a newer writer) and keep reading; ``None``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -187,25 +189,39 @@ def source_dict(source: SourceInfo, keep_secrets: bool = False) -> dict[str, Any
 
 
 def masked(frame: Frame) -> Frame:
-    """The frame as it may travel: credentials in command lines and environments hidden."""
+    """The frame as it may travel: credentials in command lines and environments hidden.
+    A process or job with nothing to hide is the same object (a recorder masks every tick
+    of the same few command lines: each text is masked once, ``masked_text``)."""
     if not frame.processes and not any(j.env for j in frame.jobs):
         return frame
-    return dataclasses.replace(
-        frame,
-        processes=tuple(
-            dataclasses.replace(
-                p,
-                command=mask_optional(p.command),
-                parent_command=mask_optional(p.parent_command),
-                env=tuple(mask_secrets(e) for e in p.env),
-            )
-            for p in frame.processes
-        ),
-        jobs=tuple(
-            dataclasses.replace(j, env=tuple(mask_secrets(e) for e in j.env)) if j.env else j
-            for j in frame.jobs
-        ),
-    )
+    processes = tuple(_masked_process(p) for p in frame.processes)
+    jobs = tuple(_masked_job(j) for j in frame.jobs)
+    if all(map(operator.is_, processes, frame.processes)) and all(
+        map(operator.is_, jobs, frame.jobs)
+    ):
+        return frame
+    return dataclasses.replace(frame, processes=processes, jobs=jobs)
+
+
+#: a text masked (``mask_secrets``), by the text: a pure function, and the recorder's
+#: texts repeat tick after tick
+masked_text: Final[Callable[[str], str]] = functools.lru_cache(maxsize=4096)(mask_secrets)
+
+
+def _masked_process(p: ProcessSample) -> ProcessSample:
+    command = None if p.command is None else masked_text(p.command)
+    parent = None if p.parent_command is None else masked_text(p.parent_command)
+    env = tuple(map(masked_text, p.env))
+    if command == p.command and parent == p.parent_command and env == p.env:
+        return p
+    return dataclasses.replace(p, command=command, parent_command=parent, env=env)
+
+
+def _masked_job(job: JobSettings) -> JobSettings:
+    if not job.env:
+        return job
+    env = tuple(map(masked_text, job.env))
+    return job if env == job.env else dataclasses.replace(job, env=env)
 
 
 def parse_source(data: Mapping[str, Any]) -> SourceInfo:

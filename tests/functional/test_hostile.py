@@ -243,6 +243,11 @@ def test_record_never_writes_through_a_hard_link_or_chmods_it(
         ("--keep", "1000000"),
         ("--duration", "nan"),
         ("--duration", "0"),
+        ("--sync", "-1"),
+        ("--sync", "1e9"),
+        ("--sync", "nan"),
+        ("--block", "0"),
+        ("--block", "3601"),
     ],
 )
 def test_record_rotate_keep_and_duration_are_checked(

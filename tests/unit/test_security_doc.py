@@ -59,6 +59,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.formats.values.MAX_INT": "below 2^64",
         "gputui.formats.values.MAX_FLOAT": "below 1e18",
         "gputui.formats.recording.MAX_INTERVAL_S": "at most 3,600 s",
+        "gputui.formats.journal.MAX_JOURNAL_BYTES": "a journal (`FILE.journal`) of at most 64 MiB",
     },
     "the exporter's clients (`export`)": {
         "gputui.exporters.prometheus.HEADER_TIMEOUT_S": "2 s to send",
@@ -75,6 +76,8 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.cli.parser.MAX_WARMUP_S": "`--warmup` at most 3,600 s",
         "gputui.cli.parser.MAX_ROTATE_MB": "`--rotate-mb` at most 1,000,000",
         "gputui.cli.parser.MAX_KEEP": "`--keep` 1 to 1,000",
+        "gputui.core.config.MAX_RECORD_SYNC_S": "`record --sync` 0 to 3,600",
+        "gputui.core.config.MAX_BLOCK_TICKS": "`--block` 1 to 3,600",
         "gputui.core.config.MIN_SPEED": "`replay --speed` 0.125",
         "gputui.core.config.MAX_SPEED": "0.125 to 64",
     },
