@@ -130,7 +130,7 @@ class ScreenView:
         gathering = judgement.gathering_text() if judgement.gathering else None
         unjudged = tuple(
             f"not judged ({where}): {what}" for where, what in grouped(judgement.not_judged)
-        )
+        ) + tuple(f"watching ({where}): {what}" for where, what in grouped(judgement.watching))
         findings = monitor.findings
         now = frame.time if frame else None
         # The advisor judges every few seconds and ages are coarse: most ticks the pane

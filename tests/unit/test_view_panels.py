@@ -260,3 +260,19 @@ def test_a_gpu_list_with_one_or_two_lines_still_shows_the_selected_gpu() -> None
         assert len(panel.rows) <= height
         assert any("▶10" in line.replace(" ", "") for line in lines), lines
         assert "↑10 ↓53" in panel.title
+
+
+def test_a_verdict_still_watching_keeps_the_pane_from_its_all_clear() -> None:
+    """A slow leak seen for 40 s (its growth rule needs a minute): the pane says what it
+    is watching, never that nothing slows these GPUs down."""
+    from gputui.view.choices import Choices
+    from gputui.view.screen import ScreenView
+    from tests.factories import demo_monitor
+
+    monitor = demo_monitor("vram", 40, gpus=1)
+    assert monitor.judgement.watching and not monitor.findings
+    panel = ScreenView().contents(monitor, Choices(), 1.0, 120, 40).advisor
+    assert panel is not None
+    text = "\n".join(plain_lines(panel, 118))
+    assert "watching (GPU 0): vram-pressure" in text
+    assert "nothing slows" not in text
