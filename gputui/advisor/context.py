@@ -12,7 +12,8 @@ from gputui.core.judgement import Undecided, not_offered
 from gputui.core.model import DeviceInfo, Frame, GpuSample, ProcessSample
 from gputui.core.names import Metric, RuleId
 from gputui.core.records import frozen
-from gputui.sampling.history import History, WindowStats
+from gputui.sampling.history import History
+from gputui.sampling.window import WindowStats
 
 #: one frame's driver utilisation samples of a GPU: (frame time, samples above
 #: ``sample_busy_pct``, samples at or below ``starved_idle_util_pct``, all, their sum)

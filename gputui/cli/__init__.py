@@ -28,8 +28,8 @@ from gputui.cli.parser import (
     EXIT_NO_TERMINAL,
     EXIT_USAGE,
     PROMETHEUS_INTERVAL_S,
-    _normalise,
     build_parser,
+    normalise,
 )
 from gputui.core.config import DEFAULT_INTERVAL_S
 from gputui.core.sanitize import clean
@@ -37,7 +37,7 @@ from gputui.core.sanitize import clean
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(normalise(sys.argv[1:] if argv is None else argv))
     if args.interval is None:
         # A Prometheus server holds what exporters collected every 15-30 s: reading it every
         # second costs a query over the whole cluster for the same answer.

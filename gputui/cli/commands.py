@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.cli.opening import (
-    _collect,
-    _fail,
-    _glance,
-    _history,
-    _open,
-    _terminal_missing,
-    _write,
+    backfilled,
+    collect,
+    fail,
+    glance_frames,
     make_source,
+    open_devices,
     open_live,
     simulated_warmup,
     source_detail,
+    terminal_missing,
+    write_output,
 )
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
@@ -38,7 +38,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from gputui.exporters.markdown import markdown_report
     from gputui.formats.snapshot import dumps, snapshot_of
 
-    monitor = _collect(args, 0.0)
+    monitor = collect(args, 0.0)
     if isinstance(monitor, int):
         return monitor
     document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
@@ -56,7 +56,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return _write_new_snapshot(
             monitor, args.output, ".md" if fmt == "markdown" else ".json", text
         )
-    return _write(text, args.output)
+    return write_output(text, args.output)
 
 
 def _write_new_snapshot(monitor: Monitor, directory: Path, suffix: str, text: str) -> int:
@@ -86,13 +86,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     reasons: list[str] = []
 
-    def fail(message: str) -> int:
+    def fail_noted(message: str) -> int:
         reasons.append(clean(message))
-        return _fail(message)
+        return fail(message)
 
     if args.config:
-        return _doctor_config(args, fail, reasons)
-    monitor = _collect(args, args.duration, fail)
+        return _doctor_config(args, fail_noted, reasons)
+    monitor = collect(args, args.duration, fail_noted)
     if isinstance(monitor, int):
         if args.json:  # still one JSON document on stdout, saying why it holds no GPU
             print(json.dumps(_doctor_failure(reasons, monitor), indent=2, allow_nan=False))
@@ -141,7 +141,7 @@ def _doctor_config(args: argparse.Namespace, fail: Callable[[str], int], reasons
     started = time.monotonic()
     source = make_source(args)
     try:
-        devices = _open(source)
+        devices = open_devices(source)
         frame = source.read()
     except SourceUnavailable as exc:
         status = fail(str(exc))
@@ -194,11 +194,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         recording = read_recording(args.file)
     except (OSError, RecordingError) as exc:
-        return _fail(str(exc) if isinstance(exc, RecordingError) else f"{args.file}: {exc}")
+        return fail(str(exc) if isinstance(exc, RecordingError) else f"{args.file}: {exc}")
     for notice in recording.notices:
         print(f"gputui: {clean(notice)}", file=sys.stderr)
     if not recording.ticks:
-        return _fail(f"{args.file}: the recording holds no frames")
+        return fail(f"{args.file}: the recording holds no frames")
     first, last = recording.ticks[0].frame.time, recording.ticks[-1].frame.time
     try:
         start_s = _start_offset(args.start, first, last)
@@ -238,7 +238,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _no_terminal(what: str, instead: str) -> bool:
     """Whether stdin or stdout is no terminal (cron, a pipe, a log), said with what to use
     instead: a screen there would wait for keys that never come."""
-    missing = _terminal_missing()
+    missing = terminal_missing()
     if missing is None:
         return False
     print(
@@ -351,14 +351,14 @@ def cmd_app(args: argparse.Namespace) -> int:
     if isinstance(source, TopologyLater):  # the first paint waits for no GPU-pair query
         source.topology_later()
     try:
-        devices = _open(source)
+        devices = open_devices(source)
     except SourceUnavailable as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if _no_terminal("the monitor", "`gputui snapshot`, `gputui doctor` or `gputui record`"):
         source.close()
         return EXIT_NO_TERMINAL
-    history = _history(source)
-    first = () if history else _glance(source)
+    history = backfilled(source)
+    first = () if history else glance_frames(source)
     from gputui.launch import run_app  # Textual loads only once there is something to show
 
     return run_app(

@@ -76,13 +76,13 @@ def source_detail(args: argparse.Namespace) -> str | None:
     return "scenarios: " + ", ".join(f"GPU{i} {s}" for i, s in enumerate(scenarios))
 
 
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
     print(f"gputui: {clean(message)}", file=sys.stderr)
     return EXIT_NO_SOURCE
 
 
-def _collect(
-    args: argparse.Namespace, seconds: float, fail: Callable[[str], int] = _fail
+def collect(
+    args: argparse.Namespace, seconds: float, fail: Callable[[str], int] = fail
 ) -> Monitor | int:
     """Sample for ``seconds`` (at least ``--samples`` readings): the headless commands' core.
 
@@ -151,7 +151,7 @@ def simulated_warmup(args: argparse.Namespace) -> float | None:
     return float(args.warmup) if args.demo is not None else None
 
 
-def _write(text: str, output: Path | None) -> int:
+def write_output(text: str, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
         return 0
@@ -171,7 +171,7 @@ def _write(text: str, output: Path | None) -> int:
 def open_live(
     args: argparse.Namespace,
     clock: Callable[[], float] = time.time,
-    fail: Callable[[str], int] = _fail,
+    fail: Callable[[str], int] = fail,
 ) -> tuple[Monitor, Source] | int:
     """The source opened and a monitor over it, or the exit status when it cannot start
     (``fail`` says why)."""
@@ -180,23 +180,23 @@ def open_live(
 
     source = make_source(args, clock)
     try:
-        devices = _open(source)
+        devices = open_devices(source)
     except SourceUnavailable as exc:
         return fail(str(exc))
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
     monitor = make_monitor(devices, config, info)
-    for frame in _history(source):
+    for frame in backfilled(source):
         monitor.ingest(frame)
     return monitor, source
 
 
-def _history(source: Source) -> tuple[Frame, ...]:
+def backfilled(source: Source) -> tuple[Frame, ...]:
     """The history a source already holds (a Prometheus server's window), oldest first."""
     return tuple(source.backfill()) if isinstance(source, Backfills) else ()
 
 
-def _glance(source: Source) -> tuple[Frame, ...]:
+def glance_frames(source: Source) -> tuple[Frame, ...]:
     """A first frame for the first screen, where the source can take one quickly (the live
     NVML source: its GPUs without the slower host readings), so the first paint shows the
     GPUs instead of waiting for the sampler's first full read; none where it cannot."""
@@ -208,7 +208,7 @@ def _glance(source: Source) -> tuple[Frame, ...]:
         return ()
 
 
-def _open(source: Source) -> tuple[DeviceInfo, ...]:
+def open_devices(source: Source) -> tuple[DeviceInfo, ...]:
     """The source's GPUs; none readable is the same failure as no source (exit 3)."""
     devices = source.open()
     if not devices:
@@ -217,7 +217,7 @@ def _open(source: Source) -> tuple[DeviceInfo, ...]:
     return devices
 
 
-def _terminal_missing() -> str | None:
+def terminal_missing() -> str | None:
     """Which of stdin, stdout and stderr is not a terminal, if any: the monitor needs all
     three (keys in, screen out; Textual draws on stderr)."""
     for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout), ("stderr", sys.stderr)):

@@ -464,7 +464,7 @@ def _sampling_options(parser: argparse.ArgumentParser, samples: int) -> None:
     )
 
 
-def _normalise(argv: Sequence[str]) -> list[str]:
+def normalise(argv: Sequence[str]) -> list[str]:
     """``--demo snapshot`` means the default mix, not a scenario called 'snapshot'."""
     out = list(argv)
     for i, token in enumerate(out[:-1]):

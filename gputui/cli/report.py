@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputui.cli.opening import _fail, _write
+from gputui.cli.opening import fail, write_output
 from gputui.cli.parser import EXIT_USAGE
 from gputui.core.sanitize import clean
 
@@ -123,7 +123,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     text = report_text(run, fmt, keep_secrets=args.keep_secrets)
     # Markdown for a ticket goes to stdout unless told; an HTML page to a file beside
     output = args.output or (None if fmt == "md" else default_output(fmt, stem))
-    return _write(text, output)
+    return write_output(text, output)
 
 
 def _file_conflicts(args: argparse.Namespace) -> str | None:
@@ -159,9 +159,9 @@ def _from_recording(path: Path, rejudge: bool = False) -> Run | int:
     try:
         run = judge_recording(path, REPORT_MAX_TICKS, rejudge=rejudge)
     except (OSError, RecordingError) as exc:
-        return _fail(str(exc) if isinstance(exc, RecordingError) else f"{path}: {exc}")
+        return fail(str(exc) if isinstance(exc, RecordingError) else f"{path}: {exc}")
     if run is None:
-        return _fail(f"{path}: the recording holds no frames")
+        return fail(f"{path}: the recording holds no frames")
     return run
 
 
@@ -229,13 +229,13 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
         source = PrometheusSource(url, args.match, timeout_s=30.0, at=end, history_s=end - start)
         devices = source.open()
     except SourceUnavailable as exc:
-        return _fail(f"{exc} (the range asked: {_moment(start)} to {_moment(end)})")
+        return fail(f"{exc} (the range asked: {_moment(start)} to {_moment(end)})")
     try:
         span = source.data_span(start, end)
     except ScrapeError as exc:
-        return _fail(f"the Prometheus server's range could not be read: {exc}")
+        return fail(f"the Prometheus server's range could not be read: {exc}")
     if span is None:
-        return _fail(
+        return fail(
             f"the Prometheus server holds no DCGM readings between {_moment(start)} and "
             f"{_moment(end)}"
         )
@@ -254,9 +254,9 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
         for first, last in range_slices(start, end, step, len(devices)):
             collector.add_all(source.range_frames(first, last, step))
     except ScrapeError as exc:
-        return _fail(f"the Prometheus server's range could not be read: {exc}")
+        return fail(f"the Prometheus server's range could not be read: {exc}")
     if not len(collector):
-        return _fail(f"the Prometheus server holds no DCGM readings from {args.since} on")
+        return fail(f"the Prometheus server holds no DCGM readings from {args.since} on")
     notices = [f"read every {step:g} s from the server (query_range step)"]
     if thresholds.window_s > report_thresholds(0.0).window_s:
         notices.append(

@@ -1,9 +1,9 @@
-"""Bounded history: fixed-size ring buffers per metric, and window statistics.
+"""Bounded history: a ring buffer per GPU and metric (``rings``), and the questions the
+advisor asks of a window (``window``).
 
-Memory grows with what is held (``array`` of float32, NaN for "no reading"), doubling up
-to the window's capacity, and never past it: a minute's history costs a minute's
-readings, and a week-long run uses what the first hour used. All times come from the
-frames, never a clock here.
+Memory grows with what is held, up to the window's capacity, and never past it: a
+minute's history costs a minute's readings, and a week-long run uses what the first hour
+used. All times come from the frames, never a clock here.
 """
 
 from __future__ import annotations
@@ -12,99 +12,13 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
-from operator import attrgetter, mul
+from operator import attrgetter
 from typing import Any, Final, cast
 
 from gputui.core.model import Frame, GpuSample, HostSample, XidEvent
 from gputui.core.names import HostMetric, Metric
-
-NAN: Final = float("nan")
-#: slots a ring starts with; it doubles as the history fills, up to its capacity
-INITIAL_SLOTS: Final = 64
-
-
-class _Cursor:
-    """Where a ring's oldest value is and how many it holds. Every ring of a History
-    shares one: they all take one value per frame, so their positions never differ."""
-
-    __slots__ = ("_rings", "allocated", "capacity", "size", "start")
-
-    def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be positive")
-        self.capacity = capacity
-        self.start = 0
-        self.size = 0
-        self.allocated = min(capacity, INITIAL_SLOTS)  # every ring's length, alike
-        self._rings: list[Ring] = []
-
-    def reserve(self, slots: int) -> None:
-        """Every ring at least ``slots`` long (at most the capacity), grown in place: the
-        arrays keep their identity, so the columns History holds stay valid."""
-        want = min(self.capacity, slots)
-        if want <= self.allocated:
-            return
-        grow = want - self.allocated
-        for ring in self._rings:
-            ring._data.extend(array(ring._data.typecode, [ring._fill]) * grow)
-        self.allocated = want
-
-    def advance(self) -> int:
-        """The slot the next value goes to (the oldest one once full)."""
-        if self.size < self.capacity:
-            slot = self.size  # the start stays 0 until the ring is full
-            if slot >= self.allocated:
-                self.reserve(2 * self.allocated)
-            self.size += 1
-            return slot
-        slot = self.start
-        self.start = (slot + 1) % self.capacity
-        return slot
-
-
-class Ring:
-    """A fixed-capacity ring of numbers; the oldest value is overwritten first."""
-
-    __slots__ = ("_cursor", "_data", "_fill")
-
-    def __init__(
-        self, capacity: int, typecode: str = "f", fill: float = NAN, cursor: _Cursor | None = None
-    ) -> None:
-        self._cursor = _Cursor(capacity) if cursor is None else cursor
-        self._fill = fill
-        self._data = array(typecode, [fill]) * self._cursor.allocated
-        self._cursor._rings.append(self)
-
-    @property
-    def capacity(self) -> int:
-        return self._cursor.capacity
-
-    def __len__(self) -> int:
-        return self._cursor.size
-
-    def append(self, value: float) -> None:
-        """For a ring with a cursor of its own: History moves its shared one, once a frame."""
-        self._data[self._cursor.advance()] = value
-
-    def __getitem__(self, i: int) -> float:
-        """Logical index: 0 is the oldest value, -1 the newest."""
-        cursor = self._cursor
-        if i < 0:
-            i += cursor.size
-        if not 0 <= i < cursor.size:
-            raise IndexError(i)
-        return self._data[(cursor.start + i) % cursor.capacity]
-
-    def tail(self, n: int | None = None) -> list[float]:
-        """The newest ``n`` values (all when None), oldest first."""
-        cursor = self._cursor
-        size, capacity = cursor.size, cursor.capacity
-        n = size if n is None else max(0, min(n, size))
-        a = (cursor.start + size - n) % capacity
-        if a + n <= capacity:
-            return self._data[a : a + n].tolist()
-        return self._data[a:].tolist() + self._data[: a + n - capacity].tolist()
-
+from gputui.sampling.rings import NAN, Cursor, Ring
+from gputui.sampling.window import WindowStats, window_stats
 
 # What the history keeps of each sample: every Metric is the GpuSample field of its name.
 GPU_METRICS: Final[dict[Metric, Callable[[GpuSample], float | int | bool | None]]] = {
@@ -130,82 +44,13 @@ READING_METRICS: Final = (
 )
 
 
-class WindowStats:
-    """A window's figures. Immutable by contract (``Final``, checked by mypy): the advisor
-    asks for a hundred of these a judgement, and a frozen dataclass costs six times as
-    much to build. The least and greatest reading are worked out when first asked (few
-    rules do): ``min``/``max`` given as None at construction."""
-
-    __slots__ = ("_max", "_min", "count", "first", "last", "mean", "span_s", "times", "values")
-
-    def __init__(
-        self,
-        count: int,
-        mean: float,
-        min: float | None,
-        max: float | None,
-        first: float,
-        last: float,
-        span_s: float,
-        times: Sequence[float],
-        values: Sequence[float],
-    ) -> None:
-        self.count: Final = count
-        self.mean: Final = mean
-        self._min = min
-        self._max = max
-        self.first: Final = first
-        self.last: Final = last
-        #: time between the first and last reading in the window
-        self.span_s: Final = span_s
-        # The readings behind the figures, for the slope. Shared with the history's
-        # per-tick caches rather than copied: nothing may change them.
-        self.times: Final = times
-        self.values: Final = values
-
-    @property
-    def min(self) -> float:
-        if self._min is None:
-            self._min = min(self.values)
-        return self._min
-
-    @property
-    def max(self) -> float:
-        if self._max is None:
-            self._max = max(self.values)
-        return self._max
-
-    def __repr__(self) -> str:
-        return (
-            f"WindowStats(count={self.count}, mean={self.mean}, min={self.min}, "
-            f"max={self.max}, first={self.first}, last={self.last}, span_s={self.span_s})"
-        )
-
-    @property
-    def slope_per_s(self) -> float | None:
-        """Least-squares slope per second; None with fewer than 2 points or no time span."""
-        n = self.count
-        if n < 2:
-            return None
-        times = self.times
-        t_mean = sum(times) / n
-        centred = [t - t_mean for t in times]  # centred times keep the sums well conditioned
-        var: float = sum(map(mul, centred, centred))
-        if var <= 1e-12:
-            return None
-        # sum((t - t_mean) * (v - mean)), without a pass to centre the values: the centred
-        # times sum to zero but for rounding, which the second term takes back out
-        covariance: float = sum(map(mul, centred, self.values)) - self.mean * sum(centred)
-        return covariance / var
-
-
 class _GpuRings:
     __slots__ = ("columns", "metrics", "reasons")
 
-    def __init__(self, cursor: _Cursor) -> None:
+    def __init__(self, cursor: Cursor) -> None:
         self.metrics = {name: Ring(cursor.capacity, cursor=cursor) for name in Metric}
         # the same arrays in the order _GPU_READINGS gives the readings
-        self.columns = [self.metrics[name]._data for name in Metric]
+        self.columns = [self.metrics[name].data for name in Metric]
         self.reasons = Ring(cursor.capacity, "q", NO_REASONS, cursor)
 
 
@@ -214,11 +59,11 @@ class History:
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._cursor = _Cursor(capacity)
-        self._times = Ring(capacity, "d", cursor=self._cursor)
+        self.cursor = Cursor(capacity)
+        self._times = Ring(capacity, "d", cursor=self.cursor)
         self._gpus: dict[int, _GpuRings] = {}
-        self._host = {name: Ring(capacity, cursor=self._cursor) for name in HostMetric}
-        self._host_columns = [self._host[name]._data for name in HostMetric]
+        self._host = {name: Ring(capacity, cursor=self.cursor) for name in HostMetric}
+        self._host_columns = [self._host[name].data for name in HostMetric]
         self.latest: Frame | None = None
         # Xid events arrive once, on one tick: kept here so they can be shown and judged
         # for as long as they matter, a few per GPU at most.
@@ -238,16 +83,16 @@ class History:
         out = History(capacity)
         n = min(len(self), capacity)
         if n:
-            out._cursor.reserve(n)
-            out._cursor.size = n
-            out._times._data[:n] = array("d", self._times.tail(n))
+            out.cursor.reserve(n)
+            out.cursor.size = n
+            out._times.data[:n] = array("d", self._times.tail(n))
             for index, rings in self._gpus.items():
-                copy = out._gpus[index] = _GpuRings(out._cursor)
+                copy = out._gpus[index] = _GpuRings(out.cursor)
                 for metric, ring in rings.metrics.items():
-                    copy.metrics[metric]._data[:n] = array("f", ring.tail(n))
-                copy.reasons._data[:n] = array("q", rings.reasons.tail(n))
+                    copy.metrics[metric].data[:n] = array("f", ring.tail(n))
+                copy.reasons.data[:n] = array("q", rings.reasons.tail(n))
             for host_metric, host_ring in self._host.items():
-                out._host[host_metric]._data[:n] = array("f", host_ring.tail(n))
+                out._host[host_metric].data[:n] = array("f", host_ring.tail(n))
         out.latest = self.latest
         out._xids = {i: deque(x, maxlen=MAX_XIDS) for i, x in self._xids.items()}
         out._last_seen = dict(self._last_seen)
@@ -265,9 +110,9 @@ class History:
         for index in present:
             if index not in self._gpus:
                 # A GPU that appears late has no readings (NaN) for the ticks before it.
-                self._gpus[index] = _GpuRings(self._cursor)
-        slot = self._cursor.advance()  # every ring's, at once
-        self._times._data[slot] = frame.time
+                self._gpus[index] = _GpuRings(self.cursor)
+        slot = self.cursor.advance()  # every ring's, at once
+        self._times.data[slot] = frame.time
         self._counts.clear()
         self._time_tails.clear()
         self._windows.clear()
@@ -276,7 +121,7 @@ class History:
             if sample is None or sample.lost:
                 for column in rings.columns:
                     column[slot] = NAN
-                rings.reasons._data[slot] = NO_REASONS
+                rings.reasons.data[slot] = NO_REASONS
                 continue
             for column, value in zip(rings.columns, _GPU_READINGS(sample), strict=True):
                 column[slot] = NAN if value is None else value
@@ -284,7 +129,7 @@ class History:
             if sample.xid_events:
                 self._xids.setdefault(index, deque(maxlen=MAX_XIDS)).extend(sample.xid_events)
             reasons = sample.clock_reasons
-            rings.reasons._data[slot] = NO_REASONS if reasons is None else reasons
+            rings.reasons.data[slot] = NO_REASONS if reasons is None else reasons
         host = frame.host
         if host is None:
             for column in self._host_columns:
@@ -309,10 +154,10 @@ class History:
         frame."""
         for index in gpus:
             if index not in self._gpus:
-                self._gpus[index] = _GpuRings(self._cursor)
+                self._gpus[index] = _GpuRings(self.cursor)
         runs: list[list[int]] = []  # [first slot, slots, first tick], contiguous slots
         for k in range(len(times)):
-            slot = self._cursor.advance()
+            slot = self.cursor.advance()
             if runs and runs[-1][0] + runs[-1][1] == slot:
                 runs[-1][1] += 1
             else:
@@ -324,18 +169,18 @@ class History:
         self._windows.clear()
         filled = array("d", times)
         for a, n, k in runs:
-            self._times._data[a : a + n] = filled[k : k + n]
+            self._times.data[a : a + n] = filled[k : k + n]
             for index, rings in self._gpus.items():
                 given = gpus.get(index)
                 if given is None:
                     for column in rings.columns:
                         column[a : a + n] = blank[:n]
-                    rings.reasons._data[a : a + n] = unknown[:n]
+                    rings.reasons.data[a : a + n] = unknown[:n]
                     continue
                 for column, values in zip(rings.columns, given[0], strict=True):
                     column[a : a + n] = values[at + k : at + k + n]
                 masks: array[Any] = given[1]
-                rings.reasons._data[a : a + n] = masks[at + k : at + k + n]
+                rings.reasons.data[a : a + n] = masks[at + k : at + k + n]
             for column, values in zip(self._host_columns, host, strict=True):
                 column[a : a + n] = values[at + k : at + k + n]
         for index in gpus:
@@ -364,17 +209,17 @@ class History:
                 return False
         elif abs(self._times[near] - frame.time) > 1.0 and size > 1:
             return False  # beyond the ends: only a tick's own time
-        slot = (self._cursor.start + near) % self._cursor.capacity
+        slot = (self.cursor.start + near) % self.cursor.capacity
         for sample in frame.gpus:
             rings = self._gpus.get(sample.index)
             if rings is None:
-                rings = self._gpus[sample.index] = _GpuRings(self._cursor)
+                rings = self._gpus[sample.index] = _GpuRings(self.cursor)
             if sample.lost or any(column[slot] == column[slot] for column in rings.columns):
                 continue  # a reading of its own there already
             for column, value in zip(rings.columns, _GPU_READINGS(sample), strict=True):
                 column[slot] = NAN if value is None else value
             reasons = sample.clock_reasons
-            rings.reasons._data[slot] = NO_REASONS if reasons is None else reasons
+            rings.reasons.data[slot] = NO_REASONS if reasons is None else reasons
         return True
 
     def _first_at_or_after(self, when: float) -> int:
@@ -439,7 +284,7 @@ class History:
     def _in_window(self, ring: Ring, seconds: float) -> tuple[list[float], list[float]]:
         """The times of the last ``seconds`` and ``ring``'s values at them."""
         times, a, b, c = self._window(seconds)
-        data = ring._data
+        data = ring.data
         values = data[a:b].tolist()
         if c:
             values += data[:c].tolist()
@@ -453,7 +298,7 @@ class History:
         found = self._windows.get(seconds)
         if found is None:
             n = self._count_since(seconds)
-            cursor = self._cursor
+            cursor = self.cursor
             a = (cursor.start + cursor.size - n) % cursor.capacity
             b, c = (
                 (a + n, 0)
@@ -467,10 +312,10 @@ class History:
         rings = self._gpus.get(gpu)
         if rings is None:
             return None
-        return _stats(*self._in_window(rings.metrics[metric], seconds))
+        return window_stats(*self._in_window(rings.metrics[metric], seconds))
 
     def host_stats(self, metric: HostMetric, seconds: float) -> WindowStats | None:
-        return _stats(*self._in_window(self._host[metric], seconds))
+        return window_stats(*self._in_window(self._host[metric], seconds))
 
     def reading_times(self, gpu: int, seconds: float | None = None) -> list[float]:
         """The times of a GPU's distinct readings in the last ``seconds`` (all without).
@@ -565,34 +410,6 @@ class History:
         rings: Iterator[Ring] = (
             ring for g in self._gpus.values() for ring in (*g.metrics.values(), g.reasons)
         )
-        total = sum(r._data.itemsize * len(r._data) for r in rings)
-        total += sum(r._data.itemsize * len(r._data) for r in self._host.values())
-        return total + self._times._data.itemsize * len(self._times._data)
-
-
-def _stats(times: list[float], values: list[float]) -> WindowStats | None:
-    # The advisor asks for ~100 of these per tick: lean on C builtins, slope on demand.
-    if not values:
-        return None
-    total = sum(values)
-    if total == total:  # no NaN among them: no gaps to leave out (the common case)
-        known = values
-    else:
-        known = [v for v in values if v == v]
-        if not known:
-            return None
-        times = [t for t, v in zip(times, values, strict=True) if v == v]
-        total = sum(known)
-    count = len(known)
-    # count, mean, min, max (None: when asked), first, last, span_s, times, values
-    return WindowStats(
-        count,
-        total / count,
-        None,
-        None,
-        known[0],
-        known[-1],
-        times[-1] - times[0],
-        times,
-        known,
-    )
+        total = sum(r.data.itemsize * len(r.data) for r in rings)
+        total += sum(r.data.itemsize * len(r.data) for r in self._host.values())
+        return total + self._times.data.itemsize * len(self._times.data)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from gputui.core.model import Frame, ProcessSample
-from gputui.sampling.history import NAN, Ring, _Cursor
+from gputui.sampling.rings import NAN, Cursor, Ring
 
 MAX_PROCESSES: Final = 256
 POINTS: Final = 600  # ten minutes at one reading a second
@@ -34,7 +34,7 @@ class _Rings:
     __slots__ = ("metrics", "times")
 
     def __init__(self, points: int) -> None:
-        cursor = _Cursor(points)
+        cursor = Cursor(points)
         self.times = Ring(points, "d", cursor=cursor)
         self.metrics = {m: Ring(points, cursor=cursor) for m in ProcessMetric}
 
@@ -83,10 +83,10 @@ class ProcessHistory:
             rings = self._rings.get(key)
             if rings is None:
                 rings = self._rings[key] = _Rings(self._points)
-            slot = rings.times._cursor.advance()
-            rings.times._data[slot] = frame.time
+            slot = rings.times.cursor.advance()
+            rings.times.data[slot] = frame.time
             for metric, value in values.items():
-                rings.metrics[metric]._data[slot] = value
+                rings.metrics[metric].data[slot] = value
 
     def series(
         self, pid: int, started: float | None, metric: ProcessMetric

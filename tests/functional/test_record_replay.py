@@ -271,7 +271,7 @@ def _replayed(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[int, di
         made.update(options, recording=recording)
         return "app"
 
-    monkeypatch.setattr("gputui.cli.commands._terminal_missing", lambda: None)
+    monkeypatch.setattr("gputui.cli.commands.terminal_missing", lambda: None)
     monkeypatch.setattr(gputui.launch, "make_replay_app", make)
     monkeypatch.setattr(gputui.launch, "run_owned", lambda app: 0)
     return main(["replay", *argv]), made

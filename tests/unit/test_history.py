@@ -11,7 +11,8 @@ from gputui.core import clock_events as ce
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, GpuSample, XidEvent
 from gputui.core.names import Metric
-from gputui.sampling.history import MAX_XIDS, NO_REASONS, History, Ring
+from gputui.sampling.history import MAX_XIDS, NO_REASONS, History
+from gputui.sampling.rings import Ring
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gputui.cli.opening import _glance
+from gputui.cli.opening import glance_frames
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame
 from gputui.sources.host import HostReader
@@ -70,12 +70,12 @@ def test_the_app_starts_with_a_glance_where_the_source_takes_one() -> None:
     scenarios = resolve_scenarios("healthy", 2)
     glancing = Glancing(scenarios)
     glancing.open()
-    [frame] = _glance(glancing)
+    [frame] = glance_frames(glancing)
     assert len(frame.gpus) == 2
-    assert _glance(SimulatedSource(scenarios)) == ()  # no glance: the sampler's first read
+    assert glance_frames(SimulatedSource(scenarios)) == ()  # no glance: the sampler's first read
     failing = Failing(scenarios)
     failing.open()
-    assert _glance(failing) == ()  # the sampler's first read meets the error and says it
+    assert glance_frames(failing) == ()  # the sampler's first read meets the error and says it
 
 
 def test_topology_later_leaves_the_gpu_pairs_to_the_first_full_read(

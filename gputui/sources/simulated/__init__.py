@@ -13,23 +13,14 @@ from collections.abc import Callable, Sequence
 
 from gputui.core.model import DeviceInfo, Frame, HostSample
 from gputui.core.names import SourceKind
+from gputui.sources.simulated import noise
 from gputui.sources.simulated.cards import BOOT_AGE_S, GIB, HOST_CPUS, MAX_GPUS, MIX
-from gputui.sources.simulated.gpu import (
-    _HOST_CORES,
-    _HOST_DISK,
-    _HOST_IOWAIT,
-    _HOST_LOAD,
-    _HOST_MEM,
-    Gpu,
-    Reading,
-    _Noise,
-)
+from gputui.sources.simulated.gpu import Gpu, Reading, Scenario
 from gputui.sources.simulated.scenarios import (
-    _BY_NAME,
+    BY_NAME,
     MIX_ORDER,
     SCENARIO_TABLE,
     SCENARIOS,
-    Scenario,
     resolve_scenarios,
 )
 
@@ -51,17 +42,17 @@ class SimulatedSource:
         """``history_s``: the source opens that long ago, and ``backfill`` gives the
         frames of those seconds (the interactive demo starts with its scenarios under way,
         as the screenshots show it, not with an empty history)."""
-        unknown = [s for s in scenarios if s not in _BY_NAME]
+        unknown = [s for s in scenarios if s not in BY_NAME]
         if unknown or not scenarios:
             raise ValueError(f"unknown scenarios: {unknown}")
         self.scenarios = tuple(scenarios)
         self._clock = clock
         self._hostname = hostname
         self._gpus = [
-            Gpu(i, _BY_NAME[s], seed, len(scenarios)) for i, s in enumerate(self.scenarios)
+            Gpu(i, BY_NAME[s], seed, len(scenarios)) for i, s in enumerate(self.scenarios)
         ]
         self._start: float | None = None
-        self._host_noise = _Noise(seed, 10_000)
+        self._host_noise = noise.Noise(seed, 10_000)
         self._history_s = max(0.0, history_s)
 
     def open(self) -> tuple[DeviceInfo, ...]:
@@ -102,7 +93,7 @@ class SimulatedSource:
 
     def _host(self, t: float, readings: Sequence[Reading]) -> HostSample:
         n = self._host_noise
-        per_cpu = [n.around(_HOST_CORES + k, t, 1.5, 1.0) for k in range(HOST_CPUS)]
+        per_cpu = [n.around(noise.HOST_CORES + k, t, 1.5, 1.0) for k in range(HOST_CPUS)]
         slot = 0
         for reading in readings:
             for busy in reading.host_cores:
@@ -117,15 +108,15 @@ class SimulatedSource:
             cpu_percent=round(sum(per_cpu) / HOST_CPUS, 1),
             per_cpu_percent=tuple(per_cpu),
             cpu_count=HOST_CPUS,
-            load_1=round(busy_cores + n(_HOST_LOAD, t), 2),
+            load_1=round(busy_cores + n(noise.HOST_LOAD, t), 2),
             load_5=round(busy_cores * 0.95, 2),
             load_15=round(busy_cores * 0.9, 2),
             mem_total=2048 * GIB,
-            mem_available=int((1610 + 8 * n(_HOST_MEM, t)) * GIB),
+            mem_available=int((1610 + 8 * n(noise.HOST_MEM, t)) * GIB),
             swap_total=0,
             swap_used=0,
-            iowait_pct=round(n.around(_HOST_IOWAIT, t, 0.6, 0.3), 2),
-            disk_read_bps=n.around(_HOST_DISK, t, 180e6, 40e6),
+            iowait_pct=round(n.around(noise.HOST_IOWAIT, t, 0.6, 0.3), 2),
+            disk_read_bps=n.around(noise.HOST_DISK, t, 180e6, 40e6),
             hostname=self._hostname,
             uptime_s=BOOT_AGE_S + t,
         )

@@ -3,14 +3,14 @@ every scenario draws from."""
 
 from __future__ import annotations
 
-import math
 import uuid
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
 
 from gputui.core import clock_events as ce
 from gputui.core.config import WORKER_ACTIVE_PCT
 from gputui.core.model import DeviceInfo, GpuSample, NvLinkSample, ProcessSample
 from gputui.core.records import frozen
+from gputui.sources.simulated import noise
 from gputui.sources.simulated.cards import (
     CUDA_DRIVER_VERSION,
     DRIVER_VERSION,
@@ -26,62 +26,9 @@ from gputui.sources.simulated.cards import (
     CardSpec,
 )
 
-if TYPE_CHECKING:
-    from gputui.sources.simulated.scenarios import Scenario
-
-# Noise channels: each reading draws from its own, so changing one leaves the others as
-# they were (and the screenshots with them).
-_UTIL: Final = 1
-_UTIL_MEM: Final = 2
-_RX: Final = 3
-_TX: Final = 4
-_RSS: Final = 5
-_POWER: Final = 6
-_CLOCK: Final = 7
-_TEMP: Final = 8
-_MEM: Final = 9
-_WORKER_CORES: Final = 10  # 10, 11, ...: one per data-loader worker
-_STEP_BUSY: Final = 11  # the starved scenario: is the GPU busy this second?
-_STEP_IDLE_UTIL: Final = 12
-_PROC_CPU: Final = 13
-_MAIN_CORE: Final = 14
-_UNCAPPED: Final = 40  # the draw a capped job would reach without its limit
-# ... and the host's
-_HOST_LOAD: Final = 1
-_HOST_MEM: Final = 2
-_HOST_IOWAIT: Final = 3
-_HOST_DISK: Final = 4
-_HOST_CORES: Final = 100  # 100, 101, ...: one per CPU
-
-
-def _mix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    return x ^ (x >> 31)
-
-
 LAUNCHER_PID = 2000  # torchrun, the parent of the node's job's ranks
 _VENV = "/home/mlteam/venvs/llm/bin"
 _OWNERS = ("ana", "ravi", "kim", "lee")
-
-
-class _Noise:
-    """Deterministic noise in [0, 1) keyed by (seed, gpu, channel, whole second)."""
-
-    def __init__(self, seed: int, gpu: int) -> None:
-        self._base = _mix64(seed * 1_000_003 + gpu * 7919 + 1)
-
-    def __call__(self, channel: int, t: float) -> float:
-        # _mix64, inlined: the demo draws ~190 of these per tick and it shows in its CPU
-        x = (self._base ^ (channel * 0x100000001B3) ^ math.floor(t)) + 0x9E3779B97F4A7C15
-        x &= 0xFFFFFFFFFFFFFFFF
-        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-        return (x ^ (x >> 31)) / 18446744073709551616.0  # 2**64
-
-    def around(self, channel: int, t: float, centre: float, spread: float) -> float:
-        return centre + (self(channel, t) * 2.0 - 1.0) * spread
 
 
 @frozen
@@ -91,8 +38,50 @@ class Reading:
     host_cores: tuple[float, ...]  # CPU % of the cores this GPU's job keeps busy
 
 
-def _approach(start: float, target: float, t: float, tau: float) -> float:
-    return target + (start - target) * math.exp(-t / tau)
+@frozen
+class Scenario:
+    """What a simulated GPU runs: its card, and its readings second by second."""
+
+    name: str
+    card: CardSpec
+    read: Callable[[Gpu, float], Reading]
+    #: positions of this scenario in the default mix (the mix of N GPUs takes the first N)
+    mix_slots: tuple[int, ...] = ()
+    #: the host's PCIe generation when it is older than the card's
+    host_pcie_gen: int | None = None
+    #: the enforced power limit as a share of the default, when the scenario lowered it
+    power_limit_share: float | None = None
+
+
+@frozen
+class Load:
+    """A second of a training job, as a scenario shapes it: ``power`` is what the job
+    draws while its kernels run ``power_util`` % of the time; ``cap`` a power limiter
+    holding the board (none: its limit only); ``link`` the PCIe link trained (generation,
+    width; none: the best card and host allow); the rest the job's own process: its CPU,
+    data-loader workers and their CPU, command, threads, launcher environment (none: a
+    torchrun rank's), CUDA runtime and libraries."""
+
+    util: float
+    clock_factor: float
+    temp: float
+    power: float
+    mem_frac: float
+    power_util: float
+    cap: float | None = None
+    reasons: int = 0
+    rx: float = 2.2e9
+    tx: float = 0.35e9
+    link: tuple[int, int] | None = None
+    cpu: float = 135.0
+    workers: int = 8
+    command: str | None = None
+    threads: int = 48
+    env: tuple[str, ...] | None = None
+    runtime: str = "12.4"
+    libraries: tuple[str, ...] = ()
+    util_samples: tuple[float, ...] = ()
+    worker_cpu: float = 62.0
 
 
 #: what holding the SM clock at its maximum adds to a board's idle draw (as a share of
@@ -120,7 +109,7 @@ class Gpu:
         self.host_pcie_gen = scenario.host_pcie_gen or self.spec.pcie_gen
         # the enforced power limit: the default, unless the scenario lowered it
         self.limit = self.spec.power_default * (scenario.power_limit_share or 1.0)
-        self.noise = _Noise(seed, index)
+        self.noise = noise.Noise(seed, index)
         self.pid = 2100 + 97 * index
         self.gpus = gpus
         # two sockets: the first half of the GPUs on node 0, in pairs behind PCIe switches
@@ -169,12 +158,15 @@ class Gpu:
             "WORLD_SIZE=" + str(self.gpus),
         )
 
+    def _uuid_bits(self) -> int:
+        return (noise.mix64(self.index + 77) << 64) | noise.mix64(self.index)
+
     def info(self) -> DeviceInfo:
         s = self.spec
         return DeviceInfo(
             index=self.index,
             name=s.name,
-            uuid=f"GPU-{uuid.UUID(int=(_mix64(self.index + 77) << 64) | _mix64(self.index))}",
+            uuid=f"GPU-{uuid.UUID(int=self._uuid_bits())}",
             pci_bus_id=f"00000000:{0x18 + 0x10 * self.index:02X}:00.0",
             architecture=s.architecture,
             compute_capability=s.compute_capability,
@@ -222,66 +214,29 @@ class Gpu:
         return self.scenario.read(self, t)
 
     # -- shared shape of a training load ------------------------------------------
-    def training(
-        self,
-        t: float,
-        *,
-        util: float,
-        clock_factor: float,
-        temp: float,
-        power: float,
-        mem_frac: float,
-        power_util: float,
-        cap: float | None = None,
-        reasons: int = 0,
-        rx: float = 2.2e9,
-        tx: float = 0.35e9,
-        link: tuple[int, int] | None = None,
-        cpu: float = 135.0,
-        workers: int = 8,
-        command: str | None = None,
-        threads: int = 48,
-        env: tuple[str, ...] | None = None,
-        runtime: str = "12.4",
-        libraries: tuple[str, ...] = (),
-        util_samples: tuple[float, ...] = (),
-        worker_cpu: float = 62.0,
-    ) -> Reading:
-        """A second of a training job. ``power``: what the job draws while its kernels run
-        ``power_util`` % of the time; the board draws in proportion to ``util`` (near its
-        idle draw when the job waits), never over its limit, and with ``cap`` (a power
-        limiter holding it), never over that."""
-        draw = board_draw(self.spec, clock_factor, util, power, power_util)
-        draw = min(draw, self.limit if cap is None else min(cap, self.limit))
-        sample = self._sample(
-            t, util, clock_factor, temp, draw, mem_frac, reasons, (rx, tx), link, util_samples
-        )
-        process, cores = self._process(
-            t, sample, cpu, workers, command, threads, env, (runtime, libraries), worker_cpu
-        )
+    def training(self, t: float, load: Load) -> Reading:
+        """A second of a training job. The board draws in proportion to ``load.util`` (near
+        its idle draw when the job waits), never over its limit, and with ``load.cap`` (a
+        power limiter holding it), never over that."""
+        draw = board_draw(self.spec, load.clock_factor, load.util, load.power, load.power_util)
+        draw = min(draw, self.limit if load.cap is None else min(load.cap, self.limit))
+        sample = self._sample(t, load, draw)
+        process, cores = self._process(t, sample, load)
         return Reading(sample, process, cores)
 
-    def _sample(
-        self,
-        t: float,
-        util: float,
-        clock_factor: float,
-        temp: float,
-        power: float,
-        mem_frac: float,
-        reasons: int,
-        traffic: tuple[float, float],
-        link: tuple[int, int] | None,
-        util_samples: tuple[float, ...],
-    ) -> GpuSample:
+    def _sample(self, t: float, load: Load, power: float) -> GpuSample:
         s, n = self.spec, self.noise
+        util, temp, reasons = load.util, load.temp, load.reasons
+        link = load.link
         gen, width = link if link is not None else (min(s.pcie_gen, self.host_pcie_gen), 16)
-        mem_used = int(s.memory_total * min(mem_frac, 0.995))
-        clock = int(s.max_sm_clock * clock_factor / 15) * 15
+        mem_used = int(s.memory_total * min(load.mem_frac, 0.995))
+        clock = int(s.max_sm_clock * load.clock_factor / 15) * 15
         return GpuSample(
             index=self.index,
             util_gpu=round(min(100.0, max(0.0, util)), 0),
-            util_mem=round(min(100.0, max(0.0, util * 0.55 + n.around(_UTIL_MEM, t, 0, 3))), 0),
+            util_mem=round(
+                min(100.0, max(0.0, util * 0.55 + n.around(noise.UTIL_MEM, t, 0, 3))), 0
+            ),
             sm_activity=round(util * 0.82, 1) if s.gpm else None,
             tensor_activity=round(util * 0.47, 1) if s.gpm else None,
             sm_clock_mhz=clock,
@@ -291,7 +246,7 @@ class Gpu:
             temp_c=round(temp, 0),
             mem_temp_c=round(temp + 6, 0) if s.temp_mem_max is not None else None,
             temp_margin_c=round(s.temp_slowdown - temp, 0),
-            util_samples=util_samples,
+            util_samples=load.util_samples,
             fan_pct=None,
             power_w=round(power, 1),
             power_limit_w=self.limit,
@@ -302,8 +257,8 @@ class Gpu:
             mem_total=s.memory_total,
             pcie_gen=gen,
             pcie_width=width,
-            pcie_rx_bps=max(0.0, traffic[0] * (0.85 + 0.3 * n(_RX, t))),
-            pcie_tx_bps=max(0.0, traffic[1] * (0.8 + 0.4 * n(_TX, t))),
+            pcie_rx_bps=max(0.0, load.rx * (0.85 + 0.3 * n(noise.RX, t))),
+            pcie_tx_bps=max(0.0, load.tx * (0.8 + 0.4 * n(noise.TX, t))),
             pcie_replay_count=0,
             ecc_volatile_corrected=0,
             ecc_volatile_uncorrected=0,
@@ -319,22 +274,13 @@ class Gpu:
         )
 
     def _process(
-        self,
-        t: float,
-        sample: GpuSample,
-        cpu: float,
-        workers: int,
-        command: str | None,
-        threads: int,
-        env: tuple[str, ...] | None,
-        cuda: tuple[str, tuple[str, ...]],
-        worker_cpu: float,
+        self, t: float, sample: GpuSample, load: Load
     ) -> tuple[ProcessSample, tuple[float, ...]]:
         """The GPU's one process, and its data-loader workers' cores."""
         n = self.noise
-        runtime, libraries = cuda
-        rss = int((11.5 + 0.4 * n(_RSS, t)) * GIB)
-        env = self.launcher_env() if env is None else env
+        workers, worker_cpu = load.workers, load.worker_cpu
+        rss = int((11.5 + 0.4 * n(noise.RSS, t)) * GIB)
+        env = self.launcher_env() if load.env is None else load.env
         rank = any(v.startswith("RANK=") for v in env)  # a rank of the node's one job
         if rank:
             started = self.opened - JOB_AGE_S + 0.4 * self.index
@@ -342,7 +288,8 @@ class Gpu:
             started = self.opened - OWN_JOB_AGE_S - OWN_JOB_STEP_S * self.index
         spread = 14.0 if worker_cpu < 90.0 else 1.0  # a saturated worker sits at its core
         cores = tuple(
-            min(100.0, n.around(_WORKER_CORES + k, t, worker_cpu, spread)) for k in range(workers)
+            min(100.0, n.around(noise.WORKER_CORES + k, t, worker_cpu, spread))
+            for k in range(workers)
         )
         process = ProcessSample(
             pid=self.pid,
@@ -352,14 +299,14 @@ class Gpu:
             name="python3",
             # the node's job is the team's; the single-GPU runs are people's own
             user="mlteam" if rank else _OWNERS[self.index % len(_OWNERS)],
-            command=command
+            command=load.command
             or f"{_VENV}/python3 -u train.py --model llama-3-8b --batch-size 16"
             f" --local-rank {self.index}",
-            cpu_percent=round(cpu, 1),
+            cpu_percent=round(load.cpu, 1),
             rss=rss,
-            threads=threads,
+            threads=load.threads,
             children=workers,
-            cuda_runtime=runtime,
+            cuda_runtime=load.runtime,
             env=env,
             # torchrun started the job's ranks; each own run was started from a shell
             ppid=LAUNCHER_PID if rank else 3000 + 17 * self.index,
@@ -369,8 +316,10 @@ class Gpu:
                 if rank
                 else "-bash"
             ),
-            cuda_libraries=libraries,
-            cuda_runtime_evidence=f"libcudart.so.{runtime}" if runtime != "12.4" else None,
+            cuda_libraries=load.libraries,
+            cuda_runtime_evidence=(
+                f"libcudart.so.{load.runtime}" if load.runtime != "12.4" else None
+            ),
             started=started,
             sm_util=sample.util_gpu,  # the GPU's one process: all of its utilisation
             workers_cpu_percent=round(sum(cores), 1) if workers else None,

@@ -3,15 +3,13 @@ a pure function of (seed, GPU, time since start)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
 from gputui.core import clock_events as ce
 from gputui.core.model import GpuSample
 from gputui.core.pcie import link_bandwidth
-from gputui.core.records import frozen
-from gputui.sources.simulated import stuck
+from gputui.sources.simulated import noise, stuck
 from gputui.sources.simulated.cards import (
     A100_PCIE,
     H100_PCIE,
@@ -21,25 +19,8 @@ from gputui.sources.simulated.cards import (
     MIB,
     MIX,
     RTX_4090,
-    CardSpec,
 )
-from gputui.sources.simulated.gpu import (
-    _CLOCK,
-    _MAIN_CORE,
-    _MEM,
-    _POWER,
-    _PROC_CPU,
-    _RX,
-    _STEP_BUSY,
-    _STEP_IDLE_UTIL,
-    _TEMP,
-    _TX,
-    _UNCAPPED,
-    _UTIL,
-    Gpu,
-    Reading,
-    _approach,
-)
+from gputui.sources.simulated.gpu import Gpu, Load, Reading, Scenario
 
 
 def idle(gpu: Gpu, t: float) -> Reading:
@@ -55,11 +36,11 @@ def idle(gpu: Gpu, t: float) -> Reading:
         mem_clock_mhz=s.max_mem_clock,
         graphics_clock_mhz=345,
         app_sm_clock_mhz=s.default_app_sm_clock,
-        temp_c=round(n.around(_UTIL, t, 33.0, 0.6), 0),
+        temp_c=round(n.around(noise.UTIL, t, 33.0, 0.6), 0),
         mem_temp_c=31.0 if s.gpm else None,
         temp_margin_c=s.temp_slowdown - 33.0,
         fan_pct=None,
-        power_w=round(n.around(_POWER, t, s.idle_power, 1.5), 1),
+        power_w=round(n.around(noise.POWER, t, s.idle_power, 1.5), 1),
         power_limit_w=s.power_default,
         pstate=0,
         clock_reasons=ce.GPU_IDLE,
@@ -68,8 +49,8 @@ def idle(gpu: Gpu, t: float) -> Reading:
         mem_total=s.memory_total,
         pcie_gen=1,  # links downshift when idle to save power: normal
         pcie_width=16,
-        pcie_rx_bps=n.around(_RX, t, 40e3, 20e3),
-        pcie_tx_bps=n.around(_TX, t, 30e3, 15e3),
+        pcie_rx_bps=n.around(noise.RX, t, 40e3, 20e3),
+        pcie_tx_bps=n.around(noise.TX, t, 30e3, 15e3),
         pcie_replay_count=0,
         ecc_volatile_corrected=0,
         ecc_volatile_uncorrected=0,
@@ -84,19 +65,21 @@ def healthy(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 97.0, 2.5),
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
-        temp=_approach(48.0, 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.82 * s.power_default, 25.0),
-        power_util=97.0,
-        mem_frac=0.76 + 0.004 * n(_MEM, t),
+        Load(
+            util=n.around(noise.UTIL, t, 97.0, 2.5),
+            clock_factor=n.around(noise.CLOCK, t, 0.985, 0.012),
+            temp=noise.approach(48.0, 71.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, 0.82 * s.power_default, 25.0),
+            power_util=97.0,
+            mem_frac=0.76 + 0.004 * n(noise.MEM, t),
+        ),
     )
 
 
 def thermal(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     # Heats towards 91.5 °C; HW slowdown holds it just above the slowdown limit.
-    temp = min(_approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(_TEMP, t))
+    temp = min(noise.approach(62.0, 91.5, t, 10.0), s.temp_slowdown + 0.5 + n(noise.TEMP, t))
     reasons = 0
     if temp >= (s.temp_gpu_max or s.temp_slowdown):
         reasons |= ce.SW_THERMAL
@@ -105,13 +88,15 @@ def thermal(gpu: Gpu, t: float) -> Reading:
     factor = 1.0 - 0.30 * min(1.0, max(0.0, (temp - 84.0) / 5.0))
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 98.0, 1.5),
-        clock_factor=factor * n.around(_CLOCK, t, 0.995, 0.004),
-        temp=temp,
-        power=0.82 * s.power_default * factor**1.3 + n.around(_POWER, t, 0, 12.0),
-        power_util=98.0,
-        mem_frac=0.75 + 0.004 * n(_MEM, t),
-        reasons=reasons,
+        Load(
+            util=n.around(noise.UTIL, t, 98.0, 1.5),
+            clock_factor=factor * n.around(noise.CLOCK, t, 0.995, 0.004),
+            temp=temp,
+            power=0.82 * s.power_default * factor**1.3 + n.around(noise.POWER, t, 0, 12.0),
+            power_util=98.0,
+            mem_frac=0.75 + 0.004 * n(noise.MEM, t),
+            reasons=reasons,
+        ),
     )
 
 
@@ -122,14 +107,16 @@ def powercap(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 99.0, 1.0),
-        clock_factor=n.around(_CLOCK, t, 0.62, 0.02),
-        temp=_approach(50.0, 66.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_UNCAPPED, t, 0.82 * s.power_default, 20.0),
-        power_util=99.0,
-        cap=gpu.limit * n.around(_POWER, t, 0.993, 0.006),
-        mem_frac=0.71 + 0.004 * n(_MEM, t),
-        reasons=ce.SW_POWER_CAP,
+        Load(
+            util=n.around(noise.UTIL, t, 99.0, 1.0),
+            clock_factor=n.around(noise.CLOCK, t, 0.62, 0.02),
+            temp=noise.approach(50.0, 66.0, t, 35.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.UNCAPPED, t, 0.82 * s.power_default, 20.0),
+            power_util=99.0,
+            cap=gpu.limit * n.around(noise.POWER, t, 0.993, 0.006),
+            mem_frac=0.71 + 0.004 * n(noise.MEM, t),
+            reasons=ce.SW_POWER_CAP,
+        ),
     )
 
 
@@ -139,14 +126,16 @@ def at_power_limit(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 99.0, 0.8),
-        clock_factor=n.around(_CLOCK, t, 0.76, 0.01),
-        temp=_approach(50.0, 68.0, t, 35.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_UNCAPPED, t, 1.04 * s.power_default, 10.0),  # more than it may
-        power_util=99.0,
-        cap=s.power_default * n.around(_POWER, t, 0.989, 0.004),
-        mem_frac=0.74 + 0.004 * n(_MEM, t),
-        reasons=ce.SW_POWER_CAP,
+        Load(
+            util=n.around(noise.UTIL, t, 99.0, 0.8),
+            clock_factor=n.around(noise.CLOCK, t, 0.76, 0.01),
+            temp=noise.approach(50.0, 68.0, t, 35.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.UNCAPPED, t, 1.04 * s.power_default, 10.0),  # more than it may
+            power_util=99.0,
+            cap=s.power_default * n.around(noise.POWER, t, 0.989, 0.004),
+            mem_frac=0.74 + 0.004 * n(noise.MEM, t),
+            reasons=ce.SW_POWER_CAP,
+        ),
     )
 
 
@@ -155,22 +144,25 @@ def vram(gpu: Gpu, t: float) -> Reading:
     # A leak: memory grows steadily toward the total (the plateau of a framework's
     # cache would be calm); at the ceiling the allocator retries and the GPU stalls: a
     # failed allocation gives the cached blocks back (NVML's "used" dips) and takes them again.
-    frac = 0.55 + 0.435 * min(1.0, t / 200.0) + 0.002 * n(_MEM, t)
+    frac = 0.55 + 0.435 * min(1.0, t / 200.0) + 0.002 * n(noise.MEM, t)
     full = t >= 200.0
-    stall = full and n(_STEP_BUSY, t) < 0.5
+    stall = full and n(noise.STEP_BUSY, t) < 0.5
     if stall:
         frac -= 0.015
-    util = n(_STEP_IDLE_UTIL, t) * 3.0 if stall else n.around(_UTIL, t, 93.0, 4.0)
+    util = n(noise.STEP_IDLE_UTIL, t) * 3.0 if stall else n.around(noise.UTIL, t, 93.0, 4.0)
     return gpu.training(
         t,
-        util=util,
-        # stalled, the clocks fall back as the starved scenario's do between steps
-        clock_factor=n.around(_CLOCK, t, 0.90 if stall else 0.98, 0.01),
-        temp=_approach(50.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.78 * s.power_default, 25.0),
-        power_util=93.0,
-        mem_frac=frac,
-        command="/opt/conda/bin/python train.py --model llama-3-8b --batch-size 48 --seq-len 8192",
+        Load(
+            util=util,
+            # stalled, the clocks fall back as the starved scenario's do between steps
+            clock_factor=n.around(noise.CLOCK, t, 0.90 if stall else 0.98, 0.01),
+            temp=noise.approach(50.0, 70.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, 0.78 * s.power_default, 25.0),
+            power_util=93.0,
+            mem_frac=frac,
+            command="/opt/conda/bin/python train.py --model llama-3-8b --batch-size 48"
+            " --seq-len 8192",
+        ),
     )
 
 
@@ -180,17 +172,19 @@ def pcie(gpu: Gpu, t: float) -> Reading:
     # Waiting on host-to-device copies: utilisation sags with every transfer.
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 64.0, 10.0),
-        clock_factor=n.around(_CLOCK, t, 0.99, 0.01),
-        temp=_approach(45.0, 63.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_POWER, t, 0.62 * s.power_default, 15.0),
-        power_util=64.0,
-        mem_frac=0.58,
-        rx=0.86 * capacity,
-        tx=0.05 * capacity,
-        link=(3, 8),
-        cpu=240.0,
-        workers=12,
+        Load(
+            util=n.around(noise.UTIL, t, 64.0, 10.0),
+            clock_factor=n.around(noise.CLOCK, t, 0.99, 0.01),
+            temp=noise.approach(45.0, 63.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.POWER, t, 0.62 * s.power_default, 15.0),
+            power_util=64.0,
+            mem_frac=0.58,
+            rx=0.86 * capacity,
+            tx=0.05 * capacity,
+            link=(3, 8),
+            cpu=240.0,
+            workers=12,
+        ),
     )
 
 
@@ -199,26 +193,29 @@ def loader_bound(gpu: Gpu, t: float) -> Reading:
     cannot keep up, the GPU busy 30-60 % tick after tick and never idle, the driver's
     samples (six a second) alike."""
     n, s = gpu.noise, gpu.spec
-    util = n.around(_UTIL, t, 42.0, 9.0)
+    util = n.around(noise.UTIL, t, 42.0, 9.0)
     samples = tuple(
-        round(min(100.0, max(0.0, util + 12.0 * (n(_STEP_IDLE_UTIL, t + k / 6) - 0.5))), 0)
+        round(min(100.0, max(0.0, util + 12.0 * (n(noise.STEP_IDLE_UTIL, t + k / 6) - 0.5))), 0)
         for k in range(6)
     )
     return gpu.training(
         t,
-        util=util,
-        clock_factor=n.around(_CLOCK, t, 0.99, 0.005),
-        temp=_approach(45.0, 57.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_POWER, t, 0.45 * s.power_default, 15.0),
-        power_util=42.0,
-        mem_frac=0.38,
-        cpu=n.around(_PROC_CPU, t, 41.0, 3.0),
-        workers=4,
-        threads=12,
-        command="/usr/bin/python3 /home/ana/resnet/train_resnet.py --data /data/in1k --workers 4",
-        env=(),  # its own single-process job: no rank of the node's training job
-        util_samples=samples,
-        worker_cpu=99.5,
+        Load(
+            util=util,
+            clock_factor=n.around(noise.CLOCK, t, 0.99, 0.005),
+            temp=noise.approach(45.0, 57.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.POWER, t, 0.45 * s.power_default, 15.0),
+            power_util=42.0,
+            mem_frac=0.38,
+            cpu=n.around(noise.PROC_CPU, t, 41.0, 3.0),
+            workers=4,
+            threads=12,
+            command="/usr/bin/python3 /home/ana/resnet/train_resnet.py --data /data/in1k"
+            " --workers 4",
+            env=(),  # its own single-process job: no rank of the node's training job
+            util_samples=samples,
+            worker_cpu=99.5,
+        ),
     )
 
 
@@ -226,23 +223,25 @@ def starved(gpu: Gpu, t: float) -> Reading:
     n = gpu.noise
     # One Python process decodes every batch itself (num_workers=0): the GPU finishes
     # a step in a fraction of a second, then waits for the next batch.
-    busy = n(_STEP_BUSY, t) < 0.3
-    util = n.around(_UTIL, t, 93.0, 4.0) if busy else n(_STEP_IDLE_UTIL, t) * 3.0
+    busy = n(noise.STEP_BUSY, t) < 0.3
+    util = n.around(noise.UTIL, t, 93.0, 4.0) if busy else n(noise.STEP_IDLE_UTIL, t) * 3.0
     reading = gpu.training(
         t,
-        util=util,
-        clock_factor=0.99 if busy else 0.90,
-        temp=_approach(45.0, 58.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_POWER, t, 520.0, 20.0),  # between steps: near its idle draw
-        power_util=93.0,
-        mem_frac=0.42,
-        cpu=n.around(_PROC_CPU, t, 99.5, 1.2),
-        workers=0,
-        threads=5,
-        command="/usr/bin/python3 finetune.py --data /data/imagenet --num-workers 0",
-        env=(),  # its own single-process job: no rank of the node's training job
+        Load(
+            util=util,
+            clock_factor=0.99 if busy else 0.90,
+            temp=noise.approach(45.0, 58.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.POWER, t, 520.0, 20.0),  # between steps: near its idle draw
+            power_util=93.0,
+            mem_frac=0.42,
+            cpu=n.around(noise.PROC_CPU, t, 99.5, 1.2),
+            workers=0,
+            threads=5,
+            command="/usr/bin/python3 finetune.py --data /data/imagenet --num-workers 0",
+            env=(),  # its own single-process job: no rank of the node's training job
+        ),
     )
-    return Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(_MAIN_CORE, t)),))
+    return Reading(reading.sample, reading.process, (min(100.0, 99.0 + n(noise.MAIN_CORE, t)),))
 
 
 # -- topology ------------------------------------------------------------------
@@ -250,16 +249,18 @@ def numa(gpu: Gpu, t: float) -> Reading:
     """A rank launched without binding on a two-socket node: the launcher pinned it and
     its loader workers to the other socket, and its memory followed; the GPU waits."""
     n, s = gpu.noise, gpu.spec
-    busy = n(_STEP_BUSY, t) < 0.7
+    busy = n(noise.STEP_BUSY, t) < 0.7
     reading = gpu.training(
         t,
-        util=n.around(_UTIL, t, 92.0, 4.0) if busy else n(_STEP_IDLE_UTIL, t) * 20.0,
-        clock_factor=n.around(_CLOCK, t, 0.985 if busy else 0.90, 0.01),
-        temp=_approach(48.0, 64.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.74 * s.power_default, 30.0),  # ~0.6 of it on average
-        power_util=92.0,
-        mem_frac=0.7,
-        rx=5.5e9,
+        Load(
+            util=n.around(noise.UTIL, t, 92.0, 4.0) if busy else n(noise.STEP_IDLE_UTIL, t) * 20.0,
+            clock_factor=n.around(noise.CLOCK, t, 0.985 if busy else 0.90, 0.01),
+            temp=noise.approach(48.0, 64.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, 0.74 * s.power_default, 30.0),  # ~0.6 of it on average
+            power_util=92.0,
+            mem_frac=0.7,
+            rx=5.5e9,
+        ),
     )
     assert reading.process is not None
     far = 1 - gpu.node
@@ -302,16 +303,18 @@ def pytorch_plateau(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 96.0, 3.0),
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
-        temp=_approach(48.0, 72.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
-        power_util=96.0,
-        mem_frac=0.972 + 0.002 * n(_MEM, t),
-        env=(*gpu.launcher_env(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
-        libraries=(
-            "/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
-            "/opt/venv/lib/python3.11/site-packages/torch/lib/libc10_cuda.so",
+        Load(
+            util=n.around(noise.UTIL, t, 96.0, 3.0),
+            clock_factor=n.around(noise.CLOCK, t, 0.985, 0.012),
+            temp=noise.approach(48.0, 72.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, 0.8 * s.power_default, 25.0),
+            power_util=96.0,
+            mem_frac=0.972 + 0.002 * n(noise.MEM, t),
+            env=(*gpu.launcher_env(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            libraries=(
+                "/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
+                "/opt/venv/lib/python3.11/site-packages/torch/lib/libc10_cuda.so",
+            ),
         ),
     )
 
@@ -324,14 +327,17 @@ def sweep(gpu: Gpu, t: float) -> Reading:
     small = gpu.index % 2 == 1
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 70.0 if small else 97.0, 3.0),
-        clock_factor=n.around(_CLOCK, t, 0.86 if small else 0.985, 0.01),
-        temp=_approach(48.0, 66.0 if small else 71.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, (0.55 if small else 0.8) * s.power_default, 20.0),
-        power_util=70.0 if small else 97.0,
-        mem_frac=0.6,
-        command=f"/opt/conda/envs/sweep/bin/python train.py --lr {lr} --seed {gpu.index}",
-        env=(),
+        Load(
+            util=n.around(noise.UTIL, t, 70.0 if small else 97.0, 3.0),
+            clock_factor=n.around(noise.CLOCK, t, 0.86 if small else 0.985, 0.01),
+            temp=noise.approach(48.0, 66.0 if small else 71.0, t, 40.0)
+            + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, (0.55 if small else 0.8) * s.power_default, 20.0),
+            power_util=70.0 if small else 97.0,
+            mem_frac=0.6,
+            command=f"/opt/conda/envs/sweep/bin/python train.py --lr {lr} --seed {gpu.index}",
+            env=(),
+        ),
     )
 
 
@@ -346,13 +352,15 @@ def warm_4090(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 98.0, 1.5),
-        clock_factor=n.around(_CLOCK, t, 0.88, 0.01),
-        temp=min(83.0, _approach(55.0, 83.4, t, 25.0)) + n.around(_TEMP, t, 0, 0.4),
-        power=n.around(_POWER, t, 0.93 * s.power_default, 12.0),
-        power_util=98.0,
-        mem_frac=0.8,
-        env=(),
+        Load(
+            util=n.around(noise.UTIL, t, 98.0, 1.5),
+            clock_factor=n.around(noise.CLOCK, t, 0.88, 0.01),
+            temp=min(83.0, noise.approach(55.0, 83.4, t, 25.0)) + n.around(noise.TEMP, t, 0, 0.4),
+            power=n.around(noise.POWER, t, 0.93 * s.power_default, 12.0),
+            power_util=98.0,
+            mem_frac=0.8,
+            env=(),
+        ),
     )
 
 
@@ -371,14 +379,16 @@ def minor_compat(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     return gpu.training(
         t,
-        util=n.around(_UTIL, t, 96.0, 2.5),
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.012),
-        temp=_approach(48.0, 70.0, t, 40.0) + n.around(_TEMP, t, 0, 0.6),
-        power=n.around(_POWER, t, 0.8 * s.power_default, 25.0),
-        power_util=96.0,
-        mem_frac=0.7,
-        runtime="12.6",
-        env=(),
+        Load(
+            util=n.around(noise.UTIL, t, 96.0, 2.5),
+            clock_factor=n.around(noise.CLOCK, t, 0.985, 0.012),
+            temp=noise.approach(48.0, 70.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.6),
+            power=n.around(noise.POWER, t, 0.8 * s.power_default, 25.0),
+            power_util=96.0,
+            mem_frac=0.7,
+            runtime="12.6",
+            env=(),
+        ),
     )
 
 
@@ -389,19 +399,6 @@ def hang(gpu: Gpu, t: float) -> Reading:
 
 def crowded(gpu: Gpu, t: float) -> Reading:
     return stuck.crowded(gpu, t, healthy(gpu, t))
-
-
-@frozen
-class Scenario:
-    name: str
-    card: CardSpec
-    read: Callable[[Gpu, float], Reading]
-    #: positions of this scenario in the default mix (the mix of N GPUs takes the first N)
-    mix_slots: tuple[int, ...] = ()
-    #: the host's PCIe generation when it is older than the card's
-    host_pcie_gen: int | None = None
-    #: the enforced power limit as a share of the default, when the scenario lowered it
-    power_limit_share: float | None = None
 
 
 # Every scenario, once: its card, what it does, and where it sits in the default mix, so
@@ -436,8 +433,8 @@ SCENARIO_TABLE: Final[tuple[Scenario, ...]] = (
     Scenario("decode", H100_SXM, stuck.decode),
     Scenario("zero-rpm", RTX_4090, stuck.zero_rpm),
 )
-_BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
-SCENARIOS: Final[tuple[str, ...]] = tuple(_BY_NAME)
+BY_NAME: Final = {scenario.name: scenario for scenario in SCENARIO_TABLE}
+SCENARIOS: Final[tuple[str, ...]] = tuple(BY_NAME)
 MIX_ORDER: Final[tuple[str, ...]] = tuple(
     name for _, name in sorted((slot, sc.name) for sc in SCENARIO_TABLE for slot in sc.mix_slots)
 )

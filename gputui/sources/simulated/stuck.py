@@ -8,17 +8,9 @@ from dataclasses import replace
 from typing import Final
 
 from gputui.core import clock_events as ce
+from gputui.sources.simulated import noise
 from gputui.sources.simulated.cards import GIB
-from gputui.sources.simulated.gpu import (
-    _CLOCK,
-    _MEM,
-    _POWER,
-    _TEMP,
-    _UTIL,
-    Gpu,
-    Reading,
-    _approach,
-)
+from gputui.sources.simulated.gpu import Gpu, Load, Reading
 
 #: when the hang scenario's last rank stops joining the all-reduce
 HANG_AT_S: Final = 20.0
@@ -39,7 +31,7 @@ def hang(gpu: Gpu, t: float, reading: Reading) -> Reading:
     assert process is not None
     waiting = gpu.index < gpu.gpus - 1 or gpu.gpus == 1
     links = tuple(replace(link, rx_bps=0.0, tx_bps=0.0) for link in reading.sample.nvlinks)
-    temp = _approach(71.0, 45.0 if waiting else 36.0, t - HANG_AT_S, 60.0)
+    temp = noise.approach(71.0, 45.0 if waiting else 36.0, t - HANG_AT_S, 60.0)
     sample = replace(
         reading.sample,
         util_gpu=100.0 if waiting else 0.0,
@@ -47,12 +39,14 @@ def hang(gpu: Gpu, t: float, reading: Reading) -> Reading:
         sm_activity=(12.1 if waiting else 0.0) if s.gpm else None,
         tensor_activity=0.0 if s.gpm else None,
         power_w=round(
-            n.around(_POWER, t, SPIN_POWER_SHARE * gpu.limit, 3.0) if waiting else s.idle_power,
+            n.around(noise.POWER, t, SPIN_POWER_SHARE * gpu.limit, 3.0)
+            if waiting
+            else s.idle_power,
             1,
         ),
-        temp_c=round(temp + n.around(_TEMP, t, 0, 0.4), 0),
-        pcie_rx_bps=n.around(_MEM, t, 60e3, 20e3),
-        pcie_tx_bps=n.around(_MEM, t, 40e3, 10e3),
+        temp_c=round(temp + n.around(noise.TEMP, t, 0, 0.4), 0),
+        pcie_rx_bps=n.around(noise.MEM, t, 60e3, 20e3),
+        pcie_tx_bps=n.around(noise.MEM, t, 40e3, 10e3),
         clock_reasons=0 if waiting else ce.GPU_IDLE,
         sm_clock_mhz=reading.sample.sm_clock_mhz if waiting else 345,
         graphics_clock_mhz=reading.sample.graphics_clock_mhz if waiting else 345,
@@ -76,24 +70,26 @@ def decode(gpu: Gpu, t: float) -> Reading:
     n, s = gpu.noise, gpu.spec
     reading = gpu.training(
         t,
-        util=100.0,
-        clock_factor=n.around(_CLOCK, t, 0.985, 0.01),
-        temp=_approach(45.0, 61.0, t, 40.0) + n.around(_TEMP, t, 0, 0.5),
-        power=n.around(_POWER, t, 0.43 * s.power_default, 12.0),
-        power_util=100.0,
-        mem_frac=0.9 + 0.002 * n(_MEM, t),  # the KV cache's reserve
-        rx=4e6,
-        tx=2e6,
-        cpu=n.around(_UTIL, t, 60.0, 10.0),
-        workers=0,
-        threads=64,
-        command="/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model "
-        f"meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size {gpu.gpus}",
+        Load(
+            util=100.0,
+            clock_factor=n.around(noise.CLOCK, t, 0.985, 0.01),
+            temp=noise.approach(45.0, 61.0, t, 40.0) + n.around(noise.TEMP, t, 0, 0.5),
+            power=n.around(noise.POWER, t, 0.43 * s.power_default, 12.0),
+            power_util=100.0,
+            mem_frac=0.9 + 0.002 * n(noise.MEM, t),  # the KV cache's reserve
+            rx=4e6,
+            tx=2e6,
+            cpu=n.around(noise.UTIL, t, 60.0, 10.0),
+            workers=0,
+            threads=64,
+            command="/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model "
+            f"meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size {gpu.gpus}",
+        ),
     )
     sample = replace(
         reading.sample,
-        util_mem=round(n.around(_MEM, t, 78.0, 4.0), 0),
-        sm_activity=round(n.around(_UTIL, t, 52.0, 4.0), 1) if s.gpm else None,
+        util_mem=round(n.around(noise.MEM, t, 78.0, 4.0), 0),
+        sm_activity=round(n.around(noise.UTIL, t, 52.0, 4.0), 1) if s.gpm else None,
     )
     return Reading(sample, reading.process, reading.host_cores)
 
@@ -103,16 +99,18 @@ def fan_stopped(gpu: Gpu, t: float) -> Reading:
     0 RPM while the board climbs past 78 °C toward its 90 °C limit, a few degrees a
     minute. Nothing throttles yet."""
     n, s = gpu.noise, gpu.spec
-    temp = _approach(58.0, 95.0, t, 200.0) + n.around(_TEMP, t, 0, 0.3)
+    temp = noise.approach(58.0, 95.0, t, 200.0) + n.around(noise.TEMP, t, 0, 0.3)
     reading = gpu.training(
         t,
-        util=n.around(_UTIL, t, 98.0, 1.5),
-        clock_factor=n.around(_CLOCK, t, 0.86, 0.01),
-        temp=temp,
-        power=n.around(_POWER, t, 0.9 * s.power_default, 12.0),
-        power_util=98.0,
-        mem_frac=0.8,
-        env=(),
+        Load(
+            util=n.around(noise.UTIL, t, 98.0, 1.5),
+            clock_factor=n.around(noise.CLOCK, t, 0.86, 0.01),
+            temp=temp,
+            power=n.around(noise.POWER, t, 0.9 * s.power_default, 12.0),
+            power_util=98.0,
+            mem_frac=0.8,
+            env=(),
+        ),
     )
     return Reading(replace(reading.sample, fan_pct=0.0, fan_rpm=0.0), reading.process, ())
 
@@ -121,13 +119,15 @@ def _idle(gpu: Gpu, t: float, temp: float, clock_factor: float, mem_frac: float)
     """A GPU nothing runs on (its reading's process is the one that would run there)."""
     reading = gpu.training(
         t,
-        util=0.0,
-        clock_factor=clock_factor,
-        temp=round(gpu.noise.around(_TEMP, t, temp, 0.6), 0),
-        power=0.0,
-        power_util=100.0,
-        mem_frac=mem_frac,
-        env=(),
+        Load(
+            util=0.0,
+            clock_factor=clock_factor,
+            temp=round(gpu.noise.around(noise.TEMP, t, temp, 0.6), 0),
+            power=0.0,
+            power_util=100.0,
+            mem_frac=mem_frac,
+            env=(),
+        ),
     )
     return Reading(replace(reading.sample, clock_reasons=ce.GPU_IDLE), reading.process, ())
 
