@@ -56,13 +56,19 @@ import pyte
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the benchmarks and tests packages
 
-from benchmarks.app_cpu import tmux  # noqa: E402
 from benchmarks.vs_nvitop import nvitop_version  # noqa: E402
 
 SGR = re.compile(rb"\x1b\[[0-9;:]*m")
+#: a tmux server of this run's own: nothing else's sessions, and nothing else kills these
+SOCKET = f"terminal-bytes-{os.getpid()}"
 #: the output of one tick: writes this close together
 TICK_GAP_S = 0.15
 SELECTED = re.compile(r"▶\s*(\d+) ")
+
+
+def tmux(*args: str) -> str:
+    command = ["tmux", "-L", SOCKET, "-f", "/dev/null", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
 @dataclass
@@ -142,7 +148,7 @@ def _session(tool: str, python: str, node: Node, size: str) -> Iterator[str]:
     try:
         yield session
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
 
 
 class Pane:
@@ -159,7 +165,7 @@ class Pane:
         self.session = session
 
     def close(self) -> None:
-        subprocess.run(["tmux", "pipe-pane", "-t", self.session], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "pipe-pane", "-t", self.session], capture_output=True)
         os.close(self.reader)
 
     def read(self, timeout: float) -> bytes:
@@ -304,6 +310,15 @@ def main() -> int:
         + (f"{version} --interval 1" if version else f"not measured ({args.python})")
     )
     pythons = {"gputui": sys.executable, "nvitop": args.python}
+    # a session that outlives the tools': the server stays up between them
+    tmux("new-session", "-d", "-s", "keep", "sleep 86400")
+    try:
+        return _measure(args, tools, pythons)
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+
+
+def _measure(args: argparse.Namespace, tools: list[str], pythons: dict[str, str]) -> int:
     with stand_in(args.driver, args.driver_config, args.gpus) as node:
         runs = [
             record(tool, pythons[tool], node, size, args.warmup, args.seconds)

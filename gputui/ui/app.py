@@ -174,6 +174,7 @@ class GpuTuiApp(App[int]):
     def _repaint_all(self) -> None:
         """Back from Ctrl+Z (fg): the terminal's screen is blank, and the panels only ever
         repaint the lines that changed: every line of every panel is painted again."""
+        self.fast_paint.forget()
         for view in self.query(LineView):
             view.refresh()
         self.screen.refresh(layout=True)

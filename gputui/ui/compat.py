@@ -336,6 +336,10 @@ class FastPaint:
             app._display(screen, Written(text))
         return True
 
+    def forget(self) -> None:
+        """The terminal was away (a suspend): the next rows are written whole."""
+        self.terminal.forget()
+
     def watch(self, app: App[Any]) -> None:
         """Follow what else ``app`` writes to its terminal (its compositor's updates): from
         then on a row written here is sent as the cells that changed since it was last
@@ -348,6 +352,11 @@ class FastPaint:
         def watched(screen: Screen[object], renderable: RenderableType | None) -> None:
             if not isinstance(renderable, Written):
                 _drawn_over(terminal, renderable)
+                reset = terminal.reset()  # Textual's output begins from a reset pen
+                if reset and _UPDATE is not None and isinstance(renderable, _UPDATE):
+                    renderable = Written(reset + renderable.render_segments(app.console))
+                elif reset:
+                    display(screen, Written(reset))
             display(screen, renderable)
 
         app._display = watched  # type: ignore[method-assign]

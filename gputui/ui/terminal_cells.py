@@ -225,10 +225,17 @@ class TerminalRows:
         self._runs: list[_Run] = []
         self._whole: list[str] = []  # rows written whole, each from its place, pen reset
         self._width = 0
+        #: the terminal's pen after the last take: kept, not reset, between writes (a tick
+        #: starts where the last one left off); ``reset`` before anything else writes.
+        #: None: not known (the terminal was away: a suspend), so reset first. On leaving,
+        #: the alternate screen's exit (DECRC) gives the shell back its own.
+        self._pen: Pen | None = PLAIN
 
     def forget(self) -> None:
-        """Something else drew on the screen: nothing known is trusted any more."""
+        """Something else drew on the screen, or the terminal was away: nothing known is
+        trusted any more, its pen included."""
         self._known.clear()
+        self._pen = None
 
     def drawn_over(self, y: int, start: int, end: int) -> None:
         """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
@@ -273,24 +280,63 @@ class TerminalRows:
                     run = column
             self._runs.append(_Run(y, x, new, run, end))
 
+    def reset(self) -> str:
+        """The SGR reset the terminal needs before anyone else writes to it (Textual's
+        output assumes a reset pen); "" where it has one."""
+        if self._pen == PLAIN:
+            return ""
+        self._pen = PLAIN
+        return RESET
+
     def take(self) -> str:
-        """The output for everything written since the last take, which leaves the pen
-        reset."""
-        out = list(self._whole)
+        """The output for everything written since the last take. The pen it leaves set
+        is the next take's start (``reset`` gives it back)."""
+        out = [RESET] if self._pen is None or (self._whole and self._pen != PLAIN) else []
+        out += self._whole
+        pen = PLAIN if self._whole or self._pen is None else self._pen
         self._whole.clear()
-        pen, cursor = PLAIN, None
-        for group, runs in _by_pen(self._runs).items():
+        cursor = None
+        groups = _by_pen(self._runs)
+        while groups:  # the pen the fewest bytes away next
+            group = min(groups, key=lambda other: len(change(pen, other)))
             out.append(change(pen, group))
             pen = group
-            for run in runs:
-                out.append(_move(run.y, run.x + run.start, cursor))
-                out.append(run.row.text[run.start : run.end])
-                right = run.x + run.end
-                cursor = None if right >= self._width else (run.y, right)
+            cursor = self._visit(_shorter_path(groups.pop(group), cursor, self._width), cursor, out)
         self._runs.clear()
-        if pen != PLAIN:
-            out.append(RESET)
+        self._pen = pen
         return "".join(out)
+
+    def _visit(
+        self, runs: list[_Run], cursor: tuple[int, int] | None, out: list[str]
+    ) -> tuple[int, int] | None:
+        """Each run written where it goes, in turn; the cursor after the last."""
+        for run in runs:
+            out.append(_move(run.y, run.x + run.start, cursor))
+            out.append(run.row.text[run.start : run.end])
+            right = run.x + run.end
+            cursor = None if right >= self._width else (run.y, right)
+        return cursor
+
+
+def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> int:
+    """The bytes of the cursor moves that visit ``runs`` in this order."""
+    cost = 0
+    for run in runs:
+        cost += len(_move(run.y, run.x + run.start, cursor))
+        right = run.x + run.end
+        cursor = None if right >= width else (run.y, right)
+    return cost
+
+
+def _shorter_path(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> list[_Run]:
+    """The runs line by line (as they come), or column by column where that moves the
+    cursor for fewer bytes (a column of figures down the GPU list: one short move each)."""
+    if len(runs) < 3:
+        return runs
+    by_column = sorted(runs, key=lambda run: (run.x + run.start, run.y))
+    if _path_cost(by_column, cursor, width) < _path_cost(runs, cursor, width):
+        return by_column
+    return runs
 
 
 def _by_pen(runs: list[_Run]) -> dict[Pen, list[_Run]]:

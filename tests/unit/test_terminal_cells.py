@@ -75,9 +75,22 @@ def test_an_unchanged_row_sends_nothing_and_a_changed_digit_a_few_bytes() -> Non
     changed = [*text[:2], Segment(" 98 %", STYLES[0])]
     rows.write(3, 10, changed, SYSTEM, WIDTH, partial(_render, changed))
     out = rows.take()
-    assert out == "\x1b[38;5;253;48;5;233m\x1b[4;24H8\x1b[0m"
-    assert len(out) * 2 < len(_whole(3, 10, changed))
+    assert out == "\x1b[4;24H8"  # the pen the last write left set is this digit's
+    assert len(out) * 4 < len(_whole(3, 10, changed))
     assert len(first) < len(_whole(3, 10, text))
+
+
+def test_the_pen_is_kept_between_writes_and_reset_before_anything_else_writes() -> None:
+    rows = TerminalRows()
+    text = [Segment("42", STYLES[1])]
+    rows.write(0, 0, text, SYSTEM, WIDTH, partial(_render, text))
+    assert rows.take() == "\x1b[38;5;32;48;5;17m\x1b[1H42"
+    assert rows.reset() == "\x1b[0m" and rows.reset() == ""
+    rows.write(0, 0, [Segment("43", STYLES[1])], SYSTEM, WIDTH, partial(_render, text))
+    assert rows.take() == "\x1b[38;5;32;48;5;17m\x1b[1;2H3"  # from the reset pen
+    rows.forget()  # the terminal was away (a suspend): its pen unknown
+    rows.write(0, 0, [Segment("44", STYLES[1])], SYSTEM, WIDTH, partial(_render, text))
+    assert rows.take().startswith("\x1b[0m\x1b[38;5;32;48;5;17m")
 
 
 def test_what_something_else_drew_over_is_written_whole_again() -> None:
@@ -128,6 +141,10 @@ def test_cells_written_leave_the_screen_whole_rows_would(
             whole_rows.feed(_whole(y, x, segments))
         cells_written.feed(rows.take())
         assert cells_written.visible() == whole_rows.visible()
+    # whatever writes next (Textual's compositor) starts from a reset pen
+    cells_written.feed(rows.reset() + "\x1b[1;1Hx")
+    whole_rows.feed("\x1b[0m\x1b[1;1Hx")
+    assert cells_written.visible() == whole_rows.visible()
 
 
 def test_a_row_at_the_right_edge_moves_the_cursor_anew_after_it() -> None:
