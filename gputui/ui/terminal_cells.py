@@ -82,7 +82,6 @@ def _parse(codes: str) -> Pen:
     return Pen(frozenset(flags), fg, bg)
 
 
-@lru_cache(maxsize=4096)
 def pen_of(style: Style | None, system: ColorSystem | None) -> Pen:
     """The pen a segment's style draws with, as Rich renders it for ``system`` (the codes
     Rich itself would write, read back from its own rendering)."""
@@ -119,6 +118,32 @@ def change(old: Pen, new: Pen) -> str:
     return f"\x1b[{shortest}m"
 
 
+class Pens:
+    """Each style's pen, kept by the style object. Rich keeps a style's SGR codes on the
+    object itself, worked out for the first colour system asked, and Textual's rows render
+    through them: a pen read from that object says what its rows say (an equal style
+    rendered elsewhere for another system might not)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Style, Pen]] = {}
+        self._system: ColorSystem | None = None
+
+    def __call__(self, style: Style | None, system: ColorSystem | None) -> Pen:
+        if style is None or system is None:
+            return PLAIN
+        if system is not self._system:
+            self._by_id.clear()
+            self._system = system
+        found = self._by_id.get(id(style))
+        if found is not None and found[0] is style:
+            return found[1]
+        pen = pen_of(style, system)
+        if len(self._by_id) > 4096:  # styles come from a palette; this is a backstop
+            self._by_id.clear()
+        self._by_id[id(style)] = (style, pen)
+        return pen
+
+
 class Row(NamedTuple):
     """A row of cells as the terminal shows them: one character a column, and the pen of
     each."""
@@ -127,22 +152,25 @@ class Row(NamedTuple):
     pens: tuple[Pen, ...]
 
 
-def row_of(segments: Iterable[Segment], system: ColorSystem | None) -> Row | None:
+def row_of(
+    segments: Iterable[Segment], system: ColorSystem | None, pens: Pens | None = None
+) -> Row | None:
     """Segments as one cell a character; None where a character is not one cell wide (a
     wide or combining one) or a style carries a link: such a row is written whole."""
+    pen_for = pens or pen_of
     texts: list[str] = []
-    pens: list[Pen] = []
+    cells: list[Pen] = []
     for text, style, control in segments:
         if control or not text:
             continue
         if style is not None and style.link:
             return None
         texts.append(text)
-        pens += [pen_of(style, system)] * len(text)
+        cells += [pen_for(style, system)] * len(text)
     joined = "".join(texts)
     if cell_len(joined) != len(joined):
         return None
-    return Row(joined, tuple(pens))
+    return Row(joined, tuple(cells))
 
 
 def _count(n: int, final: str) -> str:
@@ -222,6 +250,7 @@ class TerminalRows:
         #: (screen line, first column) -> the row as last written there (panels side by
         #: side share a line: each its own stretch of it)
         self._known: dict[tuple[int, int], Row] = {}
+        self._pens = Pens()
         self._runs: list[_Run] = []
         self._whole: list[str] = []  # rows written whole, each from its place, pen reset
         self._width = 0
@@ -258,7 +287,7 @@ class TerminalRows:
         the cells that changed, or ``whole()`` (the row as Rich renders it, from a reset
         pen) where the row cannot be told cell by cell."""
         self._width = screen_width
-        new = row_of(segments, system)
+        new = row_of(segments, system, self._pens)
         old = self._known.get((y, x))
         if new is None:
             self._known.pop((y, x), None)
