@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from gputui.advisor.cadence import at_cadence, cadence_of
 from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
-from gputui.advisor.coverage import judge_coverage, too_few_readings
+from gputui.advisor.coverage import judge_coverage, never_fed, too_few_readings
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
@@ -28,6 +28,9 @@ from gputui.sampling.history import History
 # they say the same thing less precisely.
 SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
     RuleId.THERMAL_THROTTLE: (RuleId.THERMAL_HOT, RuleId.HW_SLOWDOWN),
+    # a clock held with no reason named, where the lock or the setting is seen
+    RuleId.CLOCKS_LOCKED: (RuleId.CLOCKS_HELD,),
+    RuleId.CLOCKS_LIMITED: (RuleId.CLOCKS_HELD,),
 }
 #: the source's cadence is measured again after this much frame time
 CADENCE_EVERY_S = 30.0
@@ -91,10 +94,17 @@ class Advisor:
         devices: Iterable[DeviceInfo],
         rules: Sequence[Rule],
         thresholds: Thresholds | None = None,
+        *,
+        remote: bool = False,
     ) -> None:
+        """``remote``: the source reads exporter metrics (``never_fed``)."""
         self._devices = {d.index: d for d in devices}
         self._rules = tuple(rules)
         self._t = thresholds or Thresholds()
+        #: the rules this source can never feed (processes through an exporter, ...), and
+        #: the rest, which judge
+        self._never = never_fed(self._rules) if remote else {}
+        self._fed = tuple(r for r in self._rules if r.id not in self._never)
         self._states: dict[tuple[RuleId, int | None], _State] = {}
         #: rule id -> the last error it raised (a broken rule is skipped, never fatal)
         self.rule_errors: dict[RuleId, str] = {}
@@ -112,7 +122,7 @@ class Advisor:
         self._cadence_at: float | None = None
 
     def _needed_s(self) -> float:
-        return max((r.history_needed_s(self._t) for r in self._rules), default=0.0)
+        return max((r.history_needed_s(self._t) for r in self._fed), default=0.0)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -152,13 +162,14 @@ class Advisor:
         self._unread_processes(ctx, frame.processes_unread)
         self._hold(seen, now, t)
         self.judgement = judge_coverage(
-            self._rules,
+            self._fed,
             self._devices,
             frame,
             history.times(),
             t,
             ctx.undecided.items(),
-            too_few_readings(self._rules, ctx, seen),
+            too_few_readings(self._fed, ctx, seen),
+            self._never,
         )
         hidden = _hidden(seen, [s for s in self._states.values() if s.active])
         self.findings = tuple(
@@ -195,7 +206,7 @@ class Advisor:
     def _candidates(self, ctx: Context) -> dict[tuple[RuleId, int | None], Candidate]:
         """What every rule says now, one candidate per (rule, GPU)."""
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
-        for rule in self._rules:
+        for rule in self._fed:
             ctx.asking[0] = rule.id
             try:
                 for candidate in rule.check(ctx):
@@ -211,7 +222,7 @@ class Advisor:
         verdict of "none", so the rules that read processes did not judge them."""
         if not gpus:
             return
-        reading = [r.id for r in self._rules if r.id in RULES_NEEDING_HOST]
+        reading = [r.id for r in self._fed if r.id in RULES_NEEDING_HOST]
         for gpu in gpus:
             for rule in reading:
                 ctx.cannot_judge(rule, gpu, "the driver did not give this GPU's process list")

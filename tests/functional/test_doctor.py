@@ -98,6 +98,8 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
     configuration |= {"visible-devices-order", "p2p-unavailable", "compute-mode"}
     configuration |= {"mode-pending", "clocks-locked", "cpu-governor", "thp-defrag"}
     configuration |= {"numa-balancing"}
+    # issue 53: a clock held far below its maximum with no reason named
+    configuration |= {"clocks-held"}
     assert {r.id for r in RULES} == brief | calm | topology | remote | health | configuration
 
 
