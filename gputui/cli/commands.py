@@ -18,10 +18,10 @@ from gputui.cli.opening import (
     _open,
     _open_live,
     _terminal_missing,
-    _write,
     make_source,
     simulated_warmup,
     source_detail,
+    write_output,
 )
 from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
@@ -58,7 +58,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return _write_new_snapshot(
             monitor, args.output, ".md" if fmt == "markdown" else ".json", text
         )
-    return _write(text, args.output)
+    return write_output(text, args.output)
 
 
 def _write_new_snapshot(monitor: Monitor, directory: Path, suffix: str, text: str) -> int:

@@ -146,7 +146,7 @@ def simulated_warmup(args: argparse.Namespace) -> float | None:
     return float(args.warmup) if args.demo is not None else None
 
 
-def _write(text: str, output: Path | None) -> int:
+def write_output(text: str, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
         return 0

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputui.cli.opening import _fail, _write
+from gputui.cli.opening import _fail, write_output
 from gputui.cli.parser import EXIT_USAGE
 from gputui.core.sanitize import clean
 
@@ -123,7 +123,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     text = report_text(run, fmt, keep_secrets=args.keep_secrets)
     # Markdown for a ticket goes to stdout unless told; an HTML page to a file beside
     output = args.output or (None if fmt == "md" else default_output(fmt, stem))
-    return _write(text, output)
+    return write_output(text, output)
 
 
 def _file_conflicts(args: argparse.Namespace) -> str | None:

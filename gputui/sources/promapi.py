@@ -56,18 +56,8 @@ from gputui.sources.promread import (
     tick_notes,
     with_limits,
 )
-from gputui.sources.promwire import (
-    Fetcher,
-    Server,
-    bounded,
-    decode,
-    mask_url,
-    server_of,
-)
-from gputui.sources.remote import (
-    NodeGpu,
-    _device,
-)
+from gputui.sources.promwire import Fetcher, Server, bounded, decode, mask_url, server_of
+from gputui.sources.remote import NodeGpu, _device
 
 DEFAULT_STALE_S = 300.0
 #: the step when the scrape interval cannot be measured (dcgm-exporter's collect interval)
@@ -192,12 +182,22 @@ class PrometheusSource:
         self._following = True
         self._shown_nodes = shown
 
-    def open(self) -> tuple[DeviceInfo, ...]:
+    def _connect(self) -> None:
+        self._server = server_of(self._url, self._env)
+        if self._headers is not None:
+            self._server = Server(self._server.base, self._server.shown, self._headers)
+
+    def scrape_interval(self) -> float:
+        """The cluster's scrape interval as its census says, no GPU listed."""
+        self.open(listing=False)
+        return self._interval
+
+    def open(self, listing: bool = True) -> tuple[DeviceInfo, ...]:
         try:
-            self._server = server_of(self._url, self._env)
-            if self._headers is not None:
-                self._server = Server(self._server.base, self._server.shown, self._headers)
+            self._connect()
             self._census()
+            if not listing:
+                return ()
             found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name), True)
         except ScrapeError as exc:
             raise SourceUnavailable(
