@@ -96,22 +96,16 @@ def _header(engine: Engine, terms: Terms, flavour: str) -> list[str]:
 
 
 def rules_yaml(engine: Engine, terms: Terms, flavour: str = "prometheus") -> str:
-    """The rules file: a recording group (the series the alerts read, and the marker that
-    says these rules are loaded), then the alerting group, both evaluated once a scrape
-    interval. No alert reads a recording written in the same evaluation (vmalert and
-    Thanos Ruler write them asynchronously): the one that reads its own earlier output
-    tolerates an evaluation's delay."""
-    extra = ENGINES[flavour]
-    every = duration(terms.scrape_s)
+    """The rules file: one group evaluated once a scrape interval, the recording rules
+    first (the marker that says these rules are loaded, the series the silence alerts
+    read), then the alerts. Prometheus evaluates a group's rules in order, so an alert
+    reads the recording of the same evaluation; vmalert and Thanos Ruler write recordings
+    asynchronously, so there it reads the evaluation before, which only the silence
+    alerts do, and only at their first evaluation does it matter."""
     lines = [*_header(engine, terms, flavour), "groups:"]
-    for name, body in (
-        (
-            "gputui-recording",
-            [*_info(engine, terms), *(line for r in engine.recordings for line in _recording(r))],
-        ),
-        ("gputui-alerts", [line for alert in engine.alerts for line in _alert(alert)]),
-    ):
-        lines += [f"  - name: {name}", f"    interval: {every}"]
-        lines += _mapping(extra, 4)
-        lines += ["    rules:", *body]
+    lines += ["  - name: gputui", f"    interval: {duration(terms.scrape_s)}"]
+    lines += _mapping(ENGINES[flavour], 4)
+    lines += ["    rules:", *_info(engine, terms)]
+    lines += [line for rule in engine.recordings for line in _recording(rule)]
+    lines += [line for alert in engine.alerts for line in _alert(alert)]
     return "\n".join(lines) + "\n"

@@ -176,14 +176,17 @@ def silent(terms: Terms) -> list[Alert]:
     # a node is down once its newest reading is 1.5 of its scrape intervals old and a
     # second (``sources.promnodes.DOWN_AFTER_INTERVALS``: its second scrape missed)
     late = number(1.5 * terms.scrape_s + 1)
-    reporting = f"count by ({nodes}) ({ref})"
+    # reporting: a reading that recent (a series a scrape no longer refreshes stays in an
+    # instant query for the lookback's 5 minutes where no staleness marker ended it)
+    fresh = f"(timestamp({ref}) > time() - {late})"
+    reporting = f"count by ({nodes}) {fresh}"
     node_silent = f"(time() - max by ({nodes}) ({carried})) > {late}"
     gpu = make(
         terms,
         RuleId.NOT_REPORTING,
         "GputuiGpuNotReporting",
         Severity.WARNING,
-        f"((time() - {carried}) > {late}) unless on({gpus}) {ref} and on({nodes}) {reporting}",
+        f"((time() - {carried}) > {late}) unless on({gpus}) {fresh} and on({nodes}) {reporting}",
         (
             "No readings from this GPU",
             f"no reading from GPU {GPU} on {WHERE} for {value()} s, while the node's other "
@@ -203,7 +206,6 @@ def silent(terms: Terms) -> list[Alert]:
             f"engine remembers a GPU for {fmt_duration(FORGET_S)})",
             SILENT,
         ),
-        hold_s=0.0,
     )
     target = make(
         terms,
@@ -217,7 +219,6 @@ def silent(terms: Terms) -> list[Alert]:
             "export DCGM series, and no GPU of it reported since the rules were loaded",
             SILENT,
         ),
-        hold_s=0.0,
     )
     return [gpu, replace(node, node_level=True), replace(target, node_level=True)]
 

@@ -27,8 +27,11 @@ def make(
     hold_s: float | None = None,
 ) -> Alert:
     """An alert at the terms' scrape interval: held as the live rule holds (its own hold,
-    else ``start_after_s``), for one scrape interval at least (two evaluations in a row);
-    kept as long as the live finding outlasts its condition (``end_after_s``, stretched)."""
+    else ``start_after_s``), for one scrape interval at least: two evaluations in a row,
+    even where the live finding shows at once (an Xid: one more reading's delay, and no
+    notification lost to a server that starts with the problem already there, before it
+    has found its Alertmanager); kept as long as the live finding outlasts its condition
+    (``end_after_s``, stretched)."""
     t = terms.t
     hold = t.start_after_s if hold_s is None else hold_s
     title, evidence, remedies = texts
@@ -37,7 +40,7 @@ def make(
         name=name,
         severity=severity,
         expr=terms.named(expr),
-        for_s=max(terms.scrape_s, hold) if hold else 0.0,
+        for_s=max(terms.scrape_s, hold),
         keep_s=t.end_after_s,
         title=title,
         evidence=evidence,
