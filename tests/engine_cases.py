@@ -11,11 +11,11 @@ out by hand from the series, so the test checks the PromQL, not a copy of it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputui.advisor.promrules import Engine
+from gputui.advisor.promrules.alert import render
 from gputui.advisor.promrules.promql import GPU_IDS, JOB, NODE, NODE_IDS
 from gputui.core.xid import XIDS
 
@@ -126,14 +126,9 @@ def _series(case: Case) -> list[dict[str, str]]:
     return out
 
 
-_LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
-_VALUE = re.compile(r'\{\{ \$value \| printf "%\.(\d)f" \}\}')
-
-
-def render(template: str, labels: Mapping[str, str], value: float) -> str:
-    """The two template forms the rules use, as Prometheus renders them."""
-    text = _LABEL.sub(lambda m: labels.get(m.group(1), ""), template)
-    text = _VALUE.sub(lambda m: f"{value:.{int(m.group(1))}f}", text)
+def _rendered(template: str, labels: Mapping[str, str], value: float) -> str:
+    """An annotation as Prometheus renders it (the forms the rules use)."""
+    text = render(template, labels, value)
     assert "{{" not in text, text
     return text
 
@@ -158,7 +153,7 @@ def promtool_tests(engine: Engine, rules_file: str, scrape_s: float, cases: Sequ
             for expected in (e for e in case.expected if e.alert == name):
                 labels = {**_labels(case, expected), **alert.labels}
                 annotations = {
-                    k: render(v, {**labels, "alertname": name}, expected.value)
+                    k: _rendered(v, {**labels, "alertname": name}, expected.value)
                     for k, v in alert.annotations.items()
                 }
                 wanted.append({"exp_labels": labels, "exp_annotations": annotations})

@@ -7,6 +7,7 @@ from the frames, so the same history gives the same findings on any machine.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +18,7 @@ from gputui.advisor.coverage import judge_coverage, never_fed, too_few_readings
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
-from gputui.core.judgement import Judgement
+from gputui.core.judgement import EngineVerdict, Judgement
 from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
 from gputui.core.names import RULES_NEEDING_HOST, RuleId, Severity
 from gputui.core.records import record
@@ -105,6 +106,7 @@ class Advisor:
         #: the rest, which judge
         self._never = never_fed(self._rules) if remote else {}
         self._fed = tuple(r for r in self._rules if r.id not in self._never)
+        self.engine: EngineVerdict | None = None
         self._states: dict[tuple[RuleId, int | None], _State] = {}
         #: rule id -> the last error it raised (a broken rule is skipped, never fatal)
         self.rule_errors: dict[RuleId, str] = {}
@@ -161,16 +163,7 @@ class Advisor:
         seen = self._candidates(ctx)
         self._unread_processes(ctx, frame.processes_unread)
         self._hold(seen, now, t)
-        self.judgement = judge_coverage(
-            self._fed,
-            self._devices,
-            frame,
-            history.times(),
-            t,
-            ctx.undecided.items(),
-            too_few_readings(self._fed, ctx, seen),
-            self._never,
-        )
+        self.judgement = self._coverage(ctx, seen, history.times())
         hidden = _hidden(seen, [s for s in self._states.values() if s.active])
         self.findings = tuple(
             sorted(
@@ -203,10 +196,63 @@ class Advisor:
         self._keep_driver_samples(now, utilisation)
         self._keep_process_cpu(now, processes)
 
+    def set_engine(self, verdict: EngineVerdict | None) -> None:
+        """The engine's verdict (``from_engine``): the rules it evaluates are its word, the
+        rest judged here; None: every rule judged here."""
+        self.engine = verdict
+
+    def _here(self) -> tuple[Rule, ...]:
+        """The rules judged here: those the source feeds, less the engine's and the info
+        lines it leaves to gputui (a point-in-time read with its verdict reads no history
+        for them: ``from_engine.left_to_gputui``)."""
+        if self.engine is None:
+            return self._fed
+        from gputui.advisor.from_engine import left_to_gputui  # only a cluster's doctor
+
+        left = left_to_gputui(self.engine)
+        return tuple(r for r in self._fed if r.id not in self.engine.rules and r.id not in left)
+
+    def _coverage(
+        self,
+        ctx: Context,
+        seen: Mapping[tuple[RuleId, int | None], Candidate],
+        times: Sequence[float],
+    ) -> Judgement:
+        """How far the verdict reaches. With the engine's verdict, its rules judged every
+        GPU with their own windows; the info lines it leaves to gputui are context where
+        the history was not read."""
+        here, never, verdict = self._here(), dict(self._never), self.engine
+        if verdict is not None:
+            from gputui.advisor.from_engine import left_to_gputui  # only a cluster's doctor
+
+            never.update(left_to_gputui(verdict))
+        judgement = judge_coverage(
+            self._fed,
+            self._devices,
+            ctx.frame,
+            times,
+            ctx.t,
+            ctx.undecided.items(),
+            too_few_readings(here, ctx, seen),
+            never,
+        )
+        if verdict is None:
+            return judgement
+        needed = max((r.history_needed_s(ctx.t) for r in here), default=0.0)
+        return dataclasses.replace(judgement, needed_s=needed)
+
     def _candidates(self, ctx: Context) -> dict[tuple[RuleId, int | None], Candidate]:
-        """What every rule says now, one candidate per (rule, GPU)."""
+        """What every rule says now, one candidate per (rule, GPU): the engine's alerts
+        for the rules it evaluates, where its verdict is read."""
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
-        for rule in self._fed:
+        if self.engine is not None:
+            from gputui.advisor.from_engine import engine_candidates  # only a cluster's doctor
+
+            ctx.asking[0] = None
+            said, errors = engine_candidates(ctx, self.engine, {r.id: r for r in self._fed})
+            seen.update(said)
+            self.rule_errors.update(errors)
+        for rule in self._here():
             ctx.asking[0] = rule.id
             try:
                 for candidate in rule.check(ctx):

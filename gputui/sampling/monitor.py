@@ -7,12 +7,15 @@ composition root, so sampling never imports the rules it feeds.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import math
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from gputui.core.config import Config, Thresholds
-from gputui.core.judgement import Judgement
+from gputui.core.judgement import EngineVerdict, Judgement
 from gputui.core.model import DeviceInfo, Finding, Frame, SourceInfo
+from gputui.core.names import HostMetric
 from gputui.sampling.history import History
 from gputui.sampling.process_history import ProcessHistory
 from gputui.sampling.runlog import RunLog
@@ -39,6 +42,9 @@ class Judge(Protocol):
 
 
 JudgeFactory = Callable[[], Judge]
+#: a GPU's history as columns: a column of floats a Metric, its clock-event masks
+GpuColumns = tuple[list["array[float]"], "array[int]"]
+NAN = math.nan
 
 
 class Monitor:
@@ -71,6 +77,8 @@ class Monitor:
         #: the nodes the screen shows now, most wanted first (the selected one's, those in
         #: view): a source that reads a cluster reads these in full (``Source.follow``)
         self.shown_nodes: tuple[str, ...] = ()
+        #: the engine's verdict, where the cluster's server evaluates `gputui rules`
+        self.engine: EngineVerdict | None = None
 
     @property
     def advisor(self) -> Judge:
@@ -80,7 +88,17 @@ class Monitor:
             add = getattr(judge, "add_devices", None)
             if add is not None:
                 add(self.devices)  # those that joined while it was not yet made
+            if self.engine is not None:
+                self.set_engine(self.engine)
         return judge
+
+    def set_engine(self, verdict: EngineVerdict) -> None:
+        """The engine's verdict (`gputui rules` loaded in the cluster's server): its rules
+        are judged there, the judge takes its alerts for them."""
+        self.engine = verdict
+        take = getattr(self._judge, "set_engine", None)
+        if take is not None:
+            take(verdict)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -148,6 +166,22 @@ class Monitor:
         findings = self.advisor.update(self.history)
         self.runlog.add(frame, findings)
         return findings
+
+    def ingest_columns(
+        self,
+        times: Sequence[float],
+        gpus: dict[int, GpuColumns],
+        last_seen: Mapping[int, float],
+        at: int = 0,
+    ) -> None:
+        """A source's history as columns (``History.add_columns``: the values from ``at``
+        on are those of ``times``), not judged: a point-in-time verdict is on the readings
+        after it, whose windows hold it."""
+        if not times:
+            return
+        host = [array("f", [NAN]) * (at + len(times)) for _ in HostMetric]
+        latest = Frame(time=times[-1], gpus=())
+        self.history.add_columns(times, gpus, host, latest, at, last_seen)
 
     def _join(self, devices: Sequence[DeviceInfo]) -> None:
         """GPUs that joined, added; a known GPU's newer facts (a cluster node's limits,

@@ -175,26 +175,27 @@ class History:
             if self.samples[when]
         )
 
-    def notes(
-        self, nodes: dict[NodeKey, ClusterNode], failed: Sequence[tuple[list[NodeKey], str]]
-    ) -> list[Note]:
-        notes = [
+
+def history_notes(
+    nodes: dict[NodeKey, ClusterNode], failed: Sequence[tuple[list[NodeKey], str]], dropped: int
+) -> list[Note]:
+    """What a history read could not read: the pages that failed, the points dropped."""
+    notes = [
+        Note(
+            NoteKind.GENERAL,
+            f"the history of {len(page)} node(s) could not be read ({why}): {_named(nodes, page)}",
+        )
+        for page, why in failed
+    ]
+    if dropped:
+        notes.append(
             Note(
                 NoteKind.GENERAL,
-                f"the history of {len(page)} node(s) could not be read ({why}): "
-                f"{_named(nodes, page)}",
+                f"{dropped} history point(s) or series dropped: outside the window "
+                "asked for, off its step grid, or more points than it holds",
             )
-            for page, why in failed
-        ]
-        if self.dropped:
-            notes.append(
-                Note(
-                    NoteKind.GENERAL,
-                    f"{self.dropped} history point(s) or series dropped: outside the window "
-                    "asked for, off its step grid, or more points than it holds",
-                )
-            )
-        return notes
+        )
+    return notes
 
 
 def samples_of(

@@ -13,7 +13,10 @@ binary is absent the test skips, except in CI (CI=true).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +124,13 @@ def _key(alert: dict[str, Any]) -> tuple[str, str, str | None]:
     return labels["alertname"], labels.get("gputui_node", ""), labels.get("gpu")
 
 
+def _query(server: Server, query: str) -> list[dict[str, Any]]:
+    params = urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(f"{server.url}/api/v1/query?{params}", timeout=5) as answer:
+        result: list[dict[str, Any]] = json.load(answer)["data"]["result"]
+    return result
+
+
 def _active(server: Server) -> set[tuple[str, str, str | None]]:
     """Every alert the server holds now, pending or firing."""
     with urllib.request.urlopen(f"{server.url}/api/v1/alerts", timeout=5) as answer:
@@ -156,3 +166,45 @@ def test_every_planted_problem_arrives_as_one_alert_within_the_delay(
         assert alert["annotations"]["summary"] and alert["annotations"]["description"]
     # nothing pending or firing on a healthy GPU either
     assert _active(server) == EXPECTED
+    if scrape_s == 15.0:  # doctor reads the same verdict at any interval: once is enough
+        _doctor_reads_the_engine(server)
+
+
+def _doctor_reads_the_engine(server: Server) -> None:
+    """doctor over the same server: the engine's verdict in one query, every planted
+    problem a finding on its GPU (the live rule's evidence where it read the node), the
+    down nodes one finding; no history read but of the nodes the alerts name."""
+    # a server that has just started writes its ALERTS series an evaluation or two after
+    # it has sent them (a server that ran all along has them): wait for them, as doctor
+    # reads the series, not the notifications
+    deadline = time.monotonic() + 60
+    while len(_query(server, 'ALERTS_FOR_STATE{gputui_rule!=""}')) < len(EXPECTED):
+        assert time.monotonic() < deadline, "the server never wrote its ALERTS series"
+        time.sleep(1)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "gputui", "doctor", "--prometheus", server.url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.monotonic() - started
+    document = json.loads(done.stdout)
+    notes = " ".join(n["text"] for n in document["latest"]["notes"])
+    assert done.returncode == 2, (document["findings"], notes)
+    where = {d["index"]: (d["node"], str(d["node_index"])) for d in document["devices"]}
+    found = {(f["rule"], where.get(f["gpu"])) for f in document["findings"]}
+    assert found == {
+        ("thermal-throttle", (NODES[1], "2")),
+        ("power-cap", (NODES[3], "1")),
+        ("power-limit-lowered", (NODES[3], "1")),
+        ("pcie-errors", (NODES[5], "6")),
+        ("gpu-errors", (NODES[7], "3")),
+        ("clocks-held", (NODES[9], "0")),
+        ("not-reporting", None),
+    }
+    (down,) = [f for f in document["findings"] if f["rule"] == "not-reporting"]
+    assert NODES[10] in down["title"] and NODES[11] in down["title"]
+    assert "the engine's rules (gputui rules" in notes
+    assert document["judgement"]["complete"], document["judgement"]["not_judged"][:6]
+    assert took < 20, took  # a few seconds (a fresh interpreter on a shared machine)

@@ -7,7 +7,7 @@ interval, and the finding's title, evidence and remedies as annotations
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from gputui.advisor.coverage import never_fed
 from gputui.advisor.promrules.alert import Alert, Recording
@@ -84,6 +84,16 @@ def engine(terms: Terms) -> Engine:
     return Engine(recordings=(last_seen(terms),), alerts=tuple(alerts))
 
 
+def covers(rules: Collection[RuleId]) -> bool:
+    """Whether an engine that evaluates ``rules`` judges every rule an exporter's metrics
+    feed (but the info lines it leaves to gputui): then a point-in-time read needs no
+    history but that of the nodes its alerts name."""
+    from gputui.advisor import RULES
+
+    never = never_fed(RULES)
+    return all(r.id in rules or r.id in never or r.id in LEFT_TO_GPUTUI for r in RULES)
+
+
 def not_in_engine(rules: Sequence[Rule], covered: Mapping[RuleId, object]) -> dict[RuleId, str]:
     """The catalogue's rules the engine does not evaluate, and why: what dcgm-exporter's
     metrics never carry, what is context rather than an alert, and (a rule added to the
@@ -102,10 +112,12 @@ def not_in_engine(rules: Sequence[Rule], covered: Mapping[RuleId, object]) -> di
 
 __all__ = [
     "ENGINE_NOTES",
+    "LEFT_TO_GPUTUI",
     "Alert",
     "Engine",
     "Recording",
     "Terms",
+    "covers",
     "engine",
     "not_in_engine",
 ]

@@ -3,6 +3,9 @@ rule it reads), with the finding's title, evidence and remedies as its annotatio
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from gputui.advisor.promrules.promql import NODE
 from gputui.core.names import RuleId, Severity
 from gputui.core.records import frozen
@@ -15,6 +18,18 @@ WHERE = f"{{{{ $labels.{NODE} }}}}"
 def value(decimals: int = 0) -> str:
     """The alert's value in an annotation: ``{{ $value | printf "%.0f" }}``."""
     return f'{{{{ $value | printf "%.{decimals}f" }}}}'
+
+
+_LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
+_VALUE = re.compile(r'\{\{ \$value \| printf "%\.(\d)f" \}\}')
+
+
+def render(template: str, labels: Mapping[str, str], value: float | None = None) -> str:
+    """An annotation as the engine renders it (the two forms the rules use), for a report
+    that did not get the engine's own rendering: without the alert's value, "?"."""
+    text = _LABEL.sub(lambda m: labels.get(m.group(1), ""), template)
+    figure = (lambda m: f"{value:.{int(m.group(1))}f}") if value is not None else (lambda m: "?")
+    return _VALUE.sub(figure, text)
 
 
 def on_node(command: str) -> str:
