@@ -374,9 +374,13 @@ class Advisor:
             if state.first > start:
                 continue  # it began during the run: not held through the window
             held = self._judged_at - (self._first_time or state.first)
+            hold = fmt_duration(c.hold_s or self._t.start_after_s)
             note = (
                 f"held through the whole sampled window ({fmt_duration(held)}; the live pane "
-                f"shows it after {fmt_duration(c.hold_s or self._t.start_after_s)})"
+                f"shows it after {hold})"
+                if held > 0
+                else f"found over the window its rule reads, judged once at the end of the "
+                f"history read (the live pane shows it after {hold})"
             )
             finding = _finding(state)
             extra.append(replace(finding, evidence=(*finding.evidence, note)))

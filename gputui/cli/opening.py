@@ -206,6 +206,12 @@ def _open_live(
         config = Config(args.interval, (POINT_READINGS + 8) * args.interval)
         monitor = make_monitor(devices, config, info)
         monitor.ingest_columns(*columns(_engine(monitor, source)))
+        for _ in range(MAX_CATCH_UP):  # the stretch reading a large cluster's window took
+            times = monitor.history.times()
+            later = columns(since=times[-1]) if times else None
+            if not later or not later[0]:
+                break
+            monitor.ingest_columns(*later)
         return monitor, source
     monitor = make_monitor(devices, config, info)
     for frame in _history(source):

@@ -58,6 +58,7 @@ from gputui.sources.promread import (
     answers,
     as_whole,
     ask_all,
+    few_arenas,
     paged,
     refused_note,
     samples_of,
@@ -114,6 +115,7 @@ class PrometheusSource(RangeReads):
         """``limits_later``: the GPUs listed by their reference series alone, as following
         the screen lists them, their limits read with their first full reading (a
         point-in-time read of every node reads them all once, not twice)."""
+        few_arenas()  # before any of its threads (the pages, the aggregates asked ahead)
         self._url = url
         self._at = at  # read the cluster as it was then (a report's end), not now
         if at is not None:

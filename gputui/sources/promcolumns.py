@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-from gputui.core.dcgm import BY_NAME, DcgmField
+from gputui.core.dcgm import BY_NAME, FP64_BLANK, INT32_BLANK, INT32_MAX, INT64_BLANK, DcgmField
 from gputui.core.names import Metric
 from gputui.core.ranges import RANGES
 from gputui.sources.promnodes import ClusterNode
 from gputui.sources.promql import NodeKey, node_key
-from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import GPU_NUMBER, INSTANCE_FIELDS, valid_reading
+from gputui.sources.promwire import labels_of
+from gputui.sources.remote import GPU_NUMBER, INSTANCE_FIELDS
 
 NAN: Final = math.nan
 NO_REASONS: Final = -1  # sampling.history's "reasons unknown"
@@ -138,35 +138,43 @@ class Columns:
         return gpu, attr, dcgm
 
     def _fill(self, gpu: _Gpu, attr: str, dcgm: DcgmField, values: list[Any]) -> None:
+        """A series' points into its column: those off the grid or outside the window
+        counted as dropped, no reading (``remote.valid_reading``: NaN, negative, DCGM's
+        blanks) left out, a column's first series winning (the instances' memory added
+        up). The checks of ``promwire.point`` and ``valid_reading`` written out in one loop:
+        millions of points a cluster."""
+        start, step, points, end = self.start, self.step, self.points, self.end
+        cap, low_blank, high_blank = _blanks(dcgm)
+        scale, integer = dcgm.scale, dcgm.integer
         masks = gpu.reasons if attr == "clock_reasons" else None
-        column = gpu.column(attr, self.points) if masks is None else None
+        column = gpu.column(attr, points) if masks is None else None
         adding = attr == _MIG_USED
-        for slot, value in self._points(values, dcgm):
+        dropped = 0
+        for pair in values:
+            try:
+                when, text = pair
+                when, value = float(when), float(text)
+            except (TypeError, ValueError, OverflowError):
+                dropped += 1
+                continue
+            steps = (when - start) / step
+            slot = round(steps) if start <= when <= end and isinstance(text, str) else -1
+            if slot < 0 or abs(steps - slot) > 1e-6 or slot >= points:
+                dropped += 1
+                continue
+            if not 0.0 <= value < cap or low_blank <= value <= high_blank:
+                continue
+            value = float(int(value * scale)) if integer else value * scale
             if masks is not None:
-                if masks[slot] == NO_REASONS and 0 <= value < 2**63:
+                if masks[slot] == NO_REASONS and value < 2**63:
                     masks[slot] = int(value)
             elif column is not None:
                 held = column[slot]
-                if held != held:  # NaN: no reading there yet (the first series wins)
+                if held != held:  # NaN: no reading there yet
                     column[slot] = value
                 elif adding:
                     column[slot] = held + value
-
-    def _points(self, values: list[Any], dcgm: DcgmField) -> Iterator[tuple[int, float]]:
-        """A series' points on the grid (the slot, the model's value); those off it or
-        outside the window counted as dropped, DCGM's blanks left out."""
-        start, step, points, end = self.start, self.step, self.points, self.end
-        for pair in values:
-            got = point(pair, start, end)
-            if got is None:
-                self.dropped += 1
-                continue
-            steps = (got[0] - start) / step
-            slot = round(steps)
-            if abs(steps - slot) > 1e-6 or slot >= points:
-                self.dropped += 1
-            elif valid_reading(got[1], dcgm):
-                yield slot, float(dcgm.to_model(got[1]))
+        self.dropped += dropped
 
     def finish(self) -> tuple[list[float], dict[int, GpuColumns], dict[int, float], int]:
         """The grid's times from the first that holds a reading to the last, each GPU's
@@ -221,6 +229,17 @@ def _derive(gpu: _Gpu) -> None:
 
 
 _BLANK: dict[int, array[float]] = {}
+
+
+def _blanks(dcgm: DcgmField) -> tuple[float, float, float]:
+    """The values of a field that are readings lie below the first, outside the other
+    two (an int32-sized field's blanks from 0x7FFFFFF0 to 0x7FFFFFFF): ``dcgm.is_blank``
+    as bounds."""
+    if dcgm.blank == "double":
+        return FP64_BLANK, math.inf, -math.inf
+    if dcgm.blank == "int64":
+        return float(INT64_BLANK), math.inf, -math.inf
+    return float(INT64_BLANK), float(INT32_BLANK), float(INT32_MAX)
 
 
 def _ranged(column: array[float] | None, attr: str, points: int) -> array[float]:

@@ -24,6 +24,13 @@ PAGE_GPUS = 256
 PAGE_POINTS = 120_000
 
 
+def range_page(points: int) -> int:
+    """GPUs a page of range answers holds: ~PAGE_POINTS GPU-points (about 24 fields a GPU,
+    as dcgm-exporter's defaults), and no more GPUs than an instant page (a range of a step
+    or two is a series' labels above all: 4,000 GPUs of them were 65 MB of answer)."""
+    return max(1, min(PAGE_GPUS, PAGE_POINTS // (points * 24)))
+
+
 class RangeReads:
     """The range reads of a Prometheus source, over what the source holds."""
 
@@ -55,16 +62,24 @@ class RangeReads:
         return max(MIN_STEP_S, float(round(self._step or self._interval)))
 
     def history_columns(
-        self, only: Collection[str] | None = None
+        self, only: Collection[str] | None = None, since: float | None = None
     ) -> tuple[list[float], dict[int, GpuColumns], dict[int, float], int]:
         """The history window as columns of every node that reports, or of those ``only``
         names (a point-in-time read: no frame built for it), of the readings the history
-        keeps: ``Columns.finish``."""
+        keeps: ``Columns.finish``. ``since``: the steps after that time (the stretch
+        reading the window took), of the nodes read then."""
         now = self._clock()
-        read, (start, end, step) = self._read_keys(now), self._grid(now)
-        keys = [k for k in read[2] if only is None or self._nodes[k].name in only] if read else []
-        self._full = set(keys)
-        if not keys:
+        start, end, step = self._grid(now)
+        if since is None:
+            read = self._read_keys(now)
+            keys = (
+                [k for k in read[2] if only is None or self._nodes[k].name in only] if read else []
+            )
+            self._full = set(keys)
+        else:  # as ``catch_up``: nothing while the gap is under 1.5 steps
+            keys = sorted(self._full, key=lambda k: self._nodes[k].name)
+            start = max(start, since + step) if now - since >= 1.5 * step else math.inf
+        if not keys or start > end:
             return [], {}, {}, 0
         names = history_names()
         columns = Columns(start, end, step, round((end - start) / step) + 1)
@@ -73,7 +88,7 @@ class RangeReads:
             keys,
             lambda page: self._query_range(self._queries.of_nodes(names, page), start, end, step),
             lambda got, page: columns.take(got, page, self._nodes),
-            max(1, PAGE_POINTS // (columns.points * 24)),
+            range_page(columns.points),
         )
         at = end + step  # the stretch a lagging server's range queries hold back
         while self._lag and at <= now and at <= end + self._lag + step:
@@ -144,13 +159,12 @@ class RangeReads:
         no answer nears the cap; the pages that failed, and why."""
         points = round((end - start) / step) + 1
         history = History(start, end, step, points)
-        per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
         failed = paged(
             self._nodes,
             keys,
             lambda page: self._range(page, start, end, step),
             lambda result, page: history.take(result, page, self._nodes),
-            max(1, PAGE_POINTS // per_gpu),
+            range_page(points),
         )
         return history, failed
 

@@ -35,8 +35,11 @@ def test_every_rule_is_in_the_engine_or_listed_with_why_not() -> None:
 def test_windows_and_holds_stretch_to_the_scrape_interval(scrape_s: float, window: str) -> None:
     found = engine(Terms(scrape_s))
     alerts = {a.name: a for a in found.alerts}
-    assert f"[{window}]" in alerts["GputuiThermalThrottle"].expr
-    assert f"[{window}:{duration(scrape_s)}]" in alerts["GputuiThermalThrottle"].expr
+    # the figures several alerts read are recorded once, over the stretched window
+    recorded = {r.name: r.expr for r in found.recordings}
+    assert f"[{window}]" in recorded["gputui:dcgm_gpu:temp_c_avg"]
+    assert f"[{window}:{duration(scrape_s)}]" in recorded["gputui:dcgm_gpu:reasons_60_share"]
+    assert "gputui:dcgm_gpu:reasons_60_share >= 0.3" in alerts["GputuiThermalThrottle"].expr
     for alert in found.alerts:  # at least two evaluations in a row
         assert alert.for_s >= scrape_s, alert.name
         assert alert.keep_s >= 2 * scrape_s
@@ -51,7 +54,7 @@ def test_the_match_is_in_every_selector_and_cannot_leave_its_string() -> None:
     for line in text.splitlines():
         if line.strip().startswith('expr: "'):
             expr = json.loads(line.split("expr:", 1)[1])  # one YAML double-quoted scalar
-            for name in re.findall(r"\b(DCGM_FI_\w+)\{", expr):
+            for name in re.findall(r"\b(DCGM_FI_\w+|gputui:dcgm_gpu:\w+)\{", expr):
                 assert f"{name}{{{terms.match}}}" in expr
     assert "\n#" not in text.split("groups:")[1]  # no comment smuggled in by the match
 

@@ -70,6 +70,8 @@ class Engine:
 
 
 def engine(terms: Terms) -> Engine:
+    """The rules at the terms' scrape interval: the figures several alerts read recorded
+    first (a group's rules run in order), then the alerts."""
     alerts = [
         *thermal(terms),
         *power(terms),
@@ -81,7 +83,8 @@ def engine(terms: Terms) -> Engine:
         *silent(terms),
         *stragglers(terms),
     ]
-    return Engine(recordings=(last_seen(terms),), alerts=tuple(alerts))
+    recorded = tuple(Recording(name, expr) for name, expr in terms.recorded.items())
+    return Engine(recordings=(*recorded, last_seen(terms)), alerts=tuple(alerts))
 
 
 def covers(rules: Collection[RuleId]) -> bool:

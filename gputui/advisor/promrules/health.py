@@ -20,7 +20,8 @@ from gputui.core.xid import UNKNOWN, XIDS
 LAST_SEEN = "gputui:dcgm_gpu:last_seen_timestamp"
 #: a GPU silent this long is taken as retired: the series forgets it
 FORGET_S = 7 * 86400.0
-#: how far back the series is seeded when the rules are first loaded
+#: how far back the series is seeded when the rules are first loaded (every five minutes:
+#: an instant lookup finds the last reading up to five minutes before each)
 SEED_S = 3600.0
 _SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}
 
@@ -165,7 +166,7 @@ def last_seen(terms: Terms) -> Recording:
         LAST_SEEN,
         f"max by ({by}) (timestamp({ref}))"
         f" or max by ({by}) ({carried} > time() - {number(FORGET_S)})"
-        f" or max by ({by}) (max_over_time(timestamp({ref})[{duration(SEED_S)}:1m]))",
+        f" or max by ({by}) (max_over_time(timestamp({ref})[{duration(SEED_S)}:5m]))",
     )
 
 

@@ -93,8 +93,11 @@ def thermal(terms: Terms) -> list[Alert]:
 def _hw_slowdown(terms: Terms) -> Alert:
     t = terms.t
     busy = f"({terms.sel('util_gpu')} >= bool {number(t.busy_util_pct)})"
-    hits = terms.subquery(f"{terms.any_bit(HW_SLOWDOWN)} * {busy}", "sum_over_time", terms.window)
-    busy_n = terms.subquery(busy, "sum_over_time", terms.window)
+    hits = terms.record(
+        "hw_slowdown_busy_readings",
+        terms.subquery(f"{terms.any_bit(HW_SLOWDOWN)} * {busy}", "sum_over_time", terms.window),
+    )
+    busy_n = terms.record("busy_readings", terms.subquery(busy, "sum_over_time", terms.window))
     # a reason bit is an instant: it must hold for hw_slowdown_min_s, over at least
     # hw_slowdown_min_readings of the source's readings
     need = max(t.hw_slowdown_min_readings, -(-t.hw_slowdown_min_s // terms.scrape_s))

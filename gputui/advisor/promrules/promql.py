@@ -28,6 +28,8 @@ JOB = "gputui_job"
 #: silent (its other labels, a workload's, change with the jobs it runs)
 GPU_IDS = ("Hostname", "gpu", "UUID", "instance", "job")
 NODE_IDS = ("Hostname", "instance", "job")
+#: the prefix of the per-GPU figures recorded for the alerts (``Terms.record``)
+RECORDED = "gputui:dcgm_gpu:"
 #: the series every dcgm-exporter counters set has: a GPU that reports has it
 REF = "DCGM_FI_DEV_GPU_TEMP"
 #: values past these are DCGM's blanks, or no reading at all
@@ -65,6 +67,9 @@ class Terms:
         self.t = at_cadence(thresholds or Thresholds(), scrape_s)
         self.match = (match or "").strip().removeprefix("{").removesuffix("}").strip()
         self.job_labels = tuple(job_labels)
+        #: the figures several alerts read, recorded once an evaluation (name -> expr), in
+        #: the order first asked: the alerts read the recorded series
+        self.recorded: dict[str, str] = {}
 
     # -- selectors ---------------------------------------------------------------------
     def names(self, attr: str) -> tuple[str, ...]:
@@ -85,6 +90,14 @@ class Terms:
     def of(self, name: str) -> str:
         """A series of this name (a recording's) within the user's ``--match``."""
         return f"{name}{{{self.match}}}" if self.match else name
+
+    def record(self, figure: str, expr: str) -> str:
+        """A per-GPU figure (its series keep their labels) computed once an evaluation by
+        a recording rule, and the series the alerts read it from: at 8,192 GPUs each
+        window over every GPU costs the server; asked by several alerts, once."""
+        name = f"{RECORDED}{figure}"
+        self.recorded.setdefault(name, expr)
+        return self.of(name)
 
     def sane(self, attr: str, kind: str) -> str:
         """The field's series without DCGM's blank values."""
@@ -114,17 +127,26 @@ class Terms:
         return f"({' + '.join(terms)} > bool 0)"
 
     def bit_share(self, mask: int, seconds: float | None = None) -> str:
-        """The share (0-1) of the readings of the window with any of ``mask`` set."""
-        return self.subquery(self.any_bit(mask), "avg_over_time", seconds or self.window)
+        """The share (0-1) of the readings of the window with any of ``mask`` set
+        (recorded)."""
+        span = seconds or self.window
+        share = self.subquery(self.any_bit(mask), "avg_over_time", span)
+        return self.record(f"reasons_{mask:x}_share{self._span(span)}", share)
 
     # -- load --------------------------------------------------------------------------
     def util(self, seconds: float | None = None) -> str:
-        """Mean utilisation (%) over the window; a MIG GPU's from its graphics engine."""
-        span = duration(seconds or self.window)
-        return (
-            f"(avg_over_time({self.sel('util_gpu')}[{span}]) or "
-            f"100 * avg_over_time({self.sel('gr_active')}[{span}]))"
+        """Mean utilisation (%) over the window; a MIG GPU's from its graphics engine
+        (recorded)."""
+        span = seconds or self.window
+        mean = (
+            f"avg_over_time({self.sel('util_gpu')}[{duration(span)}]) or "
+            f"100 * avg_over_time({self.sel('gr_active')}[{duration(span)}])"
         )
+        return self.record(f"util_avg{self._span(span)}", mean)
+
+    def _span(self, seconds: float) -> str:
+        """A recorded figure's name's suffix for a window other than the rules' own."""
+        return "" if duration(seconds) == duration(self.window) else f"_{duration(seconds)}"
 
     def not_idle(self, expr: str) -> str:
         """``expr`` where the GPU is not known to be idle over the window (without a load
@@ -132,7 +154,9 @@ class Terms:
         return f"({expr}) unless ({self.util()} < {number(self.t.busy_util_pct)})"
 
     def mean(self, attr: str, seconds: float | None = None) -> str:
-        return self.over("avg_over_time", attr, seconds or self.window)
+        """A reading's mean over a window (recorded)."""
+        span = seconds or self.window
+        return self.record(f"{attr}_avg{self._span(span)}", self.over("avg_over_time", attr, span))
 
     def max_clock(self) -> str:
         return self.sane("max_sm_clock_mhz", "clock")
