@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -245,8 +246,8 @@ def main() -> int:
             )
             ready = time.perf_counter() - started
             try:
-                if rules is not None:  # two evaluations: the alerts held for: one scrape
-                    time.sleep(2.5 * args.interval)
+                if rules is not None:
+                    _wait_alerts(server.url, 600.0)
                     print(_rules_cost(server.url), file=sys.stderr)
                 for mode in args.modes:
                     beside = _Beside(server.process.pid)
@@ -269,6 +270,18 @@ def main() -> int:
                 server.stop()
             print(f"        (server up with {args.history:g} s of history in {ready:.0f} s)")
     return 0
+
+
+def _wait_alerts(url: str, seconds: float) -> None:
+    """Until the server has evaluated the rules and written their alerts' series (a server
+    that has just started writes them an evaluation or two after it sends them)."""
+    query = urllib.parse.urlencode({"query": 'count(ALERTS_FOR_STATE{gputui_rule!=""})'})
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=30) as answer:
+            if json.load(answer)["data"]["result"]:
+                return
+        time.sleep(5)
 
 
 def _rules_file(work: Path, interval: float) -> Path:

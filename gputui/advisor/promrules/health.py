@@ -30,8 +30,13 @@ def xids(terms: Terms) -> list[Alert]:
     """One alert a class of Xid (the same severity and remedies), firing for
     ``xid_window_s`` after the last Xid's code changed to one of the class's."""
     t = terms.t
-    code = f"({terms.sel('xid')} < {number(SANE['xid'])})"
-    fresh = f"(changes({terms.sel('xid')}[{duration(t.xid_window_s)}]) > 0)"
+    # the GPUs whose last Xid's code changed in the window, valued by it: a handful,
+    # recorded once for the classes' alerts to pick from
+    code = terms.record(
+        "xid_new",
+        f"({terms.sel('xid')} < {number(SANE['xid'])} > 0) "
+        f"and (changes({terms.sel('xid')}[{duration(t.xid_window_s)}]) > 0)",
+    )
     classes: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
     for number_, xid in sorted(XIDS.items()):
         if xid.origin != "benign":
@@ -45,7 +50,7 @@ def xids(terms: Terms) -> list[Alert]:
                 RuleId.GPU_ERRORS,
                 f"GputuiXid{origin.capitalize()}{codes[0]}",
                 _SEVERITY[level],
-                f"({_any_of(code, codes)}) and {fresh}",
+                _any_of(code, codes),
                 (
                     _title(origin),
                     f"Xid {value()} in the last {fmt_duration(t.xid_window_s)} ({origin}: "
@@ -62,7 +67,7 @@ def xids(terms: Terms) -> list[Alert]:
             RuleId.GPU_ERRORS,
             "GputuiXidUnlisted",
             Severity.WARNING,
-            f"({code} > 0) unless ({_any_of(code, listed)}) and {fresh}",
+            f"{code} unless ({_any_of(code, listed)})",
             (
                 _title("hardware"),
                 f"Xid {value()} in the last {fmt_duration(t.xid_window_s)}: not in gputui's "
@@ -231,8 +236,13 @@ def stragglers(terms: Terms) -> list[Alert]:
         return f"({terms.jobbed(expr)} unless on({JOB}) vector(1))"
 
     busy = f"({terms.util()} >= {number(t.busy_util_pct)})"
-    clock = jobbed(f"100 * {terms.mean('sm_clock_mhz')} / {terms.max_clock()} and {busy}")
-    util = jobbed(terms.util())
+    # each GPU of a job (labelled with it) recorded once: the medians and both alerts read
+    # them (a job's GPUs are a small part of a cluster's where few carry a workload label)
+    clock = terms.record(
+        "job_clock_share",
+        jobbed(f"100 * {terms.mean('sm_clock_mhz')} / {terms.max_clock()} and {busy}"),
+    )
+    util = terms.record("job_util", jobbed(terms.util()))
     peers = f"(count by ({JOB}) ({clock}) >= 2)"
     slow_clock = (
         f"{clock} <= on({JOB}) group_left() (quantile by ({JOB}) (0.5, {clock}) - "

@@ -118,11 +118,13 @@ def _idle_held(terms: Terms, used: str) -> Alert:
 
 def pcie(terms: Terms) -> list[Alert]:
     t = terms.t
-    window = duration(terms.window)
-    gen = f"max_over_time({terms.sel('pcie_gen')}[{window}])"
-    width = f"max_over_time({terms.sel('pcie_width')}[{window}])"
+    # the best link the window trained to, and what card and host allow: recorded once
+    # (a term a generation over every GPU) for both link rules
+    gen = terms.record("pcie_gen_max", terms.over("max_over_time", "pcie_gen", terms.window))
+    width = terms.record("pcie_width_max", terms.over("max_over_time", "pcie_width", terms.window))
     top_gen, top_width = terms.sel("pcie_max_gen"), terms.sel("pcie_max_width")
-    now, best = terms.link_bytes(gen, width), terms.link_bytes(top_gen, top_width)
+    now = terms.record("pcie_link_bytes", terms.link_bytes(gen, width))
+    best = terms.record("pcie_best_bytes", terms.link_bytes(top_gen, top_width))
     degraded = make(
         terms,
         RuleId.PCIE_LINK_DEGRADED,
