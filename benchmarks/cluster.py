@@ -1,11 +1,13 @@
 """A synthetic cluster behind a real Prometheus: what gputui costs at 64 to 1,024 nodes.
 
 Usage: python benchmarks/cluster.py [--nodes 64 256 1024] [--gpus 8] [--interval 15]
-                                    [--history 300] [--ticks 10]
+                                    [--history 900] [--ticks 10] [--modes screen doctor]
+                                    [--rules] [--tree DIR]
 
 For each size, Debian's `prometheus` scrapes a synthetic dcgm-exporter page a node
 (``tests/prom_cluster.py``: one local HTTP server plays every node, with thermal
-throttling, a power cap, PCIe replays and an Xid planted), its history before the start
+throttling, a power cap, PCIe replays, an Xid and a clock held with no reason planted, and
+a node whose exporter stopped an hour before the start), its history before the start
 written at once with promtool. Then, each in a fresh process so its memory is its own:
 
 - the screen's way (``follow``: every node ranked from the aggregating queries, the nodes
@@ -13,10 +15,15 @@ written at once with promtool. Then, each in a fresh process so its memory is it
   the cluster view's rows), then ``--ticks`` reads: CPU a tick and as a share of a core
   at one tick every ``--interval`` s (the app's default for a Prometheus source),
   resident memory, requests and bytes a tick;
-- doctor's way (every node read in full, its history too): the same first-frame figures.
+- doctor's way: ``gputui doctor --prometheus URL --json`` as a user runs it, its wall time,
+  CPU and peak memory (the child's own resource usage), its exit status and what it found;
+  ``--tree DIR`` runs another checkout's (``git archive`` of an earlier commit) on the same
+  server.
 
-Only gputui's own process is measured; the server and the exporters run beside it, and
-the last two columns say what they cost meanwhile (% of one core over the child's run).
+``--rules``: the server evaluates ``gputui rules`` (at the interval); the time its last
+evaluation of the group took and the alerts it fires are printed, and doctor reads their
+verdict. Only gputui's own process is measured; the server and the exporters run beside
+it, and the last two columns say what they cost meanwhile (% of one core over the run).
 """
 
 from __future__ import annotations

@@ -452,3 +452,16 @@ def missing_binary(name: str) -> str | None:
 
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
+
+
+def require(*names: str) -> None:
+    """Skip the test where one of these binaries is missing, except in CI (CI=true),
+    where .ci/run installs Debian's packages and a missing one fails the test."""
+    import pytest
+
+    for name in names:
+        why = missing_binary(name)
+        if why is not None:
+            if in_ci():
+                pytest.fail(f"CI must have {name} (.ci/run installs Debian's): {why}")
+            pytest.skip(why)

@@ -193,7 +193,7 @@ def _open_live(
     from gputui.advisor import make_monitor
     from gputui.core.model import SourceInfo
 
-    source = make_source(args, clock, POINT_READINGS if point_in_time else None)
+    source = make_source(args, clock, readings=POINT_READINGS if point_in_time else None)
     try:
         devices = _open(source)
     except SourceUnavailable as exc:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.cli import main
-from tests.prom_cluster import HELD, Plan, Server, in_ci, missing_binary, start_prometheus
+from tests.prom_cluster import HELD, Plan, Server, require, start_prometheus
 
 HEALTHY = [f"healthy-{i:02d}" for i in range(6)]
 STUCK, GONE = "stuck-00", "gone-00"
@@ -21,12 +21,7 @@ STUCK, GONE = "stuck-00", "gone-00"
 
 @pytest.fixture(scope="module")
 def gate_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    for name in ("prometheus", "promtool"):
-        why = missing_binary(name)
-        if why is not None:
-            if in_ci():
-                pytest.fail(f"CI must have {name} (.ci/run installs Debian's): {why}")
-            pytest.skip(why)
+    require("prometheus", "promtool")
     plan = Plan([*HEALTHY, STUCK, GONE], planted={(STUCK, 4): HELD}, stopped={GONE: 3600.0})
     server = start_prometheus(plan, 15.0, tmp_path_factory.mktemp("gate"), history_s=600.0)
     try:

@@ -35,8 +35,7 @@ from tests.prom_cluster import (
     XID,
     Plan,
     Server,
-    in_ci,
-    missing_binary,
+    require,
     start_prometheus,
 )
 
@@ -75,15 +74,6 @@ REMEDY = {
 }
 
 
-def _binaries() -> None:
-    for name in ("prometheus", "promtool", BINARY):
-        why = missing_binary(name)
-        if why is not None:
-            if in_ci():
-                pytest.fail(f"CI must have {name} (.ci/run installs Debian's): {why}")
-            pytest.skip(why)
-
-
 def _plan(scrape_s: float) -> Plan:
     xid_from = int((time.time() - 120) // scrape_s)  # the Xid's code changes 2 min ago
     return Plan(
@@ -98,7 +88,7 @@ def _plan(scrape_s: float) -> Plan:
 def engine_cluster(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[Server, Webhook, float, float]]:
-    _binaries()
+    require("prometheus", "promtool", BINARY)
     scrape_s: float = request.param
     terms = Terms(scrape_s)
     rules = tmp_path / "gputui-rules.yml"

@@ -229,20 +229,23 @@ def silent(terms: Terms) -> list[Alert]:
     return [gpu, replace(node, node_level=True), replace(target, node_level=True)]
 
 
-def stragglers(terms: Terms) -> list[Alert]:
-    t = terms.t
+def _job_figures(terms: Terms) -> tuple[str, str]:
+    """Each GPU of a job (labelled with it), its SM clock share where busy and its
+    utilisation, recorded once: the medians and both alerts read them (a job's GPUs are a
+    small part of a cluster's where few carry a workload label)."""
 
     def jobbed(expr: str) -> str:
         return f"({terms.jobbed(expr)} unless on({JOB}) vector(1))"
 
-    busy = f"({terms.util()} >= {number(t.busy_util_pct)})"
-    # each GPU of a job (labelled with it) recorded once: the medians and both alerts read
-    # them (a job's GPUs are a small part of a cluster's where few carry a workload label)
-    clock = terms.record(
-        "job_clock_share",
-        jobbed(f"100 * {terms.mean('sm_clock_mhz')} / {terms.max_clock()} and {busy}"),
-    )
-    util = terms.record("job_util", jobbed(terms.util()))
+    busy = f"({terms.util()} >= {number(terms.t.busy_util_pct)})"
+    share = f"100 * {terms.mean('sm_clock_mhz')} / {terms.max_clock()} and {busy}"
+    clock = terms.record("job_clock_share", jobbed(share))
+    return clock, terms.record("job_util", jobbed(terms.util()))
+
+
+def stragglers(terms: Terms) -> list[Alert]:
+    t = terms.t
+    clock, util = _job_figures(terms)
     peers = f"(count by ({JOB}) ({clock}) >= 2)"
     slow_clock = (
         f"{clock} <= on({JOB}) group_left() (quantile by ({JOB}) (0.5, {clock}) - "
