@@ -1,11 +1,13 @@
 """A synthetic cluster behind a real Prometheus: what gputui costs at 64 to 1,024 nodes.
 
 Usage: python benchmarks/cluster.py [--nodes 64 256 1024] [--gpus 8] [--interval 15]
-                                    [--history 300] [--ticks 10]
+                                    [--history 900] [--ticks 10] [--modes screen doctor]
+                                    [--rules] [--tree DIR]
 
 For each size, Debian's `prometheus` scrapes a synthetic dcgm-exporter page a node
 (``tests/prom_cluster.py``: one local HTTP server plays every node, with thermal
-throttling, a power cap, PCIe replays and an Xid planted), its history before the start
+throttling, a power cap, PCIe replays, an Xid and a clock held with no reason planted, and
+a node whose exporter stopped an hour before the start), its history before the start
 written at once with promtool. Then, each in a fresh process so its memory is its own:
 
 - the screen's way (``follow``: every node ranked from the aggregating queries, the nodes
@@ -13,28 +15,36 @@ written at once with promtool. Then, each in a fresh process so its memory is it
   the cluster view's rows), then ``--ticks`` reads: CPU a tick and as a share of a core
   at one tick every ``--interval`` s (the app's default for a Prometheus source),
   resident memory, requests and bytes a tick;
-- doctor's way (every node read in full, its history too): the same first-frame figures.
+- doctor's way: ``gputui doctor --prometheus URL --json`` as a user runs it, its wall time,
+  CPU and peak memory (the child's own resource usage), its exit status and what it found;
+  ``--tree DIR`` runs another checkout's (``git archive`` of an earlier commit) on the same
+  server.
 
-Only gputui's own process is measured; the server and the exporters run beside it, and
-the last two columns say what they cost meanwhile (% of one core over the child's run).
+``--rules``: the server evaluates ``gputui rules`` (at the interval); the time its last
+evaluation of the group took and the alerts it fires are printed, and doctor reads their
+verdict. Only gputui's own process is measured; the server and the exporters run beside
+it, and the last two columns say what they cost meanwhile (% of one core over the run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gputui.core.model import Note
-from tests.prom_cluster import POWER_CAP, REPLAYS, THERMAL, XID, Plan, start_prometheus
+from tests.prom_cluster import HELD, POWER_CAP, REPLAYS, THERMAL, XID, Plan, start_prometheus
 
 
 def _plan(nodes: int, gpus: int) -> Plan:
@@ -46,8 +56,10 @@ def _plan(nodes: int, gpus: int) -> Plan:
         (names[nodes // 4], 1): POWER_CAP,
         (names[nodes // 5], 6 % gpus): REPLAYS,
         (names[-2], 3 % gpus): XID,
+        (names[nodes // 6], 4 % gpus): HELD,
     }
-    return Plan(names, gpus=gpus, planted=planted)
+    # a node whose exporter stopped an hour before the start: its target's scrapes fail
+    return Plan(names, gpus=gpus, planted=planted, stopped={names[nodes // 7]: 3600.0})
 
 
 def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, float]:
@@ -163,16 +175,62 @@ class _Beside:
         }
 
 
+def _doctor(url: str, tree: Path | None) -> dict[str, float]:
+    """``gputui doctor --prometheus URL --json`` as a user runs it (of ``tree``, another
+    checkout such as ``git archive`` of an earlier commit, when given): its wall time, CPU
+    and peak memory from the child's own resource usage, its exit status and findings."""
+    env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
+    measure = (
+        "import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(json.dumps({'wall': time.perf_counter() - t, 'cpu': r.ru_utime + r.ru_stime, "
+        "'rss': r.ru_maxrss / 1024, 'status': done.returncode, 'out': done.stdout}))"
+    )
+    command = [sys.executable, "-c", measure, sys.executable, "-m", "gputui", "doctor"]
+    command += ["--prometheus", url, "--json"]
+    # python -m puts the working directory first on the path: the tree's own, or this one's
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=tree)
+    got = json.loads(done.stdout)
+    document = json.loads(got["out"])
+    found = sorted({f["rule"] for f in document["findings"]})
+    print(f"doctor: exit {got['status']}, found: {', '.join(found)}", file=sys.stderr)
+    return {
+        "gpus": float(len(document["devices"])),
+        "first_s": got["wall"],
+        "first_cpu_s": got["cpu"],
+        "rss_mb": got["rss"],
+        "peak_rss_mb": got["rss"],
+        "findings": float(len(document["findings"])),
+        "status": float(got["status"]),
+    }
+
+
+def _rules_cost(url: str) -> str:
+    """How long the server's last evaluation of the gputui group took, and its alerts."""
+    with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=30) as answer:
+        groups = json.load(answer)["data"]["groups"]
+    group = next(g for g in groups if g["name"] == "gputui")
+    firing = sorted({a["labels"]["alertname"] for r in group["rules"] for a in r.get("alerts", [])})
+    return f"rules: one evaluation {group['evaluationTime']:.2f} s; alerts: {', '.join(firing)}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--interval", type=float, default=15.0)
-    parser.add_argument("--history", type=float, default=300.0, help="seconds written at start")
+    parser.add_argument("--history", type=float, default=900.0, help="seconds written at start")
     parser.add_argument("--ticks", type=int, default=10)
     parser.add_argument(
         "--modes", nargs="+", choices=("screen", "doctor"), default=["screen", "doctor"]
     )
+    parser.add_argument(
+        "--rules",
+        action="store_true",
+        help="the server evaluates `gputui rules` (doctor reads them)",
+    )
+    parser.add_argument("--tree", type=Path, help="doctor of another checkout, on the same server")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--follow", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -188,17 +246,26 @@ def main() -> int:
     for nodes in args.nodes:
         with tempfile.TemporaryDirectory(prefix="gputui-cluster-") as work:
             started = time.perf_counter()
+            rules = _rules_file(Path(work), args.interval) if args.rules else None
+            plan = _plan(nodes, args.gpus)
             server = start_prometheus(
-                _plan(nodes, args.gpus), args.interval, Path(work), history_s=args.history
+                plan, args.interval, Path(work), history_s=args.history, rules=rules
             )
             ready = time.perf_counter() - started
             try:
-                for follow in [mode == "screen" for mode in args.modes]:
+                if rules is not None:
+                    _wait_alerts(server.url, 600.0)
+                    print(_rules_cost(server.url), file=sys.stderr)
+                for mode in args.modes:
                     beside = _Beside(server.process.pid)
-                    r = _child(server.url, follow, args.ticks, args.interval)
+                    if mode == "doctor":
+                        r = dict.fromkeys(("tick_cpu_ms", "core_pct", "requests_tick"), 0.0)
+                        r |= {"kb_tick": 0.0, **_doctor(server.url, args.tree)}
+                    else:
+                        r = _child(server.url, True, args.ticks, args.interval)
                     r.update(beside.shares())
                     print(
-                        f"{nodes:>6} {r['gpus']:>6.0f} {'screen' if follow else 'doctor':<7} "
+                        f"{nodes:>6} {r['gpus']:>6.0f} {mode:<7} "
                         f"{r['first_s']:>8.2f} {r['first_cpu_s']:>6.2f} {r['tick_cpu_ms']:>8.1f} "
                         f"{r['core_pct']:>7.2f} "
                         f"{r['rss_mb']:>7.0f} {r['peak_rss_mb']:>8.0f} "
@@ -210,6 +277,28 @@ def main() -> int:
                 server.stop()
             print(f"        (server up with {args.history:g} s of history in {ready:.0f} s)")
     return 0
+
+
+def _wait_alerts(url: str, seconds: float) -> None:
+    """Until the server has evaluated the rules and written their alerts' series (a server
+    that has just started writes them an evaluation or two after it sends them)."""
+    query = urllib.parse.urlencode({"query": 'count(ALERTS_FOR_STATE{gputui_rule!=""})'})
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=30) as answer:
+            if json.load(answer)["data"]["result"]:
+                return
+        time.sleep(5)
+
+
+def _rules_file(work: Path, interval: float) -> Path:
+    from gputui.advisor.promrules import Terms, engine
+    from gputui.exporters.rules_file import rules_yaml
+
+    terms = Terms(interval)
+    path = work / "gputui-rules.yml"
+    path.write_text(rules_yaml(engine(terms), terms))
+    return path
 
 
 if __name__ == "__main__":

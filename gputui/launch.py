@@ -74,7 +74,7 @@ def _monitor(devices: Sequence[DeviceInfo], config: Config, source: SourceInfo) 
     def judge() -> Judge:
         from gputui.advisor import make_advisor
 
-        return make_advisor(devices, thresholds)
+        return make_advisor(devices, thresholds, source.kind is SourceKind.REMOTE)
 
     return Monitor(devices, config, source, judge, later=thresholds)
 

@@ -35,6 +35,8 @@ from pathlib import Path
 from tests.servers import free_port
 
 THERMAL, POWER_CAP, REPLAYS, XID = "thermal", "power-cap", "replays", "xid"
+#: busy with the SM clock held at 1,095 of 1,980 MHz and no clock-event reason named
+HELD = "held"
 MODEL = "NVIDIA H100 80GB HBM3"
 
 
@@ -56,6 +58,9 @@ class Plan:
     pods: dict[str, str] = field(default_factory=dict)
     #: the optional fields an operator adds to dcgm-exporter's counters CSV
     extended: bool = True
+    #: (node, gpu) -> the scrape (seconds since the epoch over the interval) from which its
+    #: planted problem shows; before it the GPU is healthy (an Xid's code changes then)
+    onsets: dict[tuple[str, int], int] = field(default_factory=dict)
     #: each node's series heads (name and labels), written by ``page`` once a node
     _heads: dict[str, list[tuple[str, list[str]]]] = field(
         default_factory=dict, repr=False, compare=False
@@ -79,6 +84,8 @@ class Plan:
     def values(self, node: str, gpu: int, tick: int) -> dict[str, float]:
         """One collection's readings; ``tick`` counts the scrapes since the epoch."""
         kind = self.planted.get((node, gpu))
+        if tick < self.onsets.get((node, gpu), tick):
+            kind = None
         noise = _digest(node, gpu, tick)
         jitter = int(noise[:4], 16) / 65535.0  # 0..1, a new one each collection
         hot = kind == THERMAL
@@ -88,7 +95,7 @@ class Plan:
         board = self.boards.get(node, {})
         top = board.get("DCGM_FI_DEV_MAX_SM_CLOCK", 1980.0)
         out = {
-            "DCGM_FI_DEV_SM_CLOCK": 1410.0 if hot else (1300.0 if capped else top),
+            "DCGM_FI_DEV_SM_CLOCK": _clock(kind, top),
             "DCGM_FI_DEV_MEM_CLOCK": 2619.0,
             "DCGM_FI_DEV_MEMORY_TEMP": 50.0 + round(4 * jitter),
             "DCGM_FI_DEV_GPU_TEMP": (88.0 if hot else 61.0) + round(2 * jitter),
@@ -118,6 +125,10 @@ class Plan:
                     "DCGM_FI_DEV_SLOWDOWN_TEMP": 87.0,
                     "DCGM_FI_DEV_SHUTDOWN_TEMP": 92.0,
                     "DCGM_FI_DEV_MAX_SM_CLOCK": 1980.0,
+                    "DCGM_FI_DEV_PCIE_LINK_GEN": 5.0,
+                    "DCGM_FI_DEV_PCIE_LINK_WIDTH": 16.0,
+                    "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": 5.0,
+                    "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": 16.0,
                 }
             )
         out.update({k: v for k, v in board.items() if k in out})
@@ -173,6 +184,11 @@ class Plan:
                 yield f"{text} {value!r} {stamp}"
         if not millis:
             yield "# EOF"
+
+
+def _clock(kind: str | None, top: float) -> float:
+    """The SM clock a planted problem holds the GPU at (its maximum when healthy)."""
+    return {THERMAL: 1410.0, POWER_CAP: 1300.0, HELD: 1095.0}.get(kind or "", top)
 
 
 def _labels(labels: Mapping[str, str]) -> str:
@@ -234,8 +250,16 @@ class Exporters:
                 kept = self._pages[node] = (tick, self.plan.page(node, tick).encode())
         return kept[1]
 
-    def scrape_config(self, job: str, nodes: list[str] | None = None) -> str:
-        """The scrape configuration (YAML, written as JSON) with one target a node."""
+    def scrape_config(
+        self,
+        job: str,
+        nodes: list[str] | None = None,
+        rules: Path | None = None,
+        alertmanager: str | None = None,
+    ) -> str:
+        """The scrape configuration (YAML, written as JSON) with one target a node; with
+        ``rules``, that rules file evaluated every interval, its alerts sent to the
+        ``alertmanager`` (HOST:PORT)."""
         targets = [
             {
                 "targets": [self.address],
@@ -244,7 +268,7 @@ class Exporters:
             for node in (nodes if nodes is not None else self.plan.nodes)
         ]
         interval = f"{self.interval_s:g}s"
-        config = {
+        config: dict[str, object] = {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "scrape_configs": [
                 {
@@ -256,6 +280,12 @@ class Exporters:
                 }
             ],
         }
+        if rules is not None:
+            config["rule_files"] = [str(rules)]
+        if alertmanager is not None:
+            config["alerting"] = {
+                "alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]
+            }
         return json.dumps(config, indent=1)
 
     def shutdown(self) -> None:
@@ -281,9 +311,16 @@ class Server:
 
 
 def start_prometheus(
-    plan: Plan, interval_s: float, work: Path, history_s: float = 900.0, job: str = "dcgm"
+    plan: Plan,
+    interval_s: float,
+    work: Path,
+    history_s: float = 900.0,
+    job: str = "dcgm",
+    rules: Path | None = None,
+    alertmanager: str | None = None,
 ) -> Server:
-    """Prometheus over the plan's exporters, its history before now written at once."""
+    """Prometheus over the plan's exporters, its history before now written at once (and
+    ``rules`` evaluated, their alerts sent to ``alertmanager``: ``scrape_config``)."""
     binary, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if binary is None or promtool is None:
         raise FileNotFoundError("prometheus")
@@ -307,7 +344,7 @@ def start_prometheus(
         )
         history.unlink()
     config = work / "prometheus.yml"
-    config.write_text(exporters.scrape_config(job))
+    config.write_text(exporters.scrape_config(job, rules=rules, alertmanager=alertmanager))
     port = free_port()
     process = subprocess.Popen(
         [
@@ -415,3 +452,16 @@ def missing_binary(name: str) -> str | None:
 
 def in_ci() -> bool:
     return os.environ.get("CI") == "true"
+
+
+def require(*names: str) -> None:
+    """Skip the test where one of these binaries is missing, except in CI (CI=true),
+    where .ci/run installs Debian's packages and a missing one fails the test."""
+    import pytest
+
+    for name in names:
+        why = missing_binary(name)
+        if why is not None:
+            if in_ci():
+                pytest.fail(f"CI must have {name} (.ci/run installs Debian's): {why}")
+            pytest.skip(why)

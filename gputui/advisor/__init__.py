@@ -27,6 +27,7 @@ from gputui.advisor.rule import Rule
 from gputui.core.config import Config, Thresholds
 from gputui.core.judgement import Judgement
 from gputui.core.model import DeviceInfo, Finding, SourceInfo
+from gputui.core.names import SourceKind
 from gputui.sampling.monitor import Monitor
 
 RULES: tuple[Rule, ...] = (
@@ -48,8 +49,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def make_advisor(devices: Iterable[DeviceInfo], thresholds: Thresholds | None = None) -> Advisor:
-    return Advisor(devices, RULES, thresholds)
+def make_advisor(
+    devices: Iterable[DeviceInfo], thresholds: Thresholds | None = None, remote: bool = False
+) -> Advisor:
+    """``remote``: the source reads exporter metrics (dcgm-exporter's pages, a Prometheus
+    server): the rules it can never feed are not applicable to it."""
+    return Advisor(devices, RULES, thresholds, remote=remote)
 
 
 def make_monitor(
@@ -60,7 +65,8 @@ def make_monitor(
 ) -> Monitor:
     """A monitor whose findings come from the full rule catalogue."""
     devices = tuple(devices)
-    return Monitor(devices, config, source, lambda: make_advisor(devices, thresholds))
+    remote = source.kind is SourceKind.REMOTE
+    return Monitor(devices, config, source, lambda: make_advisor(devices, thresholds, remote))
 
 
 def judgement_of(monitor: Monitor) -> Judgement:

@@ -6,6 +6,7 @@ import dataclasses
 
 from gputui.advisor import RULES, Rule
 from gputui.advisor.coverage import WORDS
+from gputui.advisor.promrules import ENGINE_NOTES, Terms, engine, not_in_engine
 from gputui.core.config import Thresholds
 from gputui.core.prose import DOCTOR_EXITS
 from gputui.core.xid import XIDS
@@ -74,6 +75,7 @@ def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
             f"| {rule.when_it_fires(t)} | {rule.what_it_never_claims(t) or '—'} "
             f"| {rule.suggests} |"
         )
+    lines += _engine_section()
     lines += ["", "## Xid errors by class (`gpu-errors`)", ""]
     lines.append(
         "From NVIDIA's public Xid catalogue. The class says whose problem an Xid usually is; "
@@ -90,6 +92,39 @@ def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     for field in dataclasses.fields(t):
         lines.append(f"| `{field.name}` | {getattr(t, field.name)} |")
     return "\n".join(lines) + "\n"
+
+
+#: the scrape interval the engine section is written for (`gputui rules`' default)
+ENGINE_SCRAPE_S = 30.0
+
+
+def _engine_section() -> list[str]:
+    """Rule by rule, live and in the engine: the alerts `gputui rules` writes for each, how
+    they differ from the live rule, or why the engine has none."""
+    terms = Terms(ENGINE_SCRAPE_S)
+    found = engine(terms)
+    alerts = {a.name: a for a in found.alerts}
+    by_rule = found.by_rule()
+    lines = ["", "## Live and in the engine (`gputui rules`)", ""]
+    lines.append(
+        "`gputui rules` writes the rules below as Prometheus recording and alerting rules "
+        "over dcgm-exporter's metrics (docs/alerting.md), with the same thresholds and the "
+        "live rules' windows and holds stretched to the scrape interval (here "
+        f"{ENGINE_SCRAPE_S:g} s, the default: windows of {terms.window:g} s, an alert held "
+        f"for one scrape at least). The live advisor judges every rule its source feeds; "
+        "the engine judges those dcgm-exporter's metrics can express, for every GPU, all the "
+        "time, and Alertmanager routes what it finds."
+    )
+    lines += ["", "| id | in the engine | how it differs from the live rule |", "|---|---|---|"]
+    missing = not_in_engine(RULES, by_rule)
+    for rule in RULES:
+        names = by_rule.get(rule.id)
+        if names is None:
+            lines.append(f"| `{rule.id}` | — | not in the engine: {missing[rule.id]} |")
+            continue
+        said = ", ".join(f"`{n}` ({alerts[n].severity})" for n in names)
+        lines.append(f"| `{rule.id}` | {said} | {ENGINE_NOTES.get(rule.id, 'as live')} |")
+    return lines
 
 
 if __name__ == "__main__":

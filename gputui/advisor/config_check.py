@@ -14,7 +14,7 @@ from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
 from gputui.core.judgement import Judgement, Undecided, gpu_list
 from gputui.core.model import DeviceInfo, Finding, Frame, finding_order
-from gputui.core.names import NoteKind, RuleId
+from gputui.core.names import PROCESS_ONLY, SETTINGS_ONLY, NoteKind, RuleId
 from gputui.core.records import frozen
 from gputui.sampling.history import History
 
@@ -24,38 +24,6 @@ CAUSE = "3 configuration"
 OK = "ok"
 #: a check's state where the source reads none of what it looks at
 NOT_READ = "not read"
-#: the checks that look only at the jobs' and the node's settings (cgroups, /dev/shm,
-#: limits, the host's files), which only a local source reads: from a simulated, remote or
-#: recorded source they find nothing because they were given nothing, which is no "ok"
-SETTINGS_ONLY = frozenset(
-    {
-        RuleId.CPU_THROTTLED,
-        RuleId.CGROUP_MEMORY,
-        RuleId.CPUSET_SMALL,
-        RuleId.SHM_SMALL,
-        RuleId.OPEN_FILES,
-        RuleId.JOB_SWAPPED,
-        RuleId.P2P_UNAVAILABLE,
-        RuleId.NCCL_IB_OFF,
-        RuleId.CPU_GOVERNOR,
-        RuleId.THP_DEFRAG,
-        RuleId.NUMA_BALANCING,
-        RuleId.CLOCKS_LOCKED,  # judged only where the configuration is read (its own guard)
-    }
-)
-#: the checks of the GPU processes' environments and CUDA libraries: a source that reads
-#: no processes (a remote exporter, a Prometheus server) gives them nothing to look at
-PROCESS_ONLY = frozenset(
-    {
-        RuleId.CUDA_LAUNCH_BLOCKING,
-        RuleId.CUDA_DRIVER_MISMATCH,
-        RuleId.NO_CUDA_CACHING,
-        RuleId.DISTRIBUTED_DEBUG,
-        RuleId.NCCL_P2P_OFF,
-        RuleId.OMP_OVERSUBSCRIBED,
-        RuleId.VISIBLE_DEVICES_ORDER,
-    }
-)
 #: the checks of the GPUs' modes, by the device facts they read (one read is enough)
 DEVICE_FACTS: dict[RuleId, tuple[str, ...]] = {
     RuleId.COMPUTE_MODE: ("compute_mode",),

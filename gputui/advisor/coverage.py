@@ -22,9 +22,10 @@ from operator import attrgetter
 from gputui.advisor.context import Context
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
+from gputui.core.dcgm import CARRIED
 from gputui.core.judgement import Judgement, NotJudged, Undecided, grouped, not_offered
 from gputui.core.model import DeviceInfo, Frame, GpuSample, HostSample
-from gputui.core.names import RuleId
+from gputui.core.names import PROCESS_ONLY, RULES_NEEDING_HOST, SETTINGS_ONLY, RuleId
 from gputui.core.units import fmt_duration
 
 #: readings in words, for "not judged: <what is missing>"
@@ -57,6 +58,41 @@ WORDS: Mapping[str, str] = {
     "pcie_topology": "PCIe topology",
     "nvlink_remote": "NVLink layout",
 }
+
+
+#: what a source of exporter metrics (dcgm-exporter's pages, gputui export's, a Prometheus
+#: server's) never carries, by the rules that read it beyond their ``needs``
+_PROCESSES = "GPU processes or host readings"
+NOT_EXPORTED: Mapping[RuleId, str] = {
+    **{rule: _PROCESSES for rule in RULES_NEEDING_HOST},
+    RuleId.GPU_SHARED: _PROCESSES,
+    **{rule: "process environments or CUDA libraries" for rule in PROCESS_ONLY},
+    **{rule: "job or host settings" for rule in SETTINGS_ONLY},
+    RuleId.COMPUTE_MODE: "compute mode or processes waiting for a GPU",
+    RuleId.MODE_PENDING: "pending MIG or ECC modes",
+    RuleId.FABRIC_NOT_READY: "GPU fabric state",
+    RuleId.PCIE_HOST_LIMITED: "maximum PCIe generation of the card alone",
+}
+#: how a remote source's blind rules are listed: one line names them all
+THIS_SOURCE = "not applicable to this source: dcgm-exporter's metrics carry no "
+
+
+def never_fed(rules: Sequence[Rule]) -> dict[RuleId, str]:
+    """The rules a source of exporter metrics can never feed, and what it lacks for each:
+    listed as not applicable to this source, never as "not judged" (no setting of the
+    exporter would let them judge)."""
+    out: dict[RuleId, str] = {}
+    for rule in rules:
+        lacks = [
+            " or ".join(dict.fromkeys(WORDS.get(n, n) for n in options))
+            for options in _options(rule)
+            if not any(n in CARRIED for n in options)
+        ]
+        if rule.id in NOT_EXPORTED:
+            lacks.insert(0, NOT_EXPORTED[rule.id])
+        if lacks:
+            out[rule.id] = ", ".join(dict.fromkeys(lacks))
+    return out
 
 
 def _present(name: str, sample: GpuSample, device: DeviceInfo, host: HostSample | None) -> bool:
@@ -274,7 +310,10 @@ def judge_coverage(
     t: Thresholds,
     undecided: Iterable[tuple[tuple[RuleId, int | None], tuple[str, Undecided]]] = (),
     sparse: Iterable[NotJudged] = (),
+    never: Mapping[RuleId, str] | None = None,
 ) -> Judgement:
+    """``never``: the rules the source can never feed (``never_fed``), left out of
+    ``rules`` and listed once each as not applicable to it."""
     plan = _plan(rules, t)
     needed, host_rules, gpu_rules, ids, names = plan[2:]
     seen = times[-1] - times[0] if len(times) > 1 else 0.0
@@ -299,6 +338,9 @@ def judge_coverage(
         items.setdefault((rule_id, gpu), NotJudged(rule_id, gpu, f"{rule_id}: {why}", kind))
     for item in sparse:
         items.setdefault((item.rule, item.gpu), item)
+    for rule_id, what in (never or {}).items():
+        text = f"{rule_id}: {THIS_SOURCE}{what}"
+        items[(rule_id, None)] = NotJudged(rule_id, None, text, Undecided.NOT_OFFERED)
     return Judgement(
         seen_s=seen,
         needed_s=needed,
@@ -323,6 +365,15 @@ def describe(judgement: Judgement) -> list[str]:
 def context_lines(judgement: Judgement) -> list[str]:
     """What does not apply to this board: context, not problems."""
     lines = []
-    for where, what in grouped(judgement.of(Undecided.NOT_OFFERED)):
+    offered = judgement.of(Undecided.NOT_OFFERED)
+    for where, what in grouped([i for i in offered if THIS_SOURCE not in i.missing]):
         lines.append(f"not applicable ({where}): {what}")
+    by_lack: dict[str, list[str]] = {}
+    for item in offered:
+        if THIS_SOURCE in item.missing:
+            lack = item.missing.split(THIS_SOURCE, 1)[1]
+            by_lack.setdefault(lack, []).append(str(item.rule))
+    if by_lack:
+        said = "; ".join(f"{lack} ({', '.join(rules)})" for lack, rules in by_lack.items())
+        lines.append(f"{THIS_SOURCE}{said}")
     return lines

@@ -7,17 +7,18 @@ from the frames, so the same history gives the same findings on any machine.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from gputui.advisor.cadence import at_cadence, cadence_of
 from gputui.advisor.context import Context, DriverSamples, ProcessCpuTick
-from gputui.advisor.coverage import judge_coverage, too_few_readings
+from gputui.advisor.coverage import judge_coverage, never_fed, too_few_readings
 from gputui.advisor.finding import Candidate
 from gputui.advisor.rule import Rule
 from gputui.core.config import Thresholds
-from gputui.core.judgement import Judgement, Undecided
+from gputui.core.judgement import EngineVerdict, Judgement, Undecided
 from gputui.core.model import DeviceInfo, Finding, ProcessSample, finding_order
 from gputui.core.names import RULES_NEEDING_HOST, RuleId, Severity
 from gputui.core.records import record
@@ -37,6 +38,9 @@ SUPERSEDES: Mapping[RuleId, tuple[RuleId, ...]] = {
     ),
     # a fan that does not cool is why the board runs hot
     RuleId.FAN_FAULT: (RuleId.THERMAL_HOT,),
+    # a clock held with no reason named, where the lock or the setting is seen
+    RuleId.CLOCKS_LOCKED: (RuleId.CLOCKS_HELD,),
+    RuleId.CLOCKS_LIMITED: (RuleId.CLOCKS_HELD,),
 }
 #: the source's cadence is measured again after this much frame time
 CADENCE_EVERY_S = 30.0
@@ -101,10 +105,18 @@ class Advisor:
         devices: Iterable[DeviceInfo],
         rules: Sequence[Rule],
         thresholds: Thresholds | None = None,
+        *,
+        remote: bool = False,
     ) -> None:
+        """``remote``: the source reads exporter metrics (``never_fed``)."""
         self._devices = {d.index: d for d in devices}
         self._rules = tuple(rules)
         self._t = thresholds or Thresholds()
+        #: the rules this source can never feed (processes through an exporter, ...), and
+        #: the rest, which judge
+        self._never = never_fed(self._rules) if remote else {}
+        self._fed = tuple(r for r in self._rules if r.id not in self._never)
+        self.engine: EngineVerdict | None = None
         self._states: dict[tuple[RuleId, int | None], _State] = {}
         #: rule id -> the last error it raised (a broken rule is skipped, never fatal)
         self.rule_errors: dict[RuleId, str] = {}
@@ -122,7 +134,7 @@ class Advisor:
         self._cadence_at: float | None = None
 
     def _needed_s(self) -> float:
-        return max((r.history_needed_s(self._t) for r in self._rules), default=0.0)
+        return max((r.history_needed_s(self._t) for r in self._fed), default=0.0)
 
     @property
     def thresholds(self) -> Thresholds:
@@ -161,15 +173,7 @@ class Advisor:
         seen = self._candidates(ctx)
         self._unread_processes(ctx, frame.processes_unread)
         self._hold(seen, now, t)
-        self.judgement = judge_coverage(
-            self._rules,
-            self._devices,
-            frame,
-            history.times(),
-            t,
-            [*ctx.undecided.items(), *self._held_back(seen, now, t)],
-            too_few_readings(self._rules, ctx, seen),
-        )
+        self.judgement = self._coverage(ctx, seen, history.times())
         hidden = _hidden(seen, [s for s in self._states.values() if s.active])
         self.findings = tuple(
             sorted(
@@ -202,10 +206,63 @@ class Advisor:
         self._keep_driver_samples(now, utilisation)
         self._keep_process_cpu(now, processes)
 
+    def set_engine(self, verdict: EngineVerdict | None) -> None:
+        """The engine's verdict (``from_engine``): the rules it evaluates are its word, the
+        rest judged here; None: every rule judged here."""
+        self.engine = verdict
+
+    def _here(self) -> tuple[Rule, ...]:
+        """The rules judged here: those the source feeds, less the engine's and the info
+        lines it leaves to gputui (a point-in-time read with its verdict reads no history
+        for them: ``from_engine.left_to_gputui``)."""
+        if self.engine is None:
+            return self._fed
+        from gputui.advisor.from_engine import left_to_gputui  # only a cluster's doctor
+
+        left = left_to_gputui(self.engine)
+        return tuple(r for r in self._fed if r.id not in self.engine.rules and r.id not in left)
+
+    def _coverage(
+        self,
+        ctx: Context,
+        seen: Mapping[tuple[RuleId, int | None], Candidate],
+        times: Sequence[float],
+    ) -> Judgement:
+        """How far the verdict reaches. With the engine's verdict, its rules judged every
+        GPU with their own windows; the info lines it leaves to gputui are context where
+        the history was not read."""
+        here, never, verdict = self._here(), dict(self._never), self.engine
+        if verdict is not None:
+            from gputui.advisor.from_engine import left_to_gputui  # only a cluster's doctor
+
+            never.update(left_to_gputui(verdict))
+        judgement = judge_coverage(
+            self._fed,
+            self._devices,
+            ctx.frame,
+            times,
+            ctx.t,
+            [*ctx.undecided.items(), *self._held_back(seen, ctx.frame.time, ctx.t)],
+            too_few_readings(here, ctx, seen),
+            never,
+        )
+        if verdict is None:
+            return judgement
+        needed = max((r.history_needed_s(ctx.t) for r in here), default=0.0)
+        return dataclasses.replace(judgement, needed_s=needed)
+
     def _candidates(self, ctx: Context) -> dict[tuple[RuleId, int | None], Candidate]:
-        """What every rule says now, one candidate per (rule, GPU)."""
+        """What every rule says now, one candidate per (rule, GPU): the engine's alerts
+        for the rules it evaluates, where its verdict is read."""
         seen: dict[tuple[RuleId, int | None], Candidate] = {}
-        for rule in self._rules:
+        if self.engine is not None:
+            from gputui.advisor.from_engine import engine_candidates  # only a cluster's doctor
+
+            ctx.asking[0] = None
+            said, errors = engine_candidates(ctx, self.engine, {r.id: r for r in self._fed})
+            seen.update(said)
+            self.rule_errors.update(errors)
+        for rule in self._here():
             ctx.asking[0] = rule.id
             try:
                 for candidate in rule.check(ctx):
@@ -221,7 +278,7 @@ class Advisor:
         verdict of "none", so the rules that read processes did not judge them."""
         if not gpus:
             return
-        reading = [r.id for r in self._rules if r.id in RULES_NEEDING_HOST]
+        reading = [r.id for r in self._fed if r.id in RULES_NEEDING_HOST]
         for gpu in gpus:
             for rule in reading:
                 ctx.cannot_judge(rule, gpu, "the driver did not give this GPU's process list")
@@ -348,9 +405,13 @@ class Advisor:
             if state.first > start:
                 continue  # it began during the run: not held through the window
             held = self._judged_at - (self._first_time or state.first)
+            hold = fmt_duration(c.hold_s or self._t.start_after_s)
             note = (
                 f"held through the whole sampled window ({fmt_duration(held)}; the live pane "
-                f"shows it after {fmt_duration(c.hold_s or self._t.start_after_s)})"
+                f"shows it after {hold})"
+                if held > 0
+                else f"found over the window its rule reads, judged once at the end of the "
+                f"history read (the live pane shows it after {hold})"
             )
             finding = _finding(state)
             extra.append(replace(finding, evidence=(*finding.evidence, note)))

@@ -190,12 +190,38 @@ def not_reporting(ctx: Context) -> Iterator[Candidate]:
             gpu=index,
             title=f"No readings from this GPU{where}",
             evidence=(f"no reading from GPU {number}{where} {since}, while others report",),
-            remedies=(
-                "Check the node's dcgm-exporter (its pod or service) and that Prometheus "
-                "still scrapes it (up{job=...} == 1 for its target)",
-                "On the node itself: nvidia-smi; a GPU that fell off the bus shows as lost",
-            ),
+            remedies=SILENT,
         )
+    yield from _nodes_down(ctx)
+
+
+SILENT = (
+    "Check the node's dcgm-exporter (its pod or service) and that Prometheus still scrapes "
+    "it (up{job=...} == 1 for its target)",
+    "On the node itself: nvidia-smi; a GPU that fell off the bus shows as lost",
+)
+
+
+def _nodes_down(ctx: Context) -> Iterator[Candidate]:
+    """Nodes the source knows are down whose GPUs it never listed (down since before the
+    history it read, known by their scrape target's up == 0): one finding for them all,
+    however long ago they stopped; a down node whose GPUs are listed has its GPUs'."""
+    listed = {d.node for d in ctx.devices.values() if d.node is not None}
+    down = [n for n in ctx.frame.nodes if not n.up and n.node not in listed]
+    if not down:
+        return
+    names = ", ".join(n.node for n in down[:5]) + (
+        f" and {len(down) - 5} more" if len(down) > 5 else ""
+    )
+    yield Candidate(
+        rule=RuleId.NOT_REPORTING,
+        severity=Severity.WARNING,
+        gpu=None,
+        title=f"{len(down)} node(s) not reporting: {names}",
+        evidence=tuple(f"node {n.node} {n.down or 'is down'}" for n in down[:5]),
+        remedies=SILENT,
+        hold_s=0.0,  # the source has already waited for its scrapes to be missed
+    )
 
 
 RULES = (
@@ -233,7 +259,9 @@ RULES = (
         RuleId.NOT_REPORTING,
         "hardware / remote",
         "which GPUs the source read this tick, the last time each was read",
-        "a GPU the source lists gave no reading while others did, for {t.start_after_s:g} s",
+        "a GPU the source lists gave no reading while others did, for {t.start_after_s:g} s; "
+        "a node the source knows is down (its scrape target's up == 0) whose GPUs it never "
+        "listed, at once, however long ago it stopped",
         "check the node's exporter and the Prometheus target",
         not_reporting,
         never_claims="that the GPU itself failed: only that its readings stopped arriving",

@@ -15,7 +15,7 @@ from gputui.core.names import HostMetric, Metric, RuleId, Severity
 from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
-_VRAM_REMEDIES = (
+VRAM_REMEDIES = (
     "Lower the batch size; keep the effective batch with gradient accumulation",
     "Use mixed precision (torch.autocast with bf16/fp16): about half the activations",
     "Turn on gradient (activation) checkpointing",
@@ -23,7 +23,7 @@ _VRAM_REMEDIES = (
 )
 # Memory that keeps growing step after step is most often held on purpose by the program:
 # find what holds it before shrinking the batch.
-_LEAK_REMEDIES = (
+LEAK_REMEDIES = (
     "Find what holds the memory: torch.cuda.memory._record_memory_history() early in the "
     "run, then torch.cuda.memory._dump_snapshot('snap.pickle') and open it at "
     "pytorch.org/memory_viz",
@@ -236,7 +236,7 @@ def vram_pressure(ctx: Context) -> Iterator[Candidate]:
             gpu=sample.index,
             title=title,
             evidence=tuple(lines),
-            remedies=_LEAK_REMEDIES if growing else _VRAM_REMEDIES,
+            remedies=LEAK_REMEDIES if growing else VRAM_REMEDIES,
             # Growth shows only once it has lasted the growth window: a framework's warm-up
             # (the first steps, a compile) climbs for tens of seconds and then stays flat.
             hold_s=t.vram_growth_s if growing else None,

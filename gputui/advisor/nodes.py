@@ -78,12 +78,13 @@ def node_rows(
 
 def _from_status(status: NodeStatus, members: Sequence[DeviceInfo]) -> NodeRow:
     """A node the source did not read in full this tick, as its aggregates rank it: a
-    clock-event slowdown or an Xid is critical, the power cap or PCIe replays a warning
-    (read in full, the advisor's findings say which GPU and why)."""
+    clock-event slowdown, an Xid or the engine's critical alert is critical, the power
+    cap, PCIe replays or the engine's warning a warning (read in full, the advisor's
+    findings say which GPU and why)."""
     severity: Severity | None = None
-    if status.thermal_gpus or status.slowdown_gpus or status.xid:
+    if status.thermal_gpus or status.slowdown_gpus or status.xid or status.engine_critical:
         severity = Severity.CRITICAL
-    elif status.power_cap_gpus or status.replays:
+    elif status.power_cap_gpus or status.replays or status.engine_warning:
         severity = Severity.WARNING
     return NodeRow(
         node=status.node,

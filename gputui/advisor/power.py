@@ -12,6 +12,7 @@ from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
 from gputui.core.model import DeviceInfo
 from gputui.core.names import Metric, RuleId, Severity
+from gputui.core.units import fmt_duration
 
 
 def _heat(ctx: Context, index: int, device: DeviceInfo) -> str | None:
@@ -194,6 +195,52 @@ def clocks_limited(ctx: Context) -> Iterator[Candidate]:
         )
 
 
+def clocks_held(ctx: Context) -> Iterator[Candidate]:
+    """Busy, with the SM clock far below its maximum, and no reason the driver names: what
+    locked clocks (nvidia-smi -lgc) or a limit from outside the GPU (the chassis or BMC, a
+    datacenter power policy) look like. The rules that name a cause (power cap, thermal,
+    HW slowdown) say theirs."""
+    t = ctx.t
+    for sample, device in ctx.samples():
+        top = device.max_sm_clock_mhz
+        if not top:
+            continue
+        busy = ctx.busy(sample.index)
+        if busy is None or busy.mean < t.held_busy_pct:
+            continue
+        clock = ctx.stats(sample.index, Metric.SM_CLOCK_MHZ)
+        if clock is None or clock.mean >= t.held_clock_share * top:
+            continue
+        named = ctx.fraction(sample.index, ce.NAMED_CAUSES)
+        if named is None or named > t.held_named_share:
+            continue  # the reasons unknown, or a cause named: its own rule says it
+        where, number = smi_target(device, sample.index)
+        known = len(ctx.history.known_reasons(sample.index, t.window_s))
+        lines = [
+            f"SM clock {clock.mean:.0f} / {top} MHz max ({100 * clock.mean / top:.0f} %) while "
+            f"busy (utilisation {busy.mean:.0f} %) over the last {fmt_duration(clock.span_s)}",
+            f"the driver names no cause in {round((1 - named) * known)} of {known} readings: "
+            "no power cap, thermal or hardware slowdown, power brake or sync boost",
+        ]
+        if sample.app_sm_clock_mhz is not None:
+            lines.append(f"application SM clock {sample.app_sm_clock_mhz} MHz")
+        yield Candidate(
+            rule=RuleId.CLOCKS_HELD,
+            severity=Severity.WARNING,
+            gpu=sample.index,
+            title="SM clock held far below its maximum, and the driver names no reason",
+            evidence=tuple(lines),
+            remedies=(
+                f"{where}See what holds it: nvidia-smi -i {number} -q -d CLOCK,PERFORMANCE "
+                "(locked or application clocks, the clock-event reasons)",
+                f"{where}Locked clocks: reset them (root): sudo nvidia-smi -i {number} -rgc; "
+                f"application clocks: sudo nvidia-smi -i {number} -rac",
+                "No lock set: a limit from outside the GPU holds it (the chassis or BMC power "
+                "capping, a datacenter power policy): check the BMC's power and thermal logs",
+            ),
+        )
+
+
 RULES = (
     Rule(
         RuleId.POWER_CAP,
@@ -234,5 +281,20 @@ RULES = (
         needs=("app_sm_clock_mhz",),
         never_claims="anything from the applications-clocks reason bit alone: drivers set it "
         "on busy GPUs at their default clocks",
+    ),
+    Rule(
+        RuleId.CLOCKS_HELD,
+        "3 configuration / outside limit",
+        "utilisation, SM clock against its maximum, clock-event reasons over the window",
+        "utilisation >= {t.held_busy_pct:g} % and the SM clock under "
+        "{t.held_clock_share:share} of its maximum over the last {t.window_s:g} s, while the "
+        "driver names no cause (power cap, thermal, HW slowdown, power brake, sync boost, "
+        "idle) in more than {t.held_named_share:share} of the readings: locked clocks or a "
+        "limit from outside the GPU",
+        "nvidia-smi -q -d CLOCK,PERFORMANCE; -rgc / -rac (root); the BMC's power capping",
+        clocks_held,
+        needs=("sm_clock_mhz", "max_sm_clock_mhz", "clock_reasons", "util_gpu"),
+        never_claims="a held clock where the driver names a cause (power-cap, thermal-throttle "
+        "and hw-slowdown say those), or where the reasons are not read at all",
     ),
 )

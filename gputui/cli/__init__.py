@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gputui.cli.report import cmd_report
 
             return cmd_report(args)
+        if args.command == "rules":
+            from gputui.cli.rules import cmd_rules
+
+            return cmd_rules(args)
         with _start_without_collector():
             return cmd_app(args)
     except KeyboardInterrupt:

@@ -100,18 +100,32 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     findings = point_in_time_findings(monitor)
     status = run_status(monitor, findings, judgement_of(monitor))
     if args.json:
-        document = snapshot_of(monitor, window_points=0, keep_secrets=args.keep_secrets)
+        document = snapshot_of(monitor, keep_secrets=args.keep_secrets, with_history=False)
         document["findings"] = [finding_dict(f, args.keep_secrets) for f in findings]
         document["exit_status"] = status
         if is_cluster(monitor.devices):  # each node, worst first
             rows = node_rows(monitor.devices, monitor.latest, findings)
             document["nodes"] = [node_dict(row) for row in rows]
         document["configuration"] = _configuration(monitor, findings)
-        del document["history"]
-        print(json.dumps(document, indent=2, allow_nan=False))
+        _dump(document)
     else:
         render_report(monitor, simulated_warmup_s=simulated_warmup(args))
     return status
+
+
+def _dump(document: dict[str, object]) -> None:
+    """The document on stdout as it is encoded, a few thousand pieces a write: a
+    cluster's is tens of MB as one string, and millions of writes one piece each."""
+    import json
+
+    encoder = json.JSONEncoder(indent=2, allow_nan=False)
+    pieces: list[str] = []
+    for piece in encoder.iterencode(document):
+        pieces.append(piece)
+        if len(pieces) >= 4096:
+            sys.stdout.write("".join(pieces))
+            pieces.clear()
+    sys.stdout.write("".join(pieces) + "\n")
 
 
 def _configuration(monitor: Monitor, findings: Sequence[Finding]) -> dict[str, object]:

@@ -18,7 +18,9 @@ from gputui.core.sanitize import clean, mask_secrets
 from gputui.core.source import (
     Backfills,
     CatchesUp,
+    EngineJudged,
     Glances,
+    ReadsColumns,
     Source,
     SourceUnavailable,
 )
@@ -31,12 +33,27 @@ if TYPE_CHECKING:
 DEMO_HISTORY_S = 120.0
 
 
-def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
+#: the history a point-in-time command (doctor, snapshot) reads from a Prometheus server,
+#: in readings at the cluster's cadence: what the rules judge (their windows hold
+#: ``min_points`` readings and one to spare; the VRAM rules look 300 s back, 20 readings
+#: at 15 s), not the screen's sparklines
+POINT_READINGS = 24
+
+
+def make_source(
+    args: argparse.Namespace, clock: Callable[[], float] = time.time, readings: int | None = None
+) -> Source:
+    """``readings``: the history a Prometheus source reads at start (its default without)."""
     if getattr(args, "prometheus", None) and args.demo is None:
-        from gputui.sources.promapi import PrometheusSource
+        from gputui.sources.promapi import HISTORY_READINGS, PrometheusSource
 
         return PrometheusSource(
-            args.prometheus, args.match, timeout_s=min(5.0, max(0.5, args.interval)), clock=clock
+            args.prometheus,
+            args.match,
+            timeout_s=min(5.0, max(0.5, args.interval)),
+            clock=clock,
+            history_readings=readings or HISTORY_READINGS,
+            limits_later=readings is not None,
         )
     if args.source and args.demo is None:
         from gputui.sources.remote import RemoteSource
@@ -94,7 +111,7 @@ def collect(
     from gputui.sampling.sampler import Sampler
 
     manual = ManualClock(time.time() - args.warmup - seconds) if args.demo is not None else None
-    opened = open_live(args, manual or time.time, fail)
+    opened = open_live(args, manual or time.time, fail, point_in_time=True)
     if isinstance(opened, int):
         return opened
     monitor, source = opened
@@ -107,6 +124,7 @@ def collect(
         # unless the history already covers it: then one fresh reading completes it.
         times = monitor.history.times()
         covered = len(times) > 1 and times[-1] - times[0] >= seconds
+        covered |= monitor.engine is not None  # the engine judged with its own windows
         readings = 1 if covered else int(seconds / config.interval_s) + 1
         read_since_history(monitor, source)
     try:
@@ -172,23 +190,54 @@ def open_live(
     args: argparse.Namespace,
     clock: Callable[[], float] = time.time,
     fail: Callable[[str], int] = fail,
+    point_in_time: bool = False,
 ) -> tuple[Monitor, Source] | int:
     """The source opened and a monitor over it, or the exit status when it cannot start
-    (``fail`` says why)."""
+    (``fail`` says why). ``point_in_time`` (doctor, snapshot): the source's history is
+    read as far back as the rules look and not judged frame by frame: the verdict is on
+    the readings after it, whose windows hold it (a cluster's history is 8,192 GPUs a
+    frame: judging each of its frames cost more than reading it)."""
     from gputui.advisor import make_monitor
     from gputui.core.model import SourceInfo
 
-    source = make_source(args, clock)
+    source = make_source(args, clock, readings=POINT_READINGS if point_in_time else None)
     try:
         devices = open_devices(source)
     except SourceUnavailable as exc:
         return fail(str(exc))
     config = Config(interval_s=args.interval)
     info = SourceInfo(source.label, source.kind, source_detail(args))
+    if point_in_time and isinstance(source, ReadsColumns):  # a cluster's history, in columns
+        # rings for the readings the rules read and a few past them, not the screen's hour
+        config = Config(args.interval, (POINT_READINGS + 8) * args.interval)
+        monitor = make_monitor(devices, config, info)
+        monitor.ingest_columns(*source.history_columns(engine_nodes(monitor, source)))
+        for _ in range(MAX_CATCH_UP):  # the stretch reading a large cluster's window took
+            times = monitor.history.times()
+            later = source.history_columns(since=times[-1]) if times else None
+            if not later or not later[0]:
+                break
+            monitor.ingest_columns(*later)
+        return monitor, source
     monitor = make_monitor(devices, config, info)
     for frame in backfilled(source):
-        monitor.ingest(frame)
+        monitor.ingest(frame, advise=not point_in_time)
     return monitor, source
+
+
+def engine_nodes(monitor: Monitor, source: Source) -> set[str] | None:
+    """Where the cluster's server evaluates `gputui rules`, the monitor takes their verdict,
+    and the history is read of the nodes their alerts name alone when the engine judges
+    every rule the source feeds (None: of every node)."""
+    verdict = source.engine_verdict() if isinstance(source, EngineJudged) else None
+    if verdict is None:
+        return None
+    from gputui.advisor.promrules import covers
+
+    monitor.set_engine(verdict)
+    if not covers(verdict.rules):
+        return None
+    return {alert.node for alert in verdict.alerts if alert.gpu is not None}
 
 
 def backfilled(source: Source) -> tuple[Frame, ...]:

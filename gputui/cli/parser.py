@@ -42,7 +42,7 @@ EXIT_NO_TERMINAL = EXIT_USAGE
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader left
 SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
-COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "completion")
+COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "rules", "completion")
 
 
 # Bounds of the record options: a year, a terabyte a file, a thousand files.
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     _secrets_option(parser, for_command=False)
     # its commands' parsers are _Parser too; typed as the ArgumentParser they extend
     sub = cast("Commands", parser.add_subparsers(dest="command", metavar="COMMAND"))
-    for add in (_snapshot, _doctor, _record, _replay, _export, _report):
+    for add in (_snapshot, _doctor, _record, _replay, _export, _report, _rules):
         add(sub, common)
     _completion(sub)
     return parser
@@ -434,6 +434,62 @@ def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
         "default: the ones the live screen showed)",
     )
     _secrets_option(report, for_command=True)
+
+
+#: the scrape intervals `gputui rules` writes for, and its default (dcgm-exporter collects
+#: every 30 s: a faster scrape repeats its readings)
+RULES_SCRAPE_S = 30.0
+MAX_SCRAPE_S = 600.0
+
+
+def _rules(sub: Commands, _common: argparse.ArgumentParser) -> None:
+    rules = sub.add_parser(
+        "rules",
+        help="write the advisor's rules for Prometheus (recording and alerting rules, YAML)",
+        description="Write the advisor's catalogue as Prometheus recording and alerting "
+        "rules for dcgm-exporter's metrics: the same thresholds, the windows and holds "
+        "(for:) stretched to the scrape interval as the live rules stretch theirs, each "
+        "alert with the finding's title, evidence and remedies as annotations, and the "
+        "rules the engine cannot express listed at the head of the file. Check it with "
+        "promtool check rules; docs/alerting.md says how to load it and route the alerts.",
+    )
+    rules.add_argument(
+        "--scrape-interval",
+        type=_bounded(float, 1.0, MAX_SCRAPE_S),
+        metavar="SECONDS",
+        help=f"the scrape interval of dcgm-exporter's targets (default {RULES_SCRAPE_S:g}, or "
+        "as measured with --prometheus)",
+    )
+    rules.add_argument(
+        "--prometheus",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="measure the scrape interval on this server (credentials as for the live "
+        "--prometheus source)",
+    )
+    rules.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        default=argparse.SUPPRESS,
+        help="label matchers every selector of the rules carries, e.g. 'cluster=\"a\"'",
+    )
+    rules.add_argument(
+        "--engine",
+        choices=("prometheus", "vmalert", "thanos"),
+        default="prometheus",
+        help="the group options of the engine that evaluates them: Prometheus (the default), "
+        "vmalert (VictoriaMetrics) or Thanos Ruler",
+    )
+    rules.add_argument(
+        "--job-label",
+        action="append",
+        metavar="LABEL",
+        help="a label whose value names a job (a straggler is judged among its GPUs); "
+        "repeat, the first a series has wins (default: exported_pod, pod, hpc_job)",
+    )
+    rules.add_argument(
+        "-o", "--output", type=Path, help="file to write (default: stdout), mode 0600"
+    )
 
 
 def _secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:

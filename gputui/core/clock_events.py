@@ -34,6 +34,20 @@ REASONS: Final[tuple[tuple[int, str, str, str], ...]] = (
 
 
 THERMAL_BITS: Final = SW_THERMAL | HW_THERMAL
+#: the reasons that name a cause for clocks below the maximum; the applications-clocks bit
+#: is left out (drivers set it on busy GPUs at their default clocks: no cause on its own)
+NAMED_CAUSES: Final = (
+    GPU_IDLE
+    | SW_POWER_CAP
+    | HW_SLOWDOWN
+    | SYNC_BOOST
+    | SW_THERMAL
+    | HW_THERMAL
+    | HW_POWER_BRAKE
+    | DISPLAY_CLOCKS
+    | BOARD_LIMIT
+    | RELIABILITY
+)
 
 
 def decode_reasons(mask: int | None) -> tuple[str, ...]:

@@ -79,6 +79,13 @@ class Thresholds:
     # bf16 GEMMs at 700 W: 76 % of max); far below this share the cap is worth a look.
     power_cap_clock_floor: float = 0.55
     app_clock_lowered: float = 0.98  # application clock below this share of its default
+    # Busy (utilisation at least held_busy_pct) with the SM clock under held_clock_share of
+    # its maximum while the driver names no cause (no power cap, thermal, HW slowdown, sync
+    # boost...) in more than held_named_share of the readings: locked clocks or a limit
+    # from outside the GPU (the chassis, a power policy) hold it.
+    held_busy_pct: float = 70.0
+    held_clock_share: float = 0.75
+    held_named_share: float = 0.1
     # HW slowdown: critical only when sustained under load, as a share of the busy ticks,
     # for at least hw_slowdown_min_s; a blip (a load change) is an info line at most.
     hw_slowdown_fraction: float = 0.1

@@ -59,6 +59,8 @@ class DcgmField:
     blank: BlankKind = "int32"
     #: dcgm-exporter declares it a counter (its samples parse as NAME_total)
     counter: bool = False
+    #: a yes/no state (a remap pending, a remap failed): any value but 0 is yes
+    flag: bool = False
 
     @property
     def dcgm_name(self) -> str:
@@ -73,7 +75,9 @@ class DcgmField:
         kind = "counter" if self.counter else "gauge"
         return f"{self.dcgm_name}, {kind}, {self.help}"
 
-    def to_model(self, value: float) -> float | int:
+    def to_model(self, value: float) -> float | int | bool:
+        if self.flag:
+            return value != 0
         scaled = value * self.scale
         return int(scaled) if self.integer else scaled
 
@@ -229,6 +233,77 @@ FIELDS: Final[tuple[DcgmField, ...]] = (
         "The rate of data received over the PCIe bus, in bytes per second.",
         blank="int64",
     ),
+    # The memory's health as the driver keeps it (dcgm-exporter's default counters carry
+    # the row remapper's; page retirement is the pre-Ampere boards' way)
+    DcgmField(
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "ecc_aggregate_uncorrected",
+        "sample",
+        "Total number of double-bit persistent ECC errors.",
+        integer=True,
+        blank="int64",
+        counter=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "remapped_rows_uncorrected",
+        "sample",
+        "Number of remapped rows for uncorrectable errors",
+        integer=True,
+        blank="int64",
+        counter=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "remapped_rows_corrected",
+        "sample",
+        "Number of remapped rows for correctable errors",
+        integer=True,
+        blank="int64",
+        counter=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "remapped_rows_failure",
+        "sample",
+        "Whether remapping of rows has failed",
+        blank="int64",
+        flag=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "remapped_rows_pending",
+        "sample",
+        "Whether a row remap is pending (it takes effect at the next GPU reset)",
+        blank="int64",
+        flag=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_RETIRED_SBE",
+        "retired_pages_sbe",
+        "sample",
+        "Total number of retired pages due to single-bit errors.",
+        integer=True,
+        blank="int64",
+        counter=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_RETIRED_DBE",
+        "retired_pages_dbe",
+        "sample",
+        "Total number of retired pages due to double-bit errors.",
+        integer=True,
+        blank="int64",
+        counter=True,
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_RETIRED_PENDING",
+        "retired_pages_pending",
+        "sample",
+        "Whether a page retirement is pending (it takes effect at the next GPU reset)",
+        blank="int64",
+        flag=True,
+    ),
     # The limits the advisor compares against: DCGM has fields for them, which
     # dcgm-exporter's default counters leave out; gputui exports its own names.
     DcgmField(
@@ -310,17 +385,23 @@ READ_ONLY: Final[tuple[DcgmField, ...]] = (
 )
 
 
-def _names(f: DcgmField) -> tuple[str, ...]:
-    # prometheus-client's parser names a counter's samples NAME_total
+def exposed_names(f: DcgmField) -> tuple[str, ...]:
+    """Every name a server may hold the field under: its own, its older ones, and for a
+    counter each of them as NAME_total (prometheus-client's parser, and its exposition,
+    name a counter's samples so)."""
     own = (f.name, *f.aliases)
     return own + tuple(f"{n}_total" for n in own) if f.counter else own
 
 
 #: every name a reader accepts (current names, aliases, counters' _total) -> its field
 BY_NAME: Final[dict[str, DcgmField]] = {
-    name: f for f in (*FIELDS, *READ_ONLY) for name in _names(f)
+    name: f for f in (*FIELDS, *READ_ONLY) for name in exposed_names(f)
 }
 BY_ATTR: Final[dict[str, DcgmField]] = {f.attr: f for f in (*FIELDS, *READ_ONLY)}
+#: the model readings pages of these metrics can carry (a remote node, a Prometheus
+#: server): the table's, and the memory total they add up to. A rule that needs any other
+#: (processes, the host, the board's modes and topology) can never run on such a source.
+CARRIED: Final[frozenset[str]] = frozenset(BY_ATTR) | {"mem_total"}
 
 #: dcgm-exporter 1.x (2019-2020) named its metrics in a lowercase dcgm_* namespace
 #: (dcgm_gpu_temp, dcgm_fb_used...); 2.0 moved to the DCGM field names read here.
@@ -339,6 +420,7 @@ RULE_NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "power-cap": ("clock_reasons", "power_limit_w"),
     "power-limit-lowered": ("power_limit_w", "power_default_limit_w"),
     "clocks-limited": ("max_sm_clock_mhz",),
+    "clocks-held": ("clock_reasons", "max_sm_clock_mhz"),
     "pcie-link-degraded": ("pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width"),
     "pcie-saturated": ("pcie_rx_bps", "pcie_tx_bps", "pcie_gen", "pcie_width"),
     "pcie-errors": ("pcie_replay_count",),

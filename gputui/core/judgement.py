@@ -14,7 +14,8 @@ from enum import Enum
 from typing import Any
 
 from gputui.core.model import DeviceInfo, GpuSample
-from gputui.core.names import RuleId
+from gputui.core.model_checks import clean_text_fields
+from gputui.core.names import RuleId, Severity
 from gputui.core.records import frozen
 from gputui.core.units import fmt_duration
 
@@ -170,3 +171,34 @@ def grouped(items: Sequence[NotJudged]) -> list[tuple[str, str]]:
     for item in items:
         by_text.setdefault(item.missing, []).append(item)
     return [(_places(same), text) for text, same in by_text.items()]
+
+
+@frozen
+class EngineAlert:
+    """An alert the engine fires (``gputui rules`` loaded in the Prometheus server, read
+    from its ``ALERTS`` series): a catalogue rule's, on one GPU (our index) or, ``gpu``
+    None, a node as a whole, firing since ``since``."""
+
+    rule: RuleId
+    severity: Severity
+    gpu: int | None
+    node: str
+    name: str  # the alerting rule's name
+    since: float | None = None
+    #: its annotations as the engine rendered them (its evidence with the figures, its
+    #: remedies), where the server lists its active alerts
+    description: str = ""
+    remedies: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        clean_text_fields(self)
+
+
+@frozen
+class EngineVerdict:
+    """What the engine judged for every GPU at once: the catalogue rules its loaded rules
+    evaluate, the alerts they fire, and the scrape interval they were written for."""
+
+    rules: frozenset[RuleId]
+    alerts: tuple[EngineAlert, ...]
+    scrape_s: float

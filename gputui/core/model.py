@@ -465,6 +465,9 @@ class NodeStatus:
     slowdown_gpus: int | None = None  # ... HW slowdown or an external power brake
     xid: int | None = None  # the highest last-Xid code among its GPUs (0: none)
     replays: float | None = None  # PCIe replays over the history window, its GPUs together
+    #: the engine's alerts firing on it (`gputui rules` loaded in the server), by severity
+    engine_critical: int | None = None
+    engine_warning: int | None = None
     #: the Kubernetes workloads on its GPUs (pod names), in GPU order
     pods: tuple[str, ...] = ()
 

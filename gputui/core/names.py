@@ -63,6 +63,7 @@ class RuleId(_Name):
     POWER_CAP = "power-cap"
     POWER_LIMIT_LOWERED = "power-limit-lowered"
     CLOCKS_LIMITED = "clocks-limited"
+    CLOCKS_HELD = "clocks-held"
     VRAM_PRESSURE = "vram-pressure"
     HOST_MEMORY_PRESSURE = "host-memory-pressure"
     IDLE_ALLOCATED = "idle-allocated"
@@ -132,6 +133,38 @@ RULES_NEEDING_HOST: tuple[RuleId, ...] = (
     RuleId.COLLECTIVE_HANG,
     RuleId.RANKS_CROWDED,
     RuleId.STRAY_CONTEXTS,
+)
+#: the checks that look only at the jobs' and the node's settings (cgroups, /dev/shm,
+#: limits, the host's files), which only a local source reads: from a simulated, remote or
+#: recorded source they find nothing because they were given nothing, which is no "ok"
+SETTINGS_ONLY = frozenset(
+    {
+        RuleId.CPU_THROTTLED,
+        RuleId.CGROUP_MEMORY,
+        RuleId.CPUSET_SMALL,
+        RuleId.SHM_SMALL,
+        RuleId.OPEN_FILES,
+        RuleId.JOB_SWAPPED,
+        RuleId.P2P_UNAVAILABLE,
+        RuleId.NCCL_IB_OFF,
+        RuleId.CPU_GOVERNOR,
+        RuleId.THP_DEFRAG,
+        RuleId.NUMA_BALANCING,
+        RuleId.CLOCKS_LOCKED,  # judged only where the configuration is read (its own guard)
+    }
+)
+#: the checks of the GPU processes' environments and CUDA libraries: a source that reads
+#: no processes (a remote exporter, a Prometheus server) gives them nothing to look at
+PROCESS_ONLY = frozenset(
+    {
+        RuleId.CUDA_LAUNCH_BLOCKING,
+        RuleId.CUDA_DRIVER_MISMATCH,
+        RuleId.NO_CUDA_CACHING,
+        RuleId.DISTRIBUTED_DEBUG,
+        RuleId.NCCL_P2P_OFF,
+        RuleId.OMP_OVERSUBSCRIBED,
+        RuleId.VISIBLE_DEVICES_ORDER,
+    }
 )
 
 

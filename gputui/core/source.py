@@ -9,15 +9,26 @@ A source's capabilities:
 - ``CatchesUp``: can give the frames since a time (the stretch its own backfill took).
 - ``Glances``: can take a quick first frame before Textual starts, for the first paint.
 - ``TopologyLater``: can leave the GPUs' pair topology to its first full read.
+- ``ReadsColumns``: can give its history as columns (a cluster's window, no frame built).
+- ``EngineJudged``: can say what the cluster's engine judged (``gputui rules`` loaded).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from array import array
+from collections.abc import Callable, Collection, Sequence
+from typing import Protocol, TypeAlias, runtime_checkable
 
+from gputui.core.judgement import EngineVerdict
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
+
+#: a GPU's history as columns: a column of floats a Metric (NaN: no reading), in their
+#: order, and its clock-event masks
+GpuColumns: TypeAlias = "tuple[list[array[float]], array[int]]"
+#: a source's history as columns: the times, each GPU's (by index) columns, each GPU's
+#: last reading's time, and where in the columns the times begin
+ColumnHistory: TypeAlias = "tuple[list[float], dict[int, GpuColumns], dict[int, float], int]"
 
 
 class SourceUnavailable(Exception):
@@ -101,4 +112,27 @@ class TopologyLater(Protocol):
     def topology_later(self) -> None:
         """Said before ``open``: ``open`` skips the pair queries, and the first full read
         brings the complete facts in ``Frame.joined``."""
+        ...
+
+
+@runtime_checkable
+class ReadsColumns(Protocol):
+    """A source that can give its history as columns (a cluster read through a Prometheus
+    server: no frame of every GPU at every step)."""
+
+    def history_columns(
+        self, only: Collection[str] | None = None, since: float | None = None
+    ) -> ColumnHistory:
+        """The history window of every node that reports, or of those ``only`` names;
+        ``since``: the steps after that time (the stretch reading the window took)."""
+        ...
+
+
+@runtime_checkable
+class EngineJudged(Protocol):
+    """A source whose server may evaluate ``gputui rules`` itself (Prometheus)."""
+
+    def engine_verdict(self) -> EngineVerdict | None:
+        """What the engine judged for every GPU at once; None where the rules are not
+        loaded."""
         ...

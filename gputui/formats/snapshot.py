@@ -70,16 +70,17 @@ def snapshot_dict(
     findings: Sequence[Finding] = (),
     keep_secrets: bool = False,
     judgement: Mapping[str, Any] | None = None,
+    with_history: bool = True,
 ) -> dict[str, Any]:
     """The snapshot document. ``window_points`` limits the history to the newest points;
-    credentials in command lines are masked unless ``keep_secrets``."""
+    credentials in command lines are masked unless ``keep_secrets``; without
+    ``with_history`` the document has none (doctor's: a cluster's is tens of MB)."""
     latest = history.latest
     generated = latest.time if latest is not None else 0.0
     times = history.times()
     if window_points is not None:
         times = times[-window_points:]
-    n = len(times)
-    return {
+    document = {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "generated_at": _iso(generated),
@@ -87,24 +88,35 @@ def snapshot_dict(
         "source": source_dict(source, keep_secrets),
         "devices": [record(d) for d in devices],
         "latest": frame_dict(latest, keep_secrets) if latest is not None else None,
-        "history": {
-            "interval_s": interval_s,
-            "times": times,
-            "gpus": {
-                str(i): {m.value: plain(history.series(i, m, n)) for m in Metric}
-                for i in history.gpu_indices
-            },
-            "host": {m.value: plain(history.host_series(m, n)) for m in HostMetric},
-        },
+        "history": _history(history, interval_s, times) if with_history else None,
         "findings": [finding_dict(f, keep_secrets) for f in findings],
         # "No findings" is a verdict only over what was judged: how much history, and what
         # could not be judged ("gathering: 2 s of 10 s" in the first seconds).
         "judgement": dict(judgement) if judgement is not None else None,
     }
+    if not with_history:
+        del document["history"]
+    return document
+
+
+def _history(history: History, interval_s: float, times: list[float]) -> dict[str, Any]:
+    n = len(times)
+    return {
+        "interval_s": interval_s,
+        "times": times,
+        "gpus": {
+            str(i): {m.value: plain(history.series(i, m, n)) for m in Metric}
+            for i in history.gpu_indices
+        },
+        "host": {m.value: plain(history.host_series(m, n)) for m in HostMetric},
+    }
 
 
 def snapshot_of(
-    monitor: Monitor, window_points: int | None = None, keep_secrets: bool = False
+    monitor: Monitor,
+    window_points: int | None = None,
+    keep_secrets: bool = False,
+    with_history: bool = True,
 ) -> dict[str, Any]:
     """The snapshot document of what a monitor holds now."""
     return snapshot_dict(
@@ -116,6 +128,7 @@ def snapshot_of(
         findings=monitor.findings,
         keep_secrets=keep_secrets,
         judgement=judgement_of(monitor).to_dict(),
+        with_history=with_history,
     )
 
 

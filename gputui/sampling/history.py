@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from operator import attrgetter
 from typing import Any, Final, cast
@@ -146,12 +146,13 @@ class History:
         host: list[array[float]],
         latest: Frame,
         at: int = 0,
+        last_seen: Mapping[int, float] | None = None,
     ) -> None:
         """Ticks at ``times`` at once, as ``add`` of each would leave the history: each GPU
         of ``gpus`` read (not lost, no Xid) at every one, its readings a column a Metric
         (NaN where none) and its clock-event masks; the host's a column a HostMetric; the
         columns' values from ``at`` on are those of ``times``. ``latest``: the last tick's
-        frame."""
+        frame; ``last_seen``: each GPU's last reading where it is not the last tick."""
         for index in gpus:
             if index not in self._gpus:
                 self._gpus[index] = _GpuRings(self.cursor)
@@ -184,7 +185,7 @@ class History:
             for column, values in zip(self._host_columns, host, strict=True):
                 column[a : a + n] = values[at + k : at + k + n]
         for index in gpus:
-            self._last_seen[index] = times[-1]
+            self._last_seen[index] = times[-1] if last_seen is None else last_seen[index]
         self.latest = latest
 
     def fill(self, frame: Frame) -> bool:

@@ -10,12 +10,16 @@ so sampling never imports the rules it feeds.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+import math
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from gputui.core.config import Config, Thresholds
-from gputui.core.judgement import Judgement
+from gputui.core.judgement import EngineVerdict, Judgement
 from gputui.core.model import DeviceInfo, Finding, Frame, ProcessSample, SourceInfo
+from gputui.core.names import HostMetric
+from gputui.core.source import GpuColumns
 from gputui.sampling.history import History
 from gputui.sampling.process_history import ProcessHistory
 from gputui.sampling.runlog import RunLog
@@ -54,10 +58,15 @@ class Judge(Protocol):
     def add_devices(self, devices: Iterable[DeviceInfo]) -> None:
         """GPUs that joined after the start, or a known GPU's newer facts."""
 
+    def set_engine(self, verdict: EngineVerdict | None) -> None:
+        """The verdict of the cluster's engine (``gputui rules`` loaded in its server): the
+        rules it evaluates are its word, and judged here no more."""
+
     def point_in_time(self) -> tuple[Finding, ...]: ...
 
 
 JudgeFactory = Callable[[], Judge]
+NAN = math.nan
 
 
 class Ticks(Protocol):
@@ -140,6 +149,8 @@ class Monitor:
         #: the nodes the screen shows now, most wanted first (the selected one's, those in
         #: view): a source that reads a cluster reads these in full (``Source.follow``)
         self.shown_nodes: tuple[str, ...] = ()
+        #: the engine's verdict, where the cluster's server evaluates `gputui rules`
+        self.engine: EngineVerdict | None = None
 
     @property
     def advisor(self) -> Judge:
@@ -147,7 +158,16 @@ class Monitor:
         if judge is None:
             judge = self._judge = self._make_judge()
             judge.add_devices(self.devices)  # those that joined while it was not yet made
+            if self.engine is not None:
+                self.set_engine(self.engine)
         return judge
+
+    def set_engine(self, verdict: EngineVerdict) -> None:
+        """The engine's verdict (`gputui rules` loaded in the cluster's server): its rules
+        are judged there, the judge takes its alerts for them."""
+        self.engine = verdict
+        if self._judge is not None:
+            self._judge.set_engine(verdict)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -240,6 +260,22 @@ class Monitor:
                 self.runlog.add_at(times[k], ticks.processes(k), findings)
             first = end
         return findings
+
+    def ingest_columns(
+        self,
+        times: Sequence[float],
+        gpus: dict[int, GpuColumns],
+        last_seen: Mapping[int, float],
+        at: int = 0,
+    ) -> None:
+        """A source's history as columns (``History.add_columns``: the values from ``at``
+        on are those of ``times``), not judged: a point-in-time verdict is on the readings
+        after it, whose windows hold it."""
+        if not times:
+            return
+        host = [array("f", [NAN]) * (at + len(times)) for _ in HostMetric]
+        latest = Frame(time=times[-1], gpus=())
+        self.history.add_columns(times, gpus, host, latest, at, last_seen)
 
     def _join(self, devices: Sequence[DeviceInfo]) -> None:
         """GPUs that joined, added; a known GPU's newer facts (a cluster node's limits,

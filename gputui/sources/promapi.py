@@ -10,7 +10,6 @@ in pages. What could not be read is said in the frame's notes. docs/cluster.md h
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 import urllib.parse
@@ -18,10 +17,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from gputui.core.judgement import EngineVerdict
 from gputui.core.model import DeviceInfo, Frame, NodeStatus, Note
 from gputui.core.names import NoteKind, SourceKind
 from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
+from gputui.sources.promalerts import (
+    FIRING,
+    INFO,
+    alerts_of,
+    annotations_of,
+    rules_loaded,
+    verdict_note,
+)
 from gputui.sources.promnodes import (
     MAX_CLUSTER_GPUS,
     MAX_NODES,
@@ -41,45 +49,31 @@ from gputui.sources.promnodes import (
     wanted,
 )
 from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
+from gputui.sources.promrange import PAGE_GPUS, RangeReads
 from gputui.sources.promread import (
     REFUSED,
     WHOLE,
-    History,
     Later,
     Read,
     answers,
     as_whole,
     ask_all,
+    few_arenas,
     paged,
     refused_note,
     samples_of,
     tick_notes,
     with_limits,
 )
-from gputui.sources.promwire import (
-    Fetcher,
-    Server,
-    bounded,
-    decode,
-    mask_url,
-    server_of,
-)
-from gputui.sources.remote import (
-    NodeGpu,
-    _device,
-)
+from gputui.sources.promwire import Fetcher, Server, bounded, decode, mask_url, server_of
+from gputui.sources.remote import NodeGpu, _device
 
 DEFAULT_STALE_S = 300.0
 #: the step when the scrape interval cannot be measured (dcgm-exporter's collect interval)
 DEFAULT_STEP_S = 30.0
-MIN_STEP_S = 1.0
 #: the history read at start: this many readings at the cluster's cadence
 HISTORY_READINGS = 40
 MAX_HISTORY_S = 3600.0
-#: what one page of nodes may hold: GPUs for readings, GPU-points for the history (an
-#: answer of ~250 bytes a series and ~25 a point: pages of a few MB, under the 10 MB cap)
-PAGE_GPUS = 256
-PAGE_POINTS = 120_000
 #: a page of GPUs listed as they last were in the window: that query has one selector a
 #: field (~15), each naming the page's nodes, so its pages are smaller (a URL of a few KB)
 LAST_PAGE_GPUS = 64
@@ -97,7 +91,7 @@ FOLLOW_NODES = 32
 FOLLOW_HISTORY_NODES = 8
 
 
-class PrometheusSource:
+class PrometheusSource(RangeReads):
     label = "PROMETHEUS"
     kind = SourceKind.REMOTE
 
@@ -116,7 +110,12 @@ class PrometheusSource:
         history_readings: int = HISTORY_READINGS,
         follow_screen: bool = False,
         at: float | None = None,
+        limits_later: bool = False,
     ) -> None:
+        """``limits_later``: the GPUs listed by their reference series alone, as following
+        the screen lists them, their limits read with their first full reading (a
+        point-in-time read of every node reads them all once, not twice)."""
+        few_arenas()  # before any of its threads (the pages, the aggregates asked ahead)
         self._url = url
         self._at = at  # read the cluster as it was then (a report's end), not now
         if at is not None:
@@ -138,6 +137,7 @@ class PrometheusSource:
         self._interval = DEFAULT_STEP_S
         self._lag = 0.0
         self._following = follow_screen
+        self._light = follow_screen or limits_later  # GPUs listed without their limits
         self._shown_nodes: Callable[[], Sequence[str]] | None = None
         self._full: set[NodeKey] = set()  # the nodes read in full last tick
         #: the aggregates asked ahead of the first frame (at open, or kept by the backfill)
@@ -189,15 +189,25 @@ class PrometheusSource:
     def follow(self, shown: Callable[[], Sequence[str]]) -> None:
         """Read in full only the nodes ``shown`` names (most wanted first) and suspects, up
         to FOLLOW_NODES: a tick's cost grows with what is shown, not with the cluster."""
-        self._following = True
+        self._following = self._light = True
         self._shown_nodes = shown
 
-    def open(self) -> tuple[DeviceInfo, ...]:
+    def _connect(self) -> None:
+        self._server = server_of(self._url, self._env)
+        if self._headers is not None:
+            self._server = Server(self._server.base, self._server.shown, self._headers)
+
+    def scrape_interval(self) -> float:
+        """The cluster's scrape interval as its census says, no GPU listed."""
+        self.open(listing=False)
+        return self._interval
+
+    def open(self, listing: bool = True) -> tuple[DeviceInfo, ...]:
         try:
-            self._server = server_of(self._url, self._env)
-            if self._headers is not None:
-                self._server = Server(self._server.base, self._server.shown, self._headers)
+            self._connect()
             self._census()
+            if not listing:
+                return ()
             found = self._list_gpus(sorted(self._nodes, key=lambda k: self._nodes[k].name), True)
         except ScrapeError as exc:
             raise SourceUnavailable(
@@ -288,12 +298,12 @@ class PrometheusSource:
         gone = [k for k in keys if k not in reporting and self._nodes[k].seen]
         if self._at is not None:  # a report's range: every GPU it saw, as it last was
             live, gone = [], [k for k in keys if k in reporting or self._nodes[k].seen]
-        fields = REF if self._following else self._queries.device_fields
+        fields = REF if self._light else self._queries.device_fields
         window = self._window_s(self._interval)
         listed = Read(REF, self._clock())
         failed: list[tuple[list[NodeKey], str]] = []
         gpus = sum(max(1, self._nodes[k].seen) for k in live)
-        if whole and self._following and live and gpus <= WHOLE_LIST_GPUS:
+        if whole and self._light and live and gpus <= WHOLE_LIST_GPUS:
             try:  # no page of node names to match: the server's cheapest answer
                 listed.take(self._instant(self._queries.selector(REF)), reporting)
                 live = []
@@ -320,7 +330,7 @@ class PrometheusSource:
             entries = listed.readings.get(key)
             if entries is not None and entries.gpus:
                 self._add_node(self._nodes[key], entries.gpus)
-                self._nodes[key].limits = not self._following
+                self._nodes[key].limits = not self._light
         self._notes_once += listed.notes(self._nodes, failed, "their GPUs could not be listed")
         if listed.unlabelled:
             return f" ({listed.unlabelled} series without gpu and Hostname/instance labels)"
@@ -458,17 +468,25 @@ class PrometheusSource:
         return self._history_frames(new, now)
 
     # -- history ------------------------------------------------------------------------
+    def _read_keys(self, now: float) -> tuple[Tagged, dict[NodeKey, str], list[NodeKey]] | None:
+        """The aggregates, the nodes down, and the nodes a history is read for."""
+        try:
+            tagged = self._aggregates(now, keep=True)
+        except ScrapeError:
+            return None
+        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
+        keys = self._wanted(tagged, down)
+        self._full = set(keys)
+        return tagged, down, keys
+
     def backfill(self) -> tuple[Frame, ...]:
         """The history window as frames, at the cluster's scrape interval: every node's
         (or, following the screen, the first nodes it shows and the suspects')."""
         now = self._clock()
-        try:
-            tagged = self._aggregates(now, keep=True)
-        except ScrapeError:
+        read = self._read_keys(now)
+        if read is None:
             return ()
-        down = down_of(self._nodes, tagged, self._interval, now, self._stale)
-        keys = self._wanted(tagged, down)
-        self._full = set(keys)
+        tagged, down, keys = read
         frames = self._history_frames(keys, now)
         # reading a large cluster's window takes a while (minutes at 1,024 nodes read in
         # full): the stretch since is read too, or the next reading would follow a gap the
@@ -496,98 +514,25 @@ class PrometheusSource:
         keys = sorted(self._full, key=lambda k: self._nodes[k].name)
         return self._history_frames(keys, now, since=since)
 
-    def _step_s(self) -> float:
-        return max(MIN_STEP_S, float(round(self._step or self._interval)))
-
-    def _history_frames(
-        self, keys: Sequence[NodeKey], now: float, since: float | None = None
-    ) -> tuple[Frame, ...]:
-        """The window before ``now`` (or, with ``since``, the steps after that time)."""
-        step = self._step_s()
-        window = self._window_s(step)
-        end = math.floor((now - self._lag) / step) * step
-        start = end - math.floor(window / step) * step
-        if since is not None:
-            start = max(start, since + step)
-            if start > end:
-                return ()
-        history, failed = self._read_range(keys, start, end, step)
-        at = end + step  # the stretch a lagging server's range queries hold back
-        while self._lag and at <= now and at <= end + self._lag + step:
-            tail = Read(REF, at)
-            paged(
-                self._nodes,
-                keys,
-                lambda page, t=at: self._instant(  # type: ignore[misc]
-                    self._queries.of_nodes(self._queries.all_fields, page), t
-                ),
-                tail.take,
-                PAGE_GPUS,
-            )
-            history.add_read(at, tail, self._nodes)
-            at += step
-        if failed or history.dropped:
-            self._notes_once += history.notes(self._nodes, failed)
-        frames = history.frames()
-        newest = {key: series for key, (_, series) in history.newest.items()}
-        if frames and (limits := with_limits(self._nodes, self._devices, keys, newest)):
-            return (replace(frames[0], joined=tuple(limits)), *frames[1:])
-        return frames
-
-    def range_frames(self, start: float, end: float, step: float) -> tuple[Frame, ...]:
-        """Every node's frames from ``start`` to ``end`` (to the millisecond, as the server
-        takes them), ``step`` apart, in pages; ScrapeError for what could not be read."""
-        keys = sorted(self._nodes, key=lambda k: self._nodes[k].name)
-        history, failed = self._read_range(keys, round(start, 3), round(end, 3), step)
-        if failed:
-            raise ScrapeError(f"{len(failed)} page(s) of nodes not read ({failed[0][1]})")
-        return history.frames()
-
-    def _read_range(
-        self, keys: Sequence[NodeKey], start: float, end: float, step: float
-    ) -> tuple[History, list[tuple[list[NodeKey], str]]]:
-        """The nodes' range from ``start`` to ``end`` on the step grid, in pages sized so
-        no answer nears the cap; the pages that failed, and why."""
-        points = round((end - start) / step) + 1
-        history = History(start, end, step, points)
-        per_gpu = points * 24  # about as many fields a GPU as dcgm-exporter's defaults
-        failed = paged(
-            self._nodes,
-            keys,
-            lambda page: self._range(page, start, end, step),
-            lambda result, page: history.take(result, page, self._nodes),
-            max(1, PAGE_POINTS // per_gpu),
-        )
-        return history, failed
-
-    def _range(
-        self, page: list[NodeKey], start: float, end: float, step: float
-    ) -> list[dict[str, Any]]:
-        return self._query_range(
-            self._queries.of_nodes(self._queries.all_fields, page), start, end, step
-        )
-
-    def _query_range(
-        self, query: str, start: float, end: float, step: float
-    ) -> list[dict[str, Any]]:
-        params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        return self._get("/api/v1/query_range", params, "matrix")
-
-    def data_span(self, start: float, end: float) -> tuple[float, float] | None:
-        """Where in ``start``-``end`` the server holds readings (a thousand coarse steps of
-        one count); None where it holds none. A report of the last 100 days of a cluster
-        that ran an hour reads that hour at a fine step, not 100 days at a coarse one."""
-        step = max(1.0, math.ceil((end - start) / 1000))
-        counted = self._query_range(f"count({self._queries.selector(REF)})", start, end, step)
-        times = [
-            float(point[0])
-            for series in counted
-            for point in series.get("values", ())
-            if isinstance(point, list) and point
-        ]
-        if not times:
+    def engine_verdict(self) -> EngineVerdict | None:
+        """The engine's verdict where `gputui rules` for this ``--match`` are loaded (two
+        queries, at any size): the rules it evaluates, the alerts firing; else None."""
+        now = self._clock()
+        try:
+            loaded = rules_loaded(self._instant(INFO), self._queries.match)
+            if loaded is None:
+                return None
+            firing = self._instant(FIRING)
+        except ScrapeError:
             return None
-        return max(start, min(times) - step), min(end, max(times) + step)
+        try:  # what the engine said of each (its evidence with the figures): best effort
+            said = annotations_of(self._get("/api/v1/alerts", {}, "alerts", fresh=False))
+        except ScrapeError:
+            said = {}
+        alerts = alerts_of(firing, self._nodes, now, said)
+        verdict = EngineVerdict(loaded[0], alerts, loaded[1])
+        self._notes_once.append(verdict_note(verdict))
+        return verdict
 
     def close(self) -> None:
         pass

@@ -42,7 +42,20 @@ MAX_SKEW_S = 3600.0
 NARROW = 'narrow the query with --match (e.g. --match \'job="dcgm",cluster="a"\')'
 
 #: how two answers for one node (two jobs scrape it) combine, by figure
-_SUM = frozenset(("seen", "live", "gpus", "power", "thermal", "power_cap", "slowdown", "replays"))
+_SUM = frozenset(
+    (
+        "seen",
+        "live",
+        "gpus",
+        "power",
+        "thermal",
+        "power_cap",
+        "slowdown",
+        "replays",
+        "engine_critical",
+        "engine_warning",
+    )
+)
 _MIN = frozenset(("util_min", "margin"))
 
 Figures = dict[str, float]
@@ -231,15 +244,17 @@ def down_reason(
 
 def suspicion(figure: Figures | None) -> Severity | None:
     """What the aggregates alone say of a node, to rank it and to read the worst in full
-    first: a thermal or HW slowdown reason or an Xid is likely critical; the power cap,
-    PCIe replays or a GPU within 3 °C of its slowdown limit a warning."""
+    first: a thermal or HW slowdown reason, an Xid or the engine's critical alert is likely
+    critical; the power cap, PCIe replays, a GPU within 3 °C of its slowdown limit or the
+    engine's warning a warning."""
     if not figure:
         return None
-    if figure.get("thermal", 0) > 0 or figure.get("slowdown", 0) > 0 or figure.get("xid", 0) > 0:
+    if any(figure.get(tag, 0) > 0 for tag in ("thermal", "slowdown", "xid", "engine_critical")):
         return Severity.CRITICAL
     margin = figure.get("margin")
     if (
-        figure.get("power_cap", 0) > 0
+        figure.get("engine_warning", 0) > 0
+        or figure.get("power_cap", 0) > 0
         or figure.get("replays", 0) > 0
         or (margin is not None and margin <= 3)
     ):
@@ -278,6 +293,8 @@ def status_of(
         slowdown_gpus=count("slowdown"),
         xid=count("xid"),
         replays=f.get("replays"),
+        engine_critical=count("engine_critical"),
+        engine_warning=count("engine_warning"),
         pods=pods,
     )
 

@@ -185,6 +185,11 @@ class Queries:
             ),
             ("xid", f"max by ({BY}) ({xid})"),
             ("replays", f"sum by ({BY}) (increase({replay}[{window_s:.0f}s]))"),
+            # the engine's verdict, where `gputui rules` are loaded: its alerts by severity
+            *(
+                (f"engine_{level}", f"count by ({BY}) ({_engine_alerts(level)})")
+                for level in ("critical", "warning")
+            ),
         )
         return [_tagged(first), _tagged(second)]
 
@@ -196,6 +201,10 @@ class Queries:
         regex = "|".join(_literal(j) for j in sorted(jobs))
         parts = [f"job=~{quoted(regex)}", self.match]
         return "up{" + ",".join(p for p in parts if p) + "} == 0"
+
+
+def _engine_alerts(severity: str) -> str:
+    return f'ALERTS{{alertstate="firing",gputui_rule!="",severity="{severity}"}}'
 
 
 def _node_matchers(keys: Collection[NodeKey]) -> list[str]:

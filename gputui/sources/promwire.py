@@ -191,8 +191,9 @@ def _refused(document: Mapping[str, Any]) -> str:
 
 # -- answers ------------------------------------------------------------------------------
 def decode(text: str, kind: str) -> list[dict[str, Any]]:
-    """The result list of an API answer of ``kind`` ("vector", "matrix"), or ScrapeError
-    saying what is wrong with it (the server's own error with its errorType)."""
+    """The result list of an API answer of ``kind`` ("vector", "matrix"; "alerts": the
+    active alerts /api/v1/alerts lists), or ScrapeError saying what is wrong with it (the
+    server's own error with its errorType)."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -202,7 +203,9 @@ def decode(text: str, kind: str) -> list[dict[str, Any]]:
     if document.get("status") != "success":
         raise ScrapeError(_refused(document))
     data = document.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != kind:
+    if kind == "alerts" and isinstance(data, dict):  # /api/v1/alerts: the alerts active
+        data = {"result": data.get("alerts")}
+    elif not isinstance(data, dict) or data.get("resultType") != kind:
         raise ScrapeError(f"the server did not answer a {kind}")
     result = data.get("result")
     if not isinstance(result, list):

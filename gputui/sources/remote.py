@@ -44,7 +44,7 @@ MAX_LABEL_CHARS = 1024  # a label value longer than this is cut
 MAX_MIG_PER_GPU = 64  # an A100/H100 has at most 7 GPU instances
 #: a read that takes this share of the time between two reads: the ticks fall behind
 FALLING_BEHIND = 0.9
-_GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
+GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
 #: Kubernetes labels, as dcgm-exporter's pod mapping names them (and its older names).
 #: Scraped by a Prometheus in Kubernetes, the workload's labels clash with the target's own
 #: (the exporter's pod) and are renamed exported_*: those name the job, so they come first.
@@ -55,7 +55,7 @@ K8S_LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _valid(value: float, dcgm: DcgmField) -> bool:
+def valid_reading(value: float, dcgm: DcgmField) -> bool:
     if math.isnan(value) or math.isinf(value) or value < 0:
         return False
     if not math.isfinite(value * dcgm.scale):  # 1e308 MiB is no memory size: not a reading
@@ -126,7 +126,7 @@ class NodeSeries:
                 self.legacy = True
             return
         gpu_label = labels.get("gpu")
-        if gpu_label is None or not _GPU_NUMBER.fullmatch(gpu_label):
+        if gpu_label is None or not GPU_NUMBER.fullmatch(gpu_label):
             return
         number = int(gpu_label)
         entry = self.gpus.get(number)
@@ -139,7 +139,7 @@ class NodeSeries:
             )
         values = entry.values
         instance = labels.get("GPU_I_ID")
-        if instance is not None and _GPU_NUMBER.fullmatch(instance):
+        if instance is not None and GPU_NUMBER.fullmatch(instance):
             mig = entry.mig.get(int(instance))
             if mig is None:
                 if len(entry.mig) >= MAX_MIG_PER_GPU:
@@ -147,7 +147,7 @@ class NodeSeries:
                         f"more than {MAX_MIG_PER_GPU} MIG instances on GPU {number}: refused"
                     )
                 mig = entry.mig[int(instance)] = NodeMig(int(instance), _kept(labels))
-            if dcgm.name in _INSTANCE_FIELDS:
+            if dcgm.name in INSTANCE_FIELDS:
                 values = mig.values
             elif dcgm.name in values:  # a GPU-wide field repeated per instance
                 return
@@ -161,7 +161,7 @@ class NodeSeries:
                         entry.labels[key] = labels[key][:MAX_LABEL_CHARS]
         if dcgm.name in values:
             entry.duplicates += 1
-        elif _valid(value, dcgm):
+        elif valid_reading(value, dcgm):
             values[dcgm.name] = value
 
     def finish(self) -> tuple[str | None, dict[int, NodeGpu]]:
@@ -171,7 +171,7 @@ class NodeSeries:
 
 
 #: fields DCGM reads per MIG instance; every other field is the whole GPU's
-_INSTANCE_FIELDS = frozenset(
+INSTANCE_FIELDS = frozenset(
     (
         "DCGM_FI_DEV_FB_USED",
         "DCGM_FI_DEV_FB_FREE",

@@ -101,6 +101,8 @@ def test_every_rule_of_the_brief_is_in_the_catalogue() -> None:
     # issue 46: stuck, not slow (a hung collective, a GPU busy without work), a fan that
     # does not cool, ranks placed wrong
     stuck = {"collective-hang", "busy-no-work", "fan-fault", "ranks-crowded", "stray-contexts"}
+    # issue 53: a clock held far below its maximum with no reason named
+    configuration |= {"clocks-held"}
     rules = brief | calm | topology | remote | health | configuration | stuck
     assert {r.id for r in RULES} == rules
 

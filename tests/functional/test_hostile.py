@@ -57,7 +57,9 @@ def _hostile(clock: Callable[[], float]) -> HostileSource:
 @pytest.fixture
 def hostile_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every command's source is the hostile node."""
-    monkeypatch.setattr(opening, "make_source", lambda args, clock=time.time: _hostile(clock))
+    monkeypatch.setattr(
+        opening, "make_source", lambda args, clock=time.time, readings=None: _hostile(clock)
+    )
 
 
 # -- the TUI -------------------------------------------------------------------------

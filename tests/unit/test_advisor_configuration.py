@@ -10,8 +10,6 @@ from gputui.advisor.config_check import (
     DEVICE_FACTS,
     NOT_READ,
     OK,
-    PROCESS_ONLY,
-    SETTINGS_ONLY,
     check_once,
     configuration_rules,
 )
@@ -27,7 +25,7 @@ from gputui.core.model import (
     Note,
     ProcessSample,
 )
-from gputui.core.names import NoteKind, RuleId
+from gputui.core.names import PROCESS_ONLY, SETTINGS_ONLY, NoteKind, RuleId
 from gputui.exporters.doctor import config_verdict
 from tests.advisor_kit import BUSY, H100, HOST, TRAINER, Sim
 

@@ -59,7 +59,8 @@ def test_every_dcgm_field_round_trips_and_names_a_model_field() -> None:
     for field in dcgm.FIELDS:
         target = sample if field.on == "sample" else device
         assert hasattr(target, field.attr), field.name
-        value = 40960 * dcgm.MIB if field.scale == dcgm.MIB else 87
+        value: float | bool = 40960 * dcgm.MIB if field.scale == dcgm.MIB else 87
+        value = True if field.flag else value
         back = field.to_model(field.to_exposition(value))
         assert back == pytest.approx(value), field.name
     # the old name of a renamed field still reads
