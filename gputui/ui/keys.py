@@ -151,7 +151,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     " the PCIe path between GPUs, every NVLink (up/down, traffic, errors, fabric state),"
     " the NUMA node of each GPU and where each GPU process and its loader workers may run"
     " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
-    "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
+    "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs (several"
+    " nodes: `--source`, `--prometheus`; on one node it says so)",
     "command_palette": "the command palette: every action by name, searched as you type",
     "suspend_process": "suspend gputui to the shell; fg brings it back",
     "step": "replay: one frame forward (pauses first)",

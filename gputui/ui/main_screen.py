@@ -142,7 +142,7 @@ class MainScreen(ProcessActions, Screen[int], inherit_bindings=False):
         self.shell.apply(OpenPage(Page.TOPOLOGY))
 
     def action_cluster(self) -> None:
-        self.shell.apply(OpenPage(Page.CLUSTER))
+        self.shell.apply(navigation.cluster(self.shell.monitor.devices))
 
     def action_all_processes(self) -> None:
         self.shell.apply(OpenPage(Page.ALL_PROCESSES))

@@ -74,6 +74,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         frame = shell.monitor.latest
         width, height = self.size.width - 2, self.size.height - 1 - self._room
         from gputui.view.all_processes import all_processes  # loads when first opened
+        from gputui.view.processes import reads_processes
 
         panel = all_processes(
             frame.processes if frame else (),
@@ -83,6 +84,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
             height,
             shell.monitor.thresholds,
             mask=shell.choices.mask,
+            read=reads_processes(frame),
         )
         view.border_title = border_title(panel, shell.palette.ascii)
         view.set_rows(panel.rows, width, shell.palette)
