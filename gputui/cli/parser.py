@@ -23,6 +23,7 @@ from gputui.core.config import (
     MIN_SPEED,
     RECORD_BLOCK_TICKS,
     RECORD_SYNC_S,
+    Thresholds,
 )
 from gputui.core.prose import DOCTOR_EXITS
 
@@ -197,9 +198,11 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
         "snapshot",
         parents=[common],
         help="write the current state (readings, history, findings) as JSON or Markdown",
-        description="Sample briefly, then write the state as JSON (or Markdown with a .md "
-        "name or --format markdown); to stdout without -o. Files are written atomically, "
-        "mode 0600.",
+        description="Sample briefly (--samples readings, 5 by default: what the advisor needs "
+        "to judge), then write the state as JSON (or Markdown with a .md name or --format "
+        "markdown); to stdout without -o. The findings are a point-in-time verdict, as "
+        "doctor's: a condition that held through every reading is written even before the "
+        "live screen's hold would show it. Files are written atomically, mode 0600.",
     )
     snap.add_argument(
         "-o",
@@ -211,7 +214,9 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
     )
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
     _secrets_option(snap, for_command=True)
-    _sampling_options(snap, samples=3)
+    # the readings the rules need before they judge: a condition that held through them
+    # all is in the file (a point-in-time verdict, as doctor's)
+    _sampling_options(snap, samples=Thresholds().min_points)
 
 
 def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:

@@ -104,16 +104,20 @@ def snapshot_dict(
 
 
 def snapshot_of(
-    monitor: Monitor, window_points: int | None = None, keep_secrets: bool = False
+    monitor: Monitor,
+    window_points: int | None = None,
+    keep_secrets: bool = False,
+    findings: Sequence[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The snapshot document of what a monitor holds now."""
+    """The snapshot document of what a monitor holds now; ``findings``: those to write
+    where they are not the live pane's (a headless command's point-in-time verdict)."""
     return snapshot_dict(
         monitor.source,
         monitor.devices,
         monitor.history,
         monitor.config.interval_s,
         window_points=window_points,
-        findings=monitor.findings,
+        findings=monitor.findings if findings is None else findings,
         keep_secrets=keep_secrets,
         judgement=judgement_of(monitor).to_dict(),
     )
