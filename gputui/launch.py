@@ -53,7 +53,8 @@ def make_app(
         monitor.ingest(frame, advise=False)
     if isinstance(source, Follows):  # a cluster source reads in full what the screen shows
         source.follow(lambda: monitor.shown_nodes)
-    sampler = Sampler(source, lambda: monitor.interval_s) if live else None
+    since = history[-1].time if history else None  # the first read follows on from it
+    sampler = Sampler(source, lambda: monitor.interval_s, since=since) if live else None
     parts = AppParts(
         monitor,
         sampler=sampler,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -81,6 +82,18 @@ def _figure(bound: float) -> str:
 
 
 _interval = _bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
+
+
+def _directory(text: str) -> Path:
+    """An argparse type: a directory that exists and this user may write in (where the
+    app's ``s`` key writes: said at the start, not when the key is pressed)."""
+    path = Path(text)
+    if not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text!r} {what}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not writable by this user")
+    return path
 
 
 def _gpus(text: str) -> int:
@@ -168,10 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
         "--snapshot-dir",
-        type=Path,
+        type=_directory,
         default=Path("."),
         metavar="DIR",
-        help="where the app's snapshot key writes (default: current directory)",
+        help="where the app's snapshot key writes (default: current directory); a "
+        "directory that exists and gputui may write in, checked at the start",
     )
     _secrets_option(parser, for_command=False)
     # its commands' parsers are _Parser too; typed as the ArgumentParser they extend

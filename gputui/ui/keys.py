@@ -18,6 +18,9 @@ REPLAY_ACTIONS: Final = ("step", "seek", "speed")
 #: actions that exist only live (a recording keeps its own interval)
 LIVE_ACTIONS: Final = ("interval",)
 
+#: the actions the footer shows whatever its width (the keys before them give way)
+FOOTER_KEEPS: Final = ("snapshot",)
+
 #: the process table's keys: the main screen's and the every-process page's alike
 PROCESS_BINDINGS: Final[list[Binding]] = [
     Binding("down,j", "process(1)", "next process", key_display="↓", show=False),

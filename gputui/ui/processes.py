@@ -50,6 +50,8 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         super().__init__()
         self.shell = shell
         self._room = 0  # rows left free at the foot (the filter line's)
+        #: the main table's choices, given back as they were when the page closes
+        self._main = shell.choices.procs
 
     def compose(self) -> ComposeResult:
         yield LineView(id="all", classes="panel")
@@ -94,6 +96,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         self.shell.choose(choices.with_procs(choices.procs.scroll(step)))
 
     def action_close(self) -> None:
+        self.shell.choose(process_keys.back_from_page(self.shell.choices, self._main))
         self.dismiss(None)
 
 

@@ -51,7 +51,8 @@ def all_processes(
     lines = listing(processes, choices)
     shown, total = len(pids_in_order(lines)), len({p.pid for p in processes})
     title = f"All GPU processes ({shown}" + (f" of {total})" if shown != total else ")")
-    cols = fit_columns(t, now, choices, mask, width, with_gpu=True)
+    # every user's processes on the machine: whose each is stays, however narrow
+    cols = fit_columns(t, now, choices, mask, width, with_gpu=True, keep=("USER",))
     rows: list[Row] = [hint_row(choices), header_row(cols, choices, width)]
     if not lines:
         empty = "no GPU process matches" if choices.filtered else "no GPU processes"

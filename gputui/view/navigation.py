@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from gputui.advisor.nodes import is_cluster
 from gputui.core.model import DeviceInfo, Finding
 from gputui.view.cells import CardsKey, FindingKey, GpuKey, KeysKey, PidKey, RowKey
 from gputui.view.choices import Choices
@@ -91,6 +90,8 @@ ONE_NODE = Notify(
 
 def cluster(devices: tuple[DeviceInfo, ...]) -> OpenPage | Notify:
     """c: every node as a row, worst first; on one node, why there is no such page."""
+    from gputui.advisor.nodes import is_cluster  # the advisor loads after the first frame
+
     if not is_cluster(devices):
         return ONE_NODE
     return OpenPage(Page.CLUSTER)

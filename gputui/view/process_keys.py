@@ -14,7 +14,13 @@ from gputui.core.model import ProcessSample
 from gputui.core.process_access import Outcome, ProcessAccess
 from gputui.view.choices import Choices
 from gputui.view.effects import AskSignal, Notify, OpenProcess, Tone
-from gputui.view.process_table import listing, pids_in_order, selected_entry, users
+from gputui.view.process_table import (
+    ProcessChoices,
+    listing,
+    pids_in_order,
+    selected_entry,
+    users,
+)
 
 SIGNAL_NAMES = {2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
 SELECT_FIRST = Notify("Select a process first: ↑ ↓ move through the table", timeout=4)
@@ -41,6 +47,16 @@ def toggle_all(choices: Choices) -> Choices:
 def next_user(choices: Choices, processes: Sequence[ProcessSample]) -> Choices:
     """u: one user's processes, then the next user's, then every user's."""
     return choices.with_procs(choices.procs.next_user(users(processes)))
+
+
+def back_from_page(choices: Choices, before: ProcessChoices) -> Choices:
+    """The every-process page closed: its filter, user, sideways scroll and selection were
+    its own, and the main table is as it was when the page opened (the sort kept: a
+    preference, not a place)."""
+    procs = replace(
+        choices.procs, text=before.text, user=before.user, offset=before.offset, pid=before.pid
+    )
+    return choices.with_procs(procs)
 
 
 def clear(choices: Choices) -> Choices:

@@ -420,12 +420,13 @@ def fit_columns(
     mask: bool,
     width: int,
     with_gpu: bool,
+    keep: tuple[str, ...] = (),
 ) -> list[Column[Entry]]:
     """The columns that fit ``width`` (the selection mark takes one); the one sorted by
-    is never the one left out."""
-    sorted_by = SORTS[choices.sort].header
+    is never the one left out, nor those named in ``keep`` (the command gives way)."""
+    kept = (SORTS[choices.sort].header, *keep)
     every = [
-        replace(c, drop=0) if c.name == sorted_by else c
+        replace(c, drop=0) if c.name in kept else c
         for c in columns(t, now, choices, mask, with_gpu)
     ]
     return choose(every, width - 1, min(COMMAND_MIN, width // 2))

@@ -5,8 +5,13 @@ snapshot key in the footer at 120 columns."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +24,11 @@ from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.process_access import LocalProcesses
 from gputui.sources.remote import RemoteSource
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
-from gputui.ui.processes import AllProcessesScreen, SignalScreen
-from gputui.ui.screens import ClusterScreen, TopologyScreen
+from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
+from gputui.ui.screens import ClusterScreen, RulesScreen, TopologyScreen
 from tests.conftest import DemoApp
 from tests.nvml_double import NOT_SUPPORTED, FakeGpu, FakeNvmlLib, FakeProcess, install
 from tests.servers import answer, dcgm_payload, serve
@@ -156,3 +162,110 @@ async def test_a_driver_without_topology_says_so_instead_of_a_grid_of_question_m
         rows = [line.split() for line in matrix if line.startswith("GPU")]
         assert rows and all(row[1:] == ["0-3", "0"] for row in rows), rows  # its CPUs alone
         assert "?" not in "".join(matrix)
+
+
+async def test_a_process_page_counts_two_children_in_english(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    loader = (
+        "import subprocess, sys, time\n"
+        "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])"
+        " for _ in range(2)]\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", loader])
+    try:
+        app = _node(monkeypatch, tmp_path, parent.pid)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(50):  # its two workers started
+                await pilot.pause(0.1)
+                kids = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text()
+                if len(kids.split()) == 2:
+                    break
+            await pilot.press("j", "i")
+            await pilot.pause()
+            assert isinstance(app.screen, ProcessScreen)
+            page = app.screen.plain
+            assert "2 children" in page and "childs" not in page
+    finally:
+        with contextlib.suppress(OSError):
+            for kid in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split():
+                os.kill(int(kid), signal.SIGKILL)
+        parent.kill()
+        parent.wait()
+
+
+async def test_the_every_process_pages_filter_and_scroll_stay_its_own(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
+    async with app.run_test(size=(120, 40)) as pilot:
+        before = _procs(app)
+        await pilot.press("a", "slash", *"finetune", "enter", "right", "right")
+        assert isinstance(app.screen, AllProcessesScreen)
+        assert app.choices.procs.text == "finetune" and app.choices.procs.offset == 16
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, AllProcessesScreen)
+        procs = app.choices.procs
+        assert (procs.text, procs.user, procs.offset) == ("", None, 0)
+        assert _procs(app) == before  # not filtered, not scrolled sideways
+        title = str(app.query_one("#procs", LineView).border_title)
+        assert " of " not in title and "finetune" not in title
+
+
+async def test_every_process_at_80x24_says_whose_each_is(demo_app: DemoApp) -> None:
+    app = demo_app(None, 8)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")
+        assert isinstance(app.screen, AllProcessesScreen)
+        rows = app.screen.query_one("#all", LineView).plain.splitlines()
+        header = next(row for row in rows if "PID" in row)
+        assert "USER" in header and "COMMAND" in header, header
+        assert any("mlteam" in row for row in rows)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (100, 30), (80, 24)])
+async def test_the_footer_always_offers_the_snapshot(
+    demo_app: DemoApp, size: tuple[int, int]
+) -> None:
+    app = demo_app(None, 8)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        footer = app.query_one("#footer", LineView).plain
+        assert " s snapshot " in footer and " ? help " in footer, footer
+
+
+async def test_the_rules_page_says_what_a_causes_number_is(demo_app: DemoApp) -> None:
+    app = demo_app(None, 4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, RulesScreen)
+        page = " ".join(app.screen.plain.split())
+        assert "(1) thermal throttling" in page and "(5) the software stack" in page
+        assert "thermal-throttle cause 1 thermal" in page
+
+
+async def test_the_demos_history_meets_its_live_ticks_without_a_gap(tmp_path: Path) -> None:
+    """The demo opens with two minutes of simulated history; the app takes a moment to
+    start before its first read (here two seconds): the seconds between are caught up, so
+    the sparklines have no empty column where the history meets the live ticks."""
+    source = SimulatedSource(resolve_scenarios("healthy", 2), history_s=120.0)
+    devices = source.open()
+    history = source.backfill()
+    time.sleep(2.0)  # a slow start
+    app = make_app(source, devices, Config(), snapshot_dir=tmp_path, history=history)
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.1)
+            if app.monitor.history.times()[-1] > history[-1].time + 2.5:
+                break
+        times = app.monitor.history.times()
+        steps = [b - a for a, b in itertools.pairwise(times)]
+        assert times[-1] > history[-1].time + 2.5 and max(steps) < 1.5, steps[-6:]
+        detail = app.query_one("#detail", LineView).plain.splitlines()
+        util = next(line for line in detail if line.startswith("util "))
+        spark = util.split()[1]  # the sparkline: one glyph a column, none blank
+        assert " " not in spark and len(spark) >= 20, util
+    if app.sampler is not None:
+        app.sampler.stop()
+    source.close()
