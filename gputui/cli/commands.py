@@ -234,6 +234,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             notices=notices,
             name=Path(args.file).name,
             owns_process=True,
+            theme=args.theme,
         )
     )
 
@@ -373,4 +374,6 @@ def cmd_app(args: argparse.Namespace) -> int:
         keep_secrets=args.keep_secrets,
         history=history,
         first=first,
+        readonly=args.readonly,
+        theme=args.theme,
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gputui.cli.parser import EXIT_NO_SOURCE
 from gputui.core.config import Config
+from gputui.core.judgement import gpu_list
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
@@ -32,6 +33,16 @@ DEMO_HISTORY_S = 120.0
 
 
 def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> Source:
+    """The source the arguments name, narrowed to the GPUs of ``--only`` where given."""
+    source = _source(args, clock)
+    if getattr(args, "only", None):
+        from gputui.sources.selection import Only
+
+        return Only(source, args.only)
+    return source
+
+
+def _source(args: argparse.Namespace, clock: Callable[[], float]) -> Source:
     if getattr(args, "prometheus", None) and args.demo is None:
         from gputui.sources.promapi import PrometheusSource
 
@@ -62,7 +73,17 @@ def make_source(args: argparse.Namespace, clock: Callable[[], float] = time.time
 
 def source_detail(args: argparse.Namespace) -> str | None:
     """What the source is, for the header and every report: URLs with their credentials
-    (user:password@, ?token=) masked, as everywhere a URL is shown."""
+    (user:password@, ?token=) masked, as everywhere a URL is shown; the GPUs ``--only``
+    kept."""
+    detail = _detail(args)
+    only = getattr(args, "only", None)
+    if not only:
+        return detail
+    kept = "only " + gpu_list(only)
+    return f"{detail} · {kept}" if detail else kept
+
+
+def _detail(args: argparse.Namespace) -> str | None:
     if getattr(args, "prometheus", None) and args.demo is None:
         shown = mask_secrets(args.prometheus)
         return f"prometheus: {shown}" + (f" {args.match}" if args.match else "")

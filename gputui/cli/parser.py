@@ -24,9 +24,11 @@ from gputui.core.config import (
     MIN_SPEED,
     RECORD_BLOCK_TICKS,
     RECORD_SYNC_S,
+    THEMES,
     Thresholds,
 )
 from gputui.core.prose import DOCTOR_EXITS
+from gputui.sources.selection import parse_only
 
 if TYPE_CHECKING:
     pass
@@ -96,6 +98,13 @@ def _directory(text: str) -> Path:
     return path
 
 
+def _only(text: str) -> tuple[int, ...]:
+    try:
+        return parse_only(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _gpus(text: str) -> int:
     value = int(text)
     if not 1 <= value <= DEMO_MAX_GPUS:
@@ -144,6 +153,13 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
         metavar="SELECTOR",
         help="with --prometheus: label matchers that pick the nodes, e.g. 'job=\"dcgm\"'",
     )
+    group.add_argument(
+        "--only",
+        type=_only,
+        metavar="GPUS",
+        help="only these GPUs, by index as nvidia-smi numbers them: 0,2-3 (the others are "
+        "not shown, judged or written; each keeps its index)",
+    )
     group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
     group.add_argument("--seed", type=int, help="seed of the simulation")
     group.add_argument(
@@ -176,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal GPU monitor that tells you why your training job is slow.",
         parents=[_source_options(for_command=False)],
     )
-    parser.set_defaults(gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None)
+    parser.set_defaults(
+        gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None, only=None
+    )
     common = _source_options(for_command=True)
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
@@ -186,6 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the app's snapshot key writes (default: current directory); a "
         "directory that exists and gputui may write in, checked at the start",
+    )
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="the monitor sends no signal (T I K refused, with or without tags): for a "
+        "screen others watch; processes are still looked into",
+    )
+    parser.add_argument(
+        "--theme",
+        choices=THEMES,
+        default=THEMES[0],
+        help="the screen's colours: dark (the default) or light, for a light terminal; b "
+        "switches while it runs",
     )
     _secrets_option(parser, for_command=False)
     # its commands' parsers are _Parser too; typed as the ArgumentParser they extend

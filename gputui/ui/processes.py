@@ -23,6 +23,7 @@ from gputui.ui.screens import PageScreen
 from gputui.ui.shell import Shell
 from gputui.view import process_keys
 from gputui.view.cells import Panel
+from gputui.view.effects import AskSignals
 from gputui.view.process_table import FILTER_MAX_CHARS
 
 DETAILS_EVERY_S = 2.0  # a process page looks again this often (children, devices)
@@ -194,6 +195,30 @@ class SignalScreen(PageScreen[bool]):
         from gputui.view.process_page import signal_page
 
         return signal_page(self.process, self.signal_name, self._root, width, self._mask)
+
+    def action_answer(self, send: bool) -> None:
+        self.dismiss(send)
+
+
+class SignalsScreen(PageScreen[bool]):
+    """'Send SIGTERM to 3 processes?', each named: y sends to each; n, Esc or q to none."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "send to each"),
+        Binding("n,escape,q", "answer(False)", "cancel"),
+    ]
+
+    def __init__(self, request: AskSignals, root: bool, palette: Palette, mask: bool) -> None:
+        super().__init__(palette)
+        self.request = request
+        self._root = root
+        self._mask = mask
+
+    def build(self, width: int) -> Panel:
+        from gputui.view.process_page import signals_page
+
+        r = self.request
+        return signals_page(r.processes, r.name, self._root, width, self._mask, r.refused)
 
     def action_answer(self, send: bool) -> None:
         self.dismiss(send)

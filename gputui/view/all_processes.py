@@ -31,7 +31,11 @@ def hint_row(choices: ProcessChoices) -> Row:
             Cell(f"by {order}", bold=True),
             Cell(f"  user: {choices.user or 'all'} (u)", drop=1),
             Cell(text, drop=2),
-            Cell("  ↑↓ select  ←→ scroll  i inspect  T K I signal  esc back", Role.DIM, drop=3),
+            Cell(
+                "  ↑↓ select  ←→ scroll  i inspect  space tag  T K I signal  esc back",
+                Role.DIM,
+                drop=3,
+            ),
         )
     )
 
@@ -51,6 +55,8 @@ def all_processes(
     lines = listing(processes, choices)
     shown, total = len(pids_in_order(lines)), len({p.pid for p in processes})
     title = f"All GPU processes ({shown}" + (f" of {total})" if shown != total else ")")
+    if choices.tagged:
+        title += f" · {len(choices.tagged)} tagged (T I K: each)"
     # every user's processes on the machine: whose each is stays, however narrow
     cols = fit_columns(t, now, choices, mask, width, with_gpu=True, keep=("USER",))
     rows: list[Row] = [hint_row(choices), header_row(cols, choices, width)]

@@ -31,6 +31,8 @@ from gputui.view.process_table import (
 def title(choices: ProcessChoices, gpu: int, shown: int, total: int) -> str:
     where = "all GPUs" if choices.all_gpus else f"GPU {gpu}"
     text = f"Processes on {where} · by {SORTS[choices.sort].header}"
+    if choices.tagged:
+        text += f" · {len(choices.tagged)} tagged (T I K: each)"
     if choices.filtered:
         text += f" · {shown} of {total}"
         if choices.user is not None:
