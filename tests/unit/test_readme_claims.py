@@ -111,3 +111,26 @@ def test_the_commands_that_take_demo_are_the_ones_the_readme_names() -> None:
 def test_the_monitors_own_options_have_a_row(option: str) -> None:
     rows = [cell for cell, _ in _commands_table() if cell.startswith(f"`{option}")]
     assert rows and _takes(MONITOR, option)
+
+
+def test_what_shows_under_the_process_table_is_what_the_readme_and_help_say() -> None:
+    """A command line longer than the screen is cut under the table (issue 50: the README
+    and the help said its whole line showed there); they say as much as the width holds,
+    and where all of it is (i)."""
+    from gputui.core.config import Thresholds
+    from gputui.core.model import ProcessSample
+    from gputui.ui.keys import DESCRIPTIONS, legend_lines
+    from gputui.view.cells import plain_lines
+    from gputui.view.process_table import ProcessChoices
+    from gputui.view.processes import processes
+
+    command = "python3 train.py " + " ".join(f"--option-{i} value-{i}" for i in range(20))
+    proc = ProcessSample(pid=42, gpu_index=0, command=command, user="ana")
+    panel = processes([proc], [], 0, ProcessChoices(pid=42), None, 158, 8, Thresholds())
+    under = plain_lines(panel, 158)[2]
+    assert under.startswith("▸ python3 train.py") and under.endswith("…")
+    said = [README.read_text(encoding="utf-8"), DESCRIPTIONS["process"], *legend_lines()]
+    for text in said:
+        flat = " ".join(text.split())
+        assert "whole command line shows" not in flat and "the whole line shows" not in flat
+    assert "as much as the width holds (i: all of it)" in DESCRIPTIONS["process"]
