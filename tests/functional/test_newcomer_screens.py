@@ -20,8 +20,6 @@ import pytest
 
 from gputui.core.config import Config
 from gputui.launch import make_app
-from gputui.sources.host import HostReader
-from gputui.sources.nvml import NvmlSource
 from gputui.sources.process_access import LocalProcesses
 from gputui.sources.remote import RemoteSource
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
@@ -30,7 +28,8 @@ from gputui.ui.lines import LineView
 from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
 from gputui.ui.screens import ClusterScreen, RulesScreen, TopologyScreen
 from tests.conftest import DemoApp
-from tests.nvml_double import NOT_SUPPORTED, FakeGpu, FakeNvmlLib, FakeProcess, install
+from tests.node_apps import node_app
+from tests.nvml_double import NOT_SUPPORTED
 from tests.servers import answer, dcgm_payload, serve
 
 MIB = 1 << 20
@@ -56,25 +55,9 @@ def _node(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, own: int, **gpu: Any)
     """Eight GPUs: GPU 0 runs ``own`` (a process of this test), GPUs 3, 4, 5 and 7 run
     processes of another PID namespace (five of them)."""
     pids = _foreign(5)
-    foreign = {3: pids[:2], 4: pids[2:3], 5: pids[3:4], 7: pids[4:]}
-    gpus = []
-    for i in range(8):
-        held = (own,) if i == 0 else foreign.get(i, ())
-        gpus.append(FakeGpu(processes=[FakeProcess(p, 2000 * MIB) for p in held], **gpu))
-    install(monkeypatch, FakeNvmlLib(gpus))
-    source = NvmlSource(host=HostReader(device_check=lambda pid: pid == own))
-    devices = source.open()
-    app = make_app(
-        source,
-        devices,
-        Config(),
-        snapshot_dir=tmp_path,
-        live=False,
-        ascii=False,
-        process_access=LocalProcesses(kill=lambda pid, sig: None),
-    )
-    for _ in range(2):
-        app.monitor.ingest(source.read())
+    held = {0: (own,), 3: pids[:2], 4: pids[2:3], 5: pids[3:4], 7: pids[4:]}
+    access = LocalProcesses(kill=lambda pid, sig: None)
+    app, _ = node_app(monkeypatch, tmp_path, held, (own,), access, **gpu)
     return app
 
 

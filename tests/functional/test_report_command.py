@@ -63,18 +63,24 @@ def test_a_report_from_each_scenarios_recording(
         assert sum(shares) == pytest.approx(100.0, abs=0.5), name
 
 
+def _share_showing(path: Path, bits: int) -> float:
+    """The share of a recording's wall time (%) whose ticks' reasons on GPU 0 show
+    ``bits``: what the report must count under that throttle."""
+    frames = [tick.frame for tick in read_recording(path).ticks]
+    held = sum(
+        b.time - a.time
+        for a, b in itertools.pairwise(frames)
+        if (a.gpus[0].clock_reasons or 0) & bits
+    )
+    return 100.0 * held / (frames[-1].time - frames[0].time)
+
+
 def test_a_thermal_recordings_throttled_share_is_its_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "thermal.jsonl"
     record_demo(path, seconds=400, scenario="thermal", gpus=1)
-    frames = [tick.frame for tick in read_recording(path).ticks]
-    throttled = sum(
-        b.time - a.time
-        for a, b in itertools.pairwise(frames)
-        if (a.gpus[0].clock_reasons or 0) & (ce.THERMAL_BITS | ce.HW_SLOWDOWN)
-    )
-    share = 100.0 * throttled / (frames[-1].time - frames[0].time)
+    share = _share_showing(path, ce.THERMAL_BITS | ce.HW_SLOWDOWN)
     assert main(["report", str(path), "-o", str(tmp_path / "t.md")]) == 0
     table = _table((tmp_path / "t.md").read_text())
     (shares,) = table.values()
@@ -276,13 +282,7 @@ def test_time_at_the_power_limit_is_power_capped_not_busy(
     capped, as its reasons say (issue 50: 100 % "busy, unthrottled")."""
     path = tmp_path / "capped.jsonl"
     record_demo(path, seconds=300, scenario="at-power-limit", gpus=2)
-    frames = [tick.frame for tick in read_recording(path).ticks]
-    capped = sum(
-        b.time - a.time
-        for a, b in itertools.pairwise(frames)
-        if (a.gpus[0].clock_reasons or 0) & ce.SW_POWER_CAP
-    )
-    share = 100.0 * capped / (frames[-1].time - frames[0].time)
+    share = _share_showing(path, ce.SW_POWER_CAP)
     assert share > 90.0
     assert main(["report", str(path), "--format", "md"]) == 0
     text = capsys.readouterr().out

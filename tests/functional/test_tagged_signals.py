@@ -14,16 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
-from gputui.core.config import Config
-from gputui.launch import make_app
-from gputui.sources.host import HostReader
 from gputui.sources.nvml import NvmlSource
 from gputui.sources.process_access import LocalProcesses
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lines import LineView
 from gputui.ui.processes import AllProcessesScreen, SignalScreen, SignalsScreen
-from tests.nvml_double import FakeGpu, FakeNvmlLib, FakeProcess, install
+from tests.node_apps import node_app
 
 MIB = 1 << 20
 
@@ -48,36 +46,18 @@ def _app(
     access: LocalProcesses,
     readonly: bool = False,
 ) -> tuple[GpuTuiApp, NvmlSource]:
-    gpus = [
-        FakeGpu(processes=[FakeProcess(pids[i], (i + 1) * 1000 * MIB)] if i < len(pids) else [])
-        for i in range(4)
-    ]
-    install(monkeypatch, FakeNvmlLib(gpus))
-    source = NvmlSource(host=HostReader(device_check=lambda pid: pid in pids))
-    devices = source.open()
-    app = make_app(
-        source,
-        devices,
-        Config(),
-        snapshot_dir=tmp_path,
-        live=False,
-        ascii=False,
-        process_access=access,
-        readonly=readonly,
-    )
-    for _ in range(2):
-        app.monitor.ingest(source.read())
-    return app, source
+    """Four GPUs, the first three running one of ``pids`` each."""
+    held = {i: (pid,) for i, pid in enumerate(pids)}
+    return node_app(monkeypatch, tmp_path, held, pids, access, gpus=4, readonly=readonly)
 
 
 def _toasts(app: GpuTuiApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def _tag_first_two(app: GpuTuiApp, pids: list[int], pilot: object) -> None:
+async def _tag_first_two(app: GpuTuiApp, pids: list[int], pilot: Pilot[int]) -> None:
     """v (every GPU's processes), sorted by PID, the first two tagged."""
-    press = pilot.press  # type: ignore[attr-defined]
-    await press("v", "P", "down", "space", "down", "space")
+    await pilot.press("v", "P", "down", "space", "down", "space")
     assert app.choices.procs.tagged_pids == frozenset(sorted(pids)[:2])
 
 
