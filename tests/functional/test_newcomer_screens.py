@@ -143,8 +143,11 @@ async def test_a_driver_without_topology_says_so_instead_of_a_grid_of_question_m
         assert "no NVLink (PCIe only)" in page
         matrix = page[: page.index("NVLink")].splitlines()
         rows = [line.split() for line in matrix if line.startswith("GPU")]
-        assert rows and all(row[1:] == ["0-3", "0"] for row in rows), rows  # its CPUs alone
-        assert "?" not in "".join(matrix)
+        # each GPU's CPUs and NUMA node alone, no column of paths; the NUMA node where the
+        # bindings can ask for it (nvidia-ml-py 12.535 has no nvmlDeviceGetNumaNodeId)
+        assert rows and all(row[1:] in (["0-3", "0"], ["0-3", "?"]) for row in rows), rows
+        if any(row[2] == "?" for row in rows):
+            assert "not read: the driver did not say" in page
 
 
 async def test_a_process_page_counts_two_children_in_english(
