@@ -48,8 +48,8 @@ def header_row(h: HeaderState) -> Row:
     )
     if h.paused:
         cells.append(Cell(" PAUSED ", Role.WARN, bold=True, reverse=True))
-    if h.readonly:
-        cells.append(Cell(" read-only", Role.DIM, drop=5))
+    if h.readonly:  # never dropped: a screen others watch says it sends no signal
+        cells.append(Cell(" read-only ", Role.DIM, reverse=True))
     cells.append(Cell(f" {h.hostname}", bold=True, flex=True))
     if h.moment:
         cells.append(Cell(f"  {h.moment}", bold=True))

@@ -128,3 +128,20 @@ async def test_the_light_theme_from_the_start_and_b_switches(demo_app: DemoApp) 
         assert app.palette == dark and dark != light  # the panels took the theme's colours
         await pilot.press("b")
         assert app.theme == "textual-light"
+
+
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)])
+async def test_a_readonly_screen_says_so_at_every_width(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    args = build_parser().parse_args(["--demo", "--gpus", "8", "--readonly"])
+    assert args.readonly
+    source = make_source(args)
+    app = make_app(
+        source, source.open(), Config(), live=False, detail=source_detail(args), readonly=True
+    )
+    app.monitor.ingest(source.read())
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert " read-only " in app.query_one("#header", LineView).plain
+    source.close()
