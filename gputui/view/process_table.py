@@ -463,6 +463,8 @@ def window(rows: Sequence[Row], room: int, selected: int | None) -> tuple[int, i
     line left for '+N ↓' under it where more follow."""
     if len(rows) <= room:
         return 0, len(rows)
+    if room <= 1:  # no line for a marker beside it: the selected row itself
+        return (selected or 0), 1
     first = 0
     if selected is not None and selected > room - 2:
         first = min(selected - room + 2, len(rows) - room + 1)
@@ -478,8 +480,11 @@ def selected_row(rows: Sequence[Row], pid: int | None) -> int | None:
 def in_view(body: Sequence[Row], room: int, pid: int | None) -> list[Row]:
     """The rows that fit ``room`` with the selected process among them, a '↑ +N' or
     '+N ↓' line where processes are hidden above or below."""
-    first, count = window(body, room, selected_row(body, pid))
+    at = selected_row(body, pid)
+    first, count = window(body, room, at)
     visible = list(body[first : first + count])
+    if room <= 1 and at is not None:
+        return visible  # the one line is the selected process's: never a marker over it
     if first + count < len(body):
         hidden = sum(1 for r in body[first + count - 1 :] if r.key is not None)
         visible[-1] = more_row(hidden, "process", arrow="↓")

@@ -88,6 +88,9 @@ async def test_a_note_about_other_gpus_never_hides_a_gpus_only_process(
         table = _procs(app)  # GPU 3: the two processes it cannot see, a row each or counted
         rows = sum(1 for row in table if "(not visible" in row)
         assert rows == 2 or (rows == 0 and table[-1].startswith("+2 processes")), table
+        await pilot.press("j")  # what j selects is in view, whatever the room
+        marked = [row for row in _procs(app) if row.startswith("▶")]
+        assert len(marked) == 1 and "(not visible" in marked[0], _procs(app)
         note = [row for row in table if "here not visible in this PID namespace" in row]
         assert not note or note[0].startswith("2 processes here")
 
