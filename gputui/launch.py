@@ -11,7 +11,7 @@ from gputui.core.config import Config, Thresholds
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, SourceInfo
 from gputui.core.names import SourceKind
-from gputui.core.process_access import ProcessAccess
+from gputui.core.process_access import ProcessAccess, ReadOnly
 from gputui.core.source import Follows, Source
 from gputui.core.units import fmt_duration
 from gputui.sampling.monitor import Judge, Monitor
@@ -38,6 +38,8 @@ def make_app(
     history: Sequence[Frame] = (),
     first: Sequence[Frame] = (),
     process_access: ProcessAccess | None = None,
+    readonly: bool = False,
+    theme: str = "dark",
 ) -> GpuTuiApp:
     """The app over ``source``. With ``live=False`` no sampler runs: the caller feeds frames.
     ``ascii``: draw with ASCII only (None: as the terminal and locale say). ``history`` (a
@@ -45,7 +47,8 @@ def make_app(
     from the first second. ``process_access``: this machine's processes, where the source
     reads them (the app may then look into one and signal it). ``first``: frames the first
     paint shows (a glance), judged with the frames after them: the rules load after that
-    paint."""
+    paint. ``readonly``: no signal is ever sent from it (processes are still looked
+    into). ``theme``: the one it starts in (``config.THEMES``)."""
     monitor = _monitor(devices, config, SourceInfo(source.label, source.kind, detail))
     for frame in history:
         monitor.ingest(frame)
@@ -53,7 +56,8 @@ def make_app(
         monitor.ingest(frame, advise=False)
     if isinstance(source, Follows):  # a cluster source reads in full what the screen shows
         source.follow(lambda: monitor.shown_nodes)
-    sampler = Sampler(source, lambda: monitor.interval_s) if live else None
+    since = history[-1].time if history else None  # the first read follows on from it
+    sampler = Sampler(source, lambda: monitor.interval_s, since=since) if live else None
     parts = AppParts(
         monitor,
         sampler=sampler,
@@ -61,7 +65,11 @@ def make_app(
         keep_secrets=keep_secrets,
         ascii=ascii,
         owns_process=owns_process,
-        process_access=process_access,
+        process_access=ReadOnly(process_access)
+        if readonly and process_access is not None
+        else process_access,
+        readonly=readonly,
+        theme=theme,
     )
     return GpuTuiApp(parts)
 
@@ -89,6 +97,7 @@ def make_demo_app(
     snapshot_dir: Path = Path("."),
     ascii: bool | None = None,
     owns_process: bool = False,
+    theme: str = "dark",
 ) -> GpuTuiApp:
     """A frozen demo on a fixed clock: the same screen on every machine (tests, screenshots)."""
     from gputui.sources.simulated import SimulatedSource, resolve_scenarios
@@ -112,6 +121,7 @@ def make_demo_app(
         ascii=ascii,
         owns_process=owns_process,
         history=warmup,
+        theme=theme,
     )
 
 
@@ -124,6 +134,7 @@ def make_replay_app(
     notices: Sequence[str] = (),
     name: str | None = None,
     owns_process: bool = False,
+    theme: str = "dark",
 ) -> GpuTuiApp:
     """The app over a recording: the same screens and advisor, with replay keys. ``name``
     (the file's) shows in the header beside what the recording was taken from."""
@@ -157,6 +168,7 @@ def make_replay_app(
         notices=tuple(notices),
         snapshot_dir=snapshot_dir,
         owns_process=owns_process,
+        theme=theme,
     )
     return GpuTuiApp(parts)
 
@@ -184,8 +196,11 @@ def run_app(
     keep_secrets: bool = False,
     history: Sequence[Frame] = (),
     first: Sequence[Frame] = (),
+    readonly: bool = False,
+    theme: str = "dark",
 ) -> int:
-    """The live app, owning the process."""
+    """The live app, owning the process; ``readonly``: it sends no signal; ``theme``: the
+    one it starts in."""
     app = make_app(
         source,
         devices,
@@ -199,6 +214,8 @@ def run_app(
         # Only a local source's PIDs are processes here: never a demo's, a recording's or a
         # remote node's.
         process_access=LocalProcesses() if source.kind is SourceKind.LIVE else None,
+        readonly=readonly,
+        theme=theme,
     )
     try:
         return run_owned(app)

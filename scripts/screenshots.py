@@ -1,7 +1,7 @@
 """Regenerate screenshots/: what `gputui --demo` shows first, the default demo mix at the
 sizes users run at (160x50, 120x40 and 80x24 with 8 GPUs, 100x30 with 16), each scenario at
-160x50 and 80x24, the overview, every GPU process, one process looked into, and the ASCII
-fallback.
+160x50 and 80x24, the overview, every GPU process, one process looked into, the ASCII
+fallback, the light theme and two processes tagged.
 
 Usage: python scripts/screenshots.py [OUTPUT_DIR]
 
@@ -40,9 +40,15 @@ def _png(svg_path: Path) -> bool:
 
 
 async def _shot(
-    out: Path, name: str, scenario: str | None, gpus: int, size: tuple[int, int], *keys: str
+    out: Path,
+    name: str,
+    scenario: str | None,
+    gpus: int,
+    size: tuple[int, int],
+    *keys: str,
+    theme: str = "dark",
 ) -> Path:
-    app = make_demo_app(scenario, gpus, ascii=name.startswith("ascii"))
+    app = make_demo_app(scenario, gpus, ascii=name.startswith("ascii"), theme=theme)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await pilot.press(*keys)
@@ -65,6 +71,9 @@ async def shoot(out: Path) -> list[Path]:
     written.append(await _shot(out, "all-gpus-160x50.svg", MIX, 8, (160, 50), "v", "down"))
     written.append(await _shot(out, "process-160x50.svg", MIX, 8, (160, 50), "down", "i"))
     written.append(await _shot(out, "ascii-80x24.svg", MIX, 8, (80, 24)))
+    written.append(await _shot(out, "light-120x40.svg", MIX, 8, (120, 40), theme="light"))
+    tags = ("v", "down", "space", "down", "down", "space")  # two processes tagged
+    written.append(await _shot(out, "tagged-160x50.svg", MIX, 8, (160, 50), *tags))
     return written
 
 

@@ -158,6 +158,9 @@ class FakeGpu:
     gpu_max_gen: int | None = None
     # PCIe byte counters' width: 64, or 32 on boards that wrap them (fields 197/198)
     pcie_counter_bits: int = 64
+    # a 32-bit counter as the driver types it: an unsigned int, or (True) inside an unsigned
+    # long long; nvml.h says only that the value "can be wrapped", not at what width
+    pcie_counter_in_ull: bool = False
     # how long one nvmlDeviceGetPcieThroughput call blocks (R535/R550: about 20 ms)
     throughput_delay_s: float = 0.0
     mps_processes: list[FakeProcess] = field(default_factory=list)
@@ -699,9 +702,13 @@ class FakeNvmlLib:
                 entry.nvmlReturn = gpu.field_errors.get(fid, NOT_SUPPORTED)
                 continue
             entry.nvmlReturn = OK
-            if fid in (197, 198) and gpu.pcie_counter_bits == 32:
+            if fid in (197, 198) and gpu.pcie_counter_bits == 32 and not gpu.pcie_counter_in_ull:
                 entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
                 entry.value.uiVal = table[fid] % (1 << 32)
+                continue
+            if fid in (197, 198) and gpu.pcie_counter_bits == 32:
+                entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                entry.value.ullVal = table[fid] % (1 << 32)
                 continue
             entry.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             entry.value.ullVal = table[fid] % (1 << 64)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 
 from gputui.advisor import RULES, Rule
 from gputui.advisor.coverage import WORDS
 from gputui.advisor.promrules import ENGINE_NOTES, Terms, engine, not_in_engine
+from gputui.advisor.rule import ARTICLE_CAUSES
 from gputui.core.config import Thresholds
 from gputui.core.prose import DOCTOR_EXITS
 from gputui.core.xid import XIDS
 
 _INTRO = """# The advisor's rule catalogue
 
-gputui's advisor reads the recent history of every GPU (and the host) and names the causes
-of slow training from the article behind this project: (1) thermal throttling, (2) VRAM
-exhaustion, (3) CUDA / driver configuration, (4) PCIe bandwidth, (5) the software stack
-(data loaders, the GIL, I/O); plus power limits, hardware errors and stragglers.
+{ARTICLE}
 
 Every finding has a rule id, a severity (info / warning / critical), the GPU (or the host),
 the evidence as numbers, and remedies as text: gputui never changes a GPU setting.
@@ -63,7 +62,14 @@ def _needs(rule: Rule, t: Thresholds) -> str:
 
 def catalogue_markdown(thresholds: Thresholds | None = None) -> str:
     t = thresholds or Thresholds()
-    lines = [_INTRO]
+    article = textwrap.fill(
+        "gputui's advisor reads the recent history of every GPU (and the host) and names "
+        f"the causes of slow training from the article behind this project: {ARTICLE_CAUSES}; "
+        "plus power limits, hardware errors and stragglers. A rule's cause begins with that "
+        "number.",
+        width=91,
+    )
+    lines = [_INTRO.replace("{ARTICLE}", article)]
     lines += ["## Exit status of `gputui doctor`", "", "| status | meaning |", "|---|---|"]
     lines += [f"| {status} | {meaning} |" for status, meaning in DOCTOR_EXITS]
     lines += ["", "## Rules", ""]

@@ -14,6 +14,13 @@ from gputui.core.records import frozen
 
 Check = Callable[[Context], Iterable[Candidate]]
 
+#: the causes of slow training the article behind gputui names, by the number a rule's
+#: ``cause`` begins with ("1 thermal", "3 configuration")
+ARTICLE_CAUSES = (
+    "(1) thermal throttling, (2) VRAM exhaustion, (3) CUDA / driver configuration, "
+    "(4) PCIe bandwidth, (5) the software stack (data loaders, the GIL, I/O)"
+)
+
 
 @frozen
 class Rule:
@@ -21,7 +28,7 @@ class Rule:
     the numbers in the prose are the ones the rule uses, whatever the config says."""
 
     id: RuleId
-    cause: str  # the source article's cause it belongs to
+    cause: str  # the source article's cause it belongs to (its number: ARTICLE_CAUSES)
     reads: str
     fires_when: str
     suggests: str

@@ -41,7 +41,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     monitor = collect(args, 0.0)
     if isinstance(monitor, int):
         return monitor
-    document = snapshot_of(monitor, keep_secrets=args.keep_secrets)
+    # a file for a ticket, taken in a few seconds: what held through all of them counts,
+    # as for doctor (the live pane's hold would leave a throttling GPU unsaid)
+    findings = monitor.point_in_time_findings()
+    document = snapshot_of(monitor, keep_secrets=args.keep_secrets, findings=findings)
     into_directory = args.output is not None and args.output.is_dir()
     fmt = args.format or (
         "markdown"
@@ -245,6 +248,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             notices=notices,
             name=Path(args.file).name,
             owns_process=True,
+            theme=args.theme,
         )
     )
 
@@ -384,4 +388,6 @@ def cmd_app(args: argparse.Namespace) -> int:
         keep_secrets=args.keep_secrets,
         history=history,
         first=first,
+        readonly=args.readonly,
+        theme=args.theme,
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gputui.cli.parser import EXIT_NO_SOURCE
 from gputui.core.config import Config
+from gputui.core.judgement import gpu_list
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame
 from gputui.core.names import SourceKind
@@ -43,7 +44,17 @@ POINT_READINGS = 24
 def make_source(
     args: argparse.Namespace, clock: Callable[[], float] = time.time, readings: int | None = None
 ) -> Source:
-    """``readings``: the history a Prometheus source reads at start (its default without)."""
+    """The source the arguments name, narrowed to the GPUs of ``--only`` where given.
+    ``readings``: the history a Prometheus source reads at start (its default without)."""
+    source = _source(args, clock, readings)
+    if getattr(args, "only", None):
+        from gputui.sources.selection import Only
+
+        return Only(source, args.only)
+    return source
+
+
+def _source(args: argparse.Namespace, clock: Callable[[], float], readings: int | None) -> Source:
     if getattr(args, "prometheus", None) and args.demo is None:
         from gputui.sources.promapi import HISTORY_READINGS, PrometheusSource
 
@@ -79,7 +90,17 @@ def make_source(
 
 def source_detail(args: argparse.Namespace) -> str | None:
     """What the source is, for the header and every report: URLs with their credentials
-    (user:password@, ?token=) masked, as everywhere a URL is shown."""
+    (user:password@, ?token=) masked, as everywhere a URL is shown; the GPUs ``--only``
+    kept."""
+    detail = _detail(args)
+    only = getattr(args, "only", None)
+    if not only:
+        return detail
+    kept = "only " + gpu_list(only)
+    return f"{detail} · {kept}" if detail else kept
+
+
+def _detail(args: argparse.Namespace) -> str | None:
     if getattr(args, "prometheus", None) and args.demo is None:
         shown = mask_secrets(args.prometheus)
         return f"prometheus: {shown}" + (f" {args.match}" if args.match else "")

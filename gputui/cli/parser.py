@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,8 +24,11 @@ from gputui.core.config import (
     MIN_SPEED,
     RECORD_BLOCK_TICKS,
     RECORD_SYNC_S,
+    THEMES,
+    Thresholds,
 )
 from gputui.core.prose import DOCTOR_EXITS
+from gputui.sources.selection import parse_only
 
 if TYPE_CHECKING:
     pass
@@ -82,6 +86,25 @@ def _figure(bound: float) -> str:
 _interval = _bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
 
 
+def _directory(text: str) -> Path:
+    """An argparse type: a directory that exists and this user may write in (where the
+    app's ``s`` key writes: said at the start, not when the key is pressed)."""
+    path = Path(text)
+    if not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text!r} {what}")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not writable by this user")
+    return path
+
+
+def _only(text: str) -> tuple[int, ...]:
+    try:
+        return parse_only(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _gpus(text: str) -> int:
     value = int(text)
     if not 1 <= value <= DEMO_MAX_GPUS:
@@ -130,6 +153,13 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
         metavar="SELECTOR",
         help="with --prometheus: label matchers that pick the nodes, e.g. 'job=\"dcgm\"'",
     )
+    group.add_argument(
+        "--only",
+        type=_only,
+        metavar="GPUS",
+        help="only these GPUs, by index as nvidia-smi numbers them: 0,2-3 (the others are "
+        "not shown, judged or written; each keeps its index)",
+    )
     group.add_argument("--gpus", type=_gpus, help="simulated GPUs (default 4)")
     group.add_argument("--seed", type=int, help="seed of the simulation")
     group.add_argument(
@@ -162,15 +192,31 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal GPU monitor that tells you why your training job is slow.",
         parents=[_source_options(for_command=False)],
     )
-    parser.set_defaults(gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None)
+    parser.set_defaults(
+        gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None, only=None
+    )
     common = _source_options(for_command=True)
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
         "--snapshot-dir",
-        type=Path,
+        type=_directory,
         default=Path("."),
         metavar="DIR",
-        help="where the app's snapshot key writes (default: current directory)",
+        help="where the app's snapshot key writes (default: current directory); a "
+        "directory that exists and gputui may write in, checked at the start",
+    )
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="the monitor sends no signal (T I K refused, with or without tags): for a "
+        "screen others watch; processes are still looked into",
+    )
+    parser.add_argument(
+        "--theme",
+        choices=THEMES,
+        default=THEMES[0],
+        help="the screen's colours: dark (the default) or light, for a light terminal; b "
+        "switches while it runs",
     )
     _secrets_option(parser, for_command=False)
     # its commands' parsers are _Parser too; typed as the ArgumentParser they extend
@@ -197,9 +243,11 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
         "snapshot",
         parents=[common],
         help="write the current state (readings, history, findings) as JSON or Markdown",
-        description="Sample briefly, then write the state as JSON (or Markdown with a .md "
-        "name or --format markdown); to stdout without -o. Files are written atomically, "
-        "mode 0600.",
+        description="Sample briefly (--samples readings, 5 by default: what the advisor needs "
+        "to judge), then write the state as JSON (or Markdown with a .md name or --format "
+        "markdown); to stdout without -o. The findings are a point-in-time verdict, as "
+        "doctor's: a condition that held through every reading is written even before the "
+        "live screen's hold would show it. Files are written atomically, mode 0600.",
     )
     snap.add_argument(
         "-o",
@@ -211,7 +259,9 @@ def _snapshot(sub: Commands, common: argparse.ArgumentParser) -> None:
     )
     snap.add_argument("--format", choices=("json", "markdown"), help="default: by file name")
     _secrets_option(snap, for_command=True)
-    _sampling_options(snap, samples=3)
+    # the readings the rules need before they judge: a condition that held through them
+    # all is in the file (a point-in-time verdict, as doctor's)
+    _sampling_options(snap, samples=Thresholds().min_points)
 
 
 def _doctor(sub: Commands, common: argparse.ArgumentParser) -> None:

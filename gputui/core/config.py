@@ -26,6 +26,9 @@ DEMO_SCENARIOS = (
     "zero-rpm",
 )  # fmt: skip
 DEMO_MIX = "mix"  # the default: several scenarios at once
+# The screen's themes by name, for the command line (Textual's own: textual-dark, -light);
+# the panels' colours follow the theme.
+THEMES = ("dark", "light")
 DEMO_MAX_GPUS = 64
 # A recording's block closes at this many ticks, or as many seconds of frame time (`gputui
 # record --block`); a reader refuses a block of more than the most (docs/record.md).

@@ -75,3 +75,28 @@ class ProcessAccess(Protocol):
     def send(self, pid: int, started: float | None, signum: int) -> SignalResult: ...
 
     def details(self, pid: int, started: float | None) -> ProcessDetails: ...
+
+
+#: why nothing is sent under ``--readonly``, the line the user reads
+READ_ONLY = "gputui runs --readonly here: it sends no signals (restart it without to send one)"
+
+
+class ReadOnly:
+    """``ProcessAccess`` with every signal refused (``--readonly``, for a screen others
+    watch): processes are still looked into, never signalled."""
+
+    def __init__(self, access: ProcessAccess) -> None:
+        self._access = access
+
+    @property
+    def is_root(self) -> bool:
+        return self._access.is_root
+
+    def refusal(self, pid: int, started: float | None) -> str | None:
+        return READ_ONLY
+
+    def send(self, pid: int, started: float | None, signum: int) -> SignalResult:
+        return SignalResult(Outcome.REFUSED, f"Not sent to PID {pid}: {READ_ONLY}")
+
+    def details(self, pid: int, started: float | None) -> ProcessDetails:
+        return self._access.details(pid, started)

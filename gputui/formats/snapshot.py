@@ -117,15 +117,18 @@ def snapshot_of(
     window_points: int | None = None,
     keep_secrets: bool = False,
     with_history: bool = True,
+    findings: Sequence[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The snapshot document of what a monitor holds now."""
+    """The snapshot document of what a monitor holds now; ``findings``: those to write
+    where they are not the live pane's (a headless command's point-in-time verdict);
+    ``with_history=False``: none of the history (doctor's: a cluster's is tens of MB)."""
     return snapshot_dict(
         monitor.source,
         monitor.devices,
         monitor.history,
         monitor.config.interval_s,
         window_points=window_points,
-        findings=monitor.findings,
+        findings=monitor.findings if findings is None else findings,
         keep_secrets=keep_secrets,
         judgement=judgement_of(monitor).to_dict(),
         with_history=with_history,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from gputui.core.model import Frame
 from gputui.core.records import frozen
-from gputui.core.source import Source
+from gputui.core.source import CatchesUp, Source
 
 
 @frozen
@@ -37,7 +37,12 @@ class Sampler:
         on_frame: Callable[[Frame], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        since: float | None = None,
     ) -> None:
+        """``since``: the time of the last frame of a history handed in before the start
+        (a backfill); a source that ``CatchesUp`` first gives the frames after it, so the
+        first read follows no gap."""
+        self._since = since
         self._source = source
         self._interval = interval if callable(interval) else (lambda: interval)
         self._on_frame = on_frame
@@ -135,7 +140,25 @@ class Sampler:
         thread.join(timeout)
         return not thread.is_alive()
 
+    def _catch_up(self) -> None:
+        """The frames between the history handed in and the first read (the time the app
+        took to start), delivered before it."""
+        source, since = self._source, self._since
+        if since is None or not isinstance(source, CatchesUp) or self._on_frame is None:
+            return
+        try:
+            frames = source.catch_up(since)
+        except Exception as exc:  # the live reads say it again, and go on
+            if self._on_error is not None:
+                self._on_error(exc)
+            return
+        for frame in frames:
+            if self._stop.is_set():
+                return
+            self._on_frame(frame)
+
     def _run(self) -> None:
+        self._catch_up()
         while not self._stop.is_set():
             started = self._monotonic()
             if not self._paused:

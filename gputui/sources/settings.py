@@ -37,6 +37,8 @@ HOST_PERIOD_S = 30.0  # the host's settings (and who holds an exclusive GPU)
 WINDOW_S = 30.0  # the throttling counters are reported over this span
 MAX_JOBS = 64
 MAX_WORKERS = 256  # workers of one job whose limits and threads are read
+#: what sets gputui's own job apart in the reader's memory from a GPU job of its cgroup
+OWN_JOB = "\0gputui"
 
 
 @record
@@ -101,10 +103,13 @@ class SettingsReader:
         ]
         used = set(groups)
         if self._own:
-            key = self._key("self") or ("self", "")
-            if key not in groups:  # else the job it runs in is one of those on the GPUs
-                used.add(key)
-                jobs.append(self._job(key, (), workers_of, now, own=True))
+            # gputui's own job, whether or not a job on the GPUs shares its cgroup: its
+            # environment and --workers are the job a script is about to start (kept
+            # apart from that job's, whose environment and workers are its own)
+            cgroup, namespace = self._key("self") or ("self", "")
+            key = (cgroup, namespace + OWN_JOB)
+            used.add(key)
+            jobs.append(self._job(key, (), workers_of, now, own=True))
         for key in [k for k in self._jobs if k not in used]:
             del self._jobs[key]
         self._last = (now, visible, tuple(jobs))

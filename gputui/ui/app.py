@@ -39,7 +39,7 @@ from gputui.ui.lines import LineView
 from gputui.ui.main_screen import MainScreen
 from gputui.ui.messages import FrameReady, SampleFailed
 from gputui.ui.modals import open_page, overlays
-from gputui.ui.paint import Palette, ascii_terminal, theme_palette, to_ascii
+from gputui.ui.paint import TEXTUAL_THEMES, Palette, ascii_terminal, theme_palette, to_ascii
 from gputui.ui.panels import Panels
 from gputui.ui.parts import AppParts
 from gputui.view.choices import Choices
@@ -70,6 +70,7 @@ class GpuTuiApp(App[int]):
         self.keep_secrets = parts.keep_secrets
         self.pending_notices = list(parts.notices)
         self._parts = parts
+        self.theme = TEXTUAL_THEMES[parts.theme]
         self.ascii = ascii_terminal() if parts.ascii is None else parts.ascii
         self.process_access = parts.process_access
         self.choices = Choices(
@@ -269,6 +270,7 @@ class GpuTuiApp(App[int]):
             if replay is None
             else Replaying(replay.speed, replay.interval_s, replay.start_time, replay.end_time),
             error=self.sample_error,
+            readonly=self._parts.readonly,
         )
         width = self.size.width if width is None else width
         self.query_one("#header", LineView).set_rows([header_row(state)], width, self.palette)

@@ -8,6 +8,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
+from gputui.ui.keys import FOOTER_KEEPS
 from gputui.ui.lines import LineView
 from gputui.ui.shell import Shell
 from gputui.view.footer import KeyHint, footer_row
@@ -65,4 +66,5 @@ class KeysLine(LineView):
 
 def _hint(app: App[Any], binding: Binding, enabled: bool) -> KeyHint:
     key = binding.key.split(",")[0].strip()
-    return KeyHint(key, app.get_key_display(binding), binding.description, enabled)
+    kept = binding.action in FOOTER_KEEPS
+    return KeyHint(key, app.get_key_display(binding), binding.description, enabled, kept)

@@ -18,6 +18,9 @@ REPLAY_ACTIONS: Final = ("step", "seek", "speed")
 #: actions that exist only live (a recording keeps its own interval)
 LIVE_ACTIONS: Final = ("interval",)
 
+#: the actions the footer shows whatever its width (the keys before them give way)
+FOOTER_KEEPS: Final = ("snapshot",)
+
 #: the process table's keys: the main screen's and the every-process page's alike
 PROCESS_BINDINGS: Final[list[Binding]] = [
     Binding("down,j", "process(1)", "next process", key_display="↓", show=False),
@@ -25,6 +28,7 @@ PROCESS_BINDINGS: Final[list[Binding]] = [
     Binding("pagedown", "skip(10)", "10 processes down", show=False),
     Binding("pageup", "skip(-10)", "10 processes up", show=False),
     Binding("i,e", "inspect", "inspect the process", show=False),
+    Binding("space", "tag", "tag the process", key_display="Space", show=False),
     Binding("T", "signal(15)", "SIGTERM", show=False),
     Binding("I", "signal(2)", "SIGINT", show=False),
     Binding("K", "signal(9)", "SIGKILL", show=False),
@@ -66,6 +70,7 @@ BINDINGS: Final[list[Binding]] = [
     Binding("v", "all_gpus", "processes: this GPU / all", show=False),
     Binding("escape", "clear", "clear selection", key_display="Esc", show=False),
     Binding("s", "snapshot", "snapshot"),
+    Binding("b", "theme", "light / dark theme", show=False),
     Binding("r", "rules", "advisor rules", show=False),
     Binding("y", "topology", "topology: NUMA, PCIe, NVLink", show=False),
     Binding("c", "cluster", "cluster: every node", show=False),
@@ -130,28 +135,35 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "interval(-1)": "refresh more often (live only)",
     "window": "history window: 1, 5, 15, 60 min",
     "sort": "sort processes by the next column",
-    "process": "select a process in the table; its whole command line shows under it",
+    "process": "select a process in the table; its command line shows under it, as much as"
+    " the width holds (i: all of it)",
     "skip": "ten processes down / up (while the GPU list hides GPUs: right after ↓ ↑)",
     "sort_by": "sort processes by a column: "
     + ", ".join(f"{c.key} {c.header}" for c in SORTS.values())
     + "; the same key again turns the order round",
     "inspect": "the selected process looked into: its GPUs, tree, devices, placement,"
     " history and environment (secrets masked)",
-    "signal": "send the selected process SIGTERM (T), SIGINT (I) or SIGKILL (K), after a"
-    " confirmation that names it; only your own processes (root: any)",
+    "tag": "tag the selected process (again: untag it); T I K then signal every tagged one,"
+    " after one confirmation that names each; Esc untags all",
+    "signal": "send the selected process (or every tagged one) SIGTERM (T), SIGINT (I) or"
+    " SIGKILL (K), after a confirmation that names each; only your own processes (root:"
+    " any); none with `--readonly`",
     "user": "show one user's processes, then the next user's, then every user's",
     "filter": "filter processes by part of a command, user or PID (Enter keeps, Esc undoes)",
     "all_gpus": "the process table: the selected GPU's processes / every GPU's, a job's"
     " ranks under their launcher",
-    "clear": "clear the process selection and filters",
+    "clear": "clear the process selection, filters and tags",
     "snapshot": "snapshot: JSON + Markdown + SVG of the screen, and the HTML report of the"
     " history held, in the current directory or `--snapshot-dir`",
+    "theme": "the light theme, or back to the dark one (`--theme light` starts in it); every"
+    " panel's colours follow",
     "rules": "the advisor's rules",
     "topology": "topology: the `nvidia-smi topo -m` matrix with its abbreviations explained,"
     " the PCIe path between GPUs, every NVLink (up/down, traffic, errors, fabric state),"
     " the NUMA node of each GPU and where each GPU process and its loader workers may run"
     " and keep their memory (`--demo numa`, `--demo nvlink-down`)",
-    "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs",
+    "cluster": "cluster: every node as a row, worst first; Enter opens its GPUs (several"
+    " nodes: `--source`, `--prometheus`; on one node it says so)",
     "command_palette": "the command palette: every action by name, searched as you type",
     "suspend_process": "suspend gputui to the shell; fg brings it back",
     "step": "replay: one frame forward (pauses first)",
@@ -348,7 +360,12 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
     (
         "Processes",
         (
-            ("▶", "the selected process (↑ ↓); its whole command line shows under the table"),
+            (
+                "▶",
+                "the selected process (↑ ↓); its command line shows under the table, as much"
+                " as the width holds (i: all of it)",
+            ),
+            ("•", "a tagged process (space): T I K signal every tagged one, after one question"),
             ("↓ ↑", "the column the table is sorted by, and which way (↓: largest first)"),
             ("▾ torchrun …", "a job: the processes one launcher started, its ranks under it"),
             ("PID", "process id"),
@@ -377,6 +394,15 @@ LEGEND: Final[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = (
                 "its command line, the interpreter's directory left out (python3 train.py);"
                 " credentials masked unless --keep-secrets",
             ),
+        ),
+    ),
+    (
+        "Started with",
+        (
+            ("--only 0,2-3", "only these GPUs: the others are not shown, judged or written"),
+            ("--readonly", "no signal is ever sent from this screen (T I K refused, tags too)"),
+            ("--theme light", "the light theme from the start (b switches while it runs)"),
+            ("--snapshot-dir DIR", "where s writes its files"),
         ),
     ),
 )

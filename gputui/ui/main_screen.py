@@ -15,6 +15,7 @@ from textual.screen import Screen
 
 from gputui.ui import compat, keys
 from gputui.ui.lines import LineView
+from gputui.ui.paint import TEXTUAL_THEMES
 from gputui.ui.process_actions import ProcessActions
 from gputui.ui.shell import Shell
 from gputui.view import navigation, process_keys, snapshot_key
@@ -142,7 +143,7 @@ class MainScreen(ProcessActions, Screen[int], inherit_bindings=False):
         self.shell.apply(OpenPage(Page.TOPOLOGY))
 
     def action_cluster(self) -> None:
-        self.shell.apply(OpenPage(Page.CLUSTER))
+        self.shell.apply(navigation.cluster(self.shell.monitor.devices))
 
     def action_all_processes(self) -> None:
         self.shell.apply(OpenPage(Page.ALL_PROCESSES))
@@ -168,6 +169,12 @@ class MainScreen(ProcessActions, Screen[int], inherit_bindings=False):
     # -- the app's own keys ----------------------------------------------------------------
     def action_quit(self) -> None:
         self.app.exit(0)
+
+    def action_theme(self) -> None:
+        """b: Textual's light theme, or back to its dark one; the panels follow the theme
+        (the app repaints them in its colours when it changes)."""
+        app = self.app
+        app.theme = TEXTUAL_THEMES["dark" if not app.current_theme.dark else "light"]
 
     def action_pause(self) -> None:
         self.shell.toggle_pause()

@@ -13,7 +13,7 @@ from textual.screen import Screen
 
 from gputui.ui import keys
 from gputui.ui.shell import Shell
-from gputui.view.effects import AskSignal, OpenFinding, OpenPage, OpenProcess, Page
+from gputui.view.effects import AskSignal, AskSignals, OpenFinding, OpenPage, OpenProcess, Page
 
 
 class Following(Protocol):
@@ -26,7 +26,12 @@ class Following(Protocol):
 def overlays() -> tuple[tuple[type[Screen[Any]], ...], tuple[type[Following], ...]]:
     """The screens under which the panels are not drawn at all, and those that follow the
     frames themselves while shown."""
-    from gputui.ui.processes import AllProcessesScreen, ProcessScreen, SignalScreen
+    from gputui.ui.processes import (
+        AllProcessesScreen,
+        ProcessScreen,
+        SignalScreen,
+        SignalsScreen,
+    )
     from gputui.ui.screens import (
         ClusterScreen,
         FindingScreen,
@@ -35,11 +40,13 @@ def overlays() -> tuple[tuple[type[Screen[Any]], ...], tuple[type[Following], ..
         TopologyScreen,
     )
 
-    hiding = (HelpScreen, RulesScreen, FindingScreen, TopologyScreen, SignalScreen)
+    hiding = (HelpScreen, RulesScreen, FindingScreen, TopologyScreen, SignalScreen, SignalsScreen)
     return hiding, (ClusterScreen, AllProcessesScreen, ProcessScreen)
 
 
-def open_page(shell: Shell, effect: OpenPage | OpenFinding | OpenProcess | AskSignal) -> None:
+def open_page(
+    shell: Shell, effect: OpenPage | OpenFinding | OpenProcess | AskSignal | AskSignals
+) -> None:
     """The page ``effect`` asks for, over the current screen; the panels are drawn again
     when it closes."""
     if isinstance(effect, OpenFinding):
@@ -52,6 +59,8 @@ def open_page(shell: Shell, effect: OpenPage | OpenFinding | OpenProcess | AskSi
         shell.push_screen(ProcessScreen(shell, effect.pid, effect.started), _redraw(shell))
     elif isinstance(effect, AskSignal):
         _ask(shell, effect)
+    elif isinstance(effect, AskSignals):
+        _ask_each(shell, effect)
     else:
         _open(shell, effect.page)
 
@@ -96,4 +105,23 @@ def _ask(shell: Shell, request: AskSignal) -> None:
 
     root, mask = access.is_root, shell.choices.mask
     screen = SignalScreen(request.process, request.name, root, shell.palette, mask)
+    shell.push_screen(screen, answered)
+
+
+def _ask_each(shell: Shell, request: AskSignals) -> None:
+    """The one confirmation for every tagged process; on yes each is sent the signal
+    through the access, and the tags are spent."""
+    from gputui.ui.processes import SignalsScreen
+    from gputui.view.process_keys import answer_each, untag_all
+
+    access = shell.process_access
+    if access is None:  # ask_signals asks only where there is one
+        return
+
+    def answered(send: bool | None) -> None:
+        shell.apply(answer_each(request, send, access))
+        if send:
+            shell.choose(untag_all(shell.choices))
+
+    screen = SignalsScreen(request, access.is_root, shell.palette, shell.choices.mask)
     shell.push_screen(screen, answered)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import field
+from typing import Final
 
 from rich.text import Span, Text
 from textual.content import Content
@@ -23,6 +24,7 @@ ASCII = str.maketrans(
         "▲": "!",
         "●": "i",
         "▶": ">",
+        "•": "*",
         "·": ".",
         "…": "~",
         "─": "-",
@@ -102,6 +104,10 @@ class Palette:
                 parts.append(f"on {self.bar_bg}")
             style = self._styles[key] = " ".join(p for p in parts if p)
         return style
+
+
+#: gputui's theme names (``config.THEMES``) as Textual names them
+TEXTUAL_THEMES: Final = {"dark": "textual-dark", "light": "textual-light"}
 
 
 def theme_palette(variables: Mapping[str, str], ascii: bool) -> Palette:

@@ -37,3 +37,7 @@ class AppParts:
     #: this machine's processes, to look into and signal; None where the processes shown
     #: are not this machine's (a demo, a recording, a remote node)
     process_access: ProcessAccess | None = None
+    #: --readonly: no signal is sent from this screen (its access refuses them all)
+    readonly: bool = False
+    #: the theme it starts in (config.THEMES: dark, light); b switches
+    theme: str = "dark"

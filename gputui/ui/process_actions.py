@@ -46,6 +46,10 @@ class ProcessActions:
         shell = self.shell
         shell.apply(process_keys.inspect(shell.choices, self._processes(), self.every_gpu))
 
+    def action_tag(self) -> None:
+        shell = self.shell
+        shell.apply(process_keys.tag(shell.choices, self._processes(), self.every_gpu))
+
     def action_signal(self, signum: int) -> None:
         shell = self.shell
         access, label = shell.process_access, shell.monitor.source.label

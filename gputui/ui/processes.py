@@ -23,6 +23,7 @@ from gputui.ui.screens import PageScreen
 from gputui.ui.shell import Shell
 from gputui.view import process_keys
 from gputui.view.cells import Panel
+from gputui.view.effects import AskSignals
 from gputui.view.process_table import FILTER_MAX_CHARS
 
 DETAILS_EVERY_S = 2.0  # a process page looks again this often (children, devices)
@@ -50,6 +51,8 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         super().__init__()
         self.shell = shell
         self._room = 0  # rows left free at the foot (the filter line's)
+        #: the main table's choices, given back as they were when the page closes
+        self._main = shell.choices.procs
 
     def compose(self) -> ComposeResult:
         yield LineView(id="all", classes="panel")
@@ -74,6 +77,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         frame = shell.monitor.latest
         width, height = self.size.width - 2, self.size.height - 1 - self._room
         from gputui.view.all_processes import all_processes  # loads when first opened
+        from gputui.view.processes import reads_processes
 
         panel = all_processes(
             frame.processes if frame else (),
@@ -83,6 +87,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
             height,
             shell.monitor.thresholds,
             mask=shell.choices.mask,
+            read=reads_processes(frame),
         )
         view.border_title = border_title(panel, shell.palette.ascii)
         view.set_rows(panel.rows, width, shell.palette)
@@ -92,6 +97,7 @@ class AllProcessesScreen(ProcessActions, ModalScreen[None]):
         self.shell.choose(choices.with_procs(choices.procs.scroll(step)))
 
     def action_close(self) -> None:
+        self.shell.choose(process_keys.back_from_page(self.shell.choices, self._main))
         self.dismiss(None)
 
 
@@ -189,6 +195,30 @@ class SignalScreen(PageScreen[bool]):
         from gputui.view.process_page import signal_page
 
         return signal_page(self.process, self.signal_name, self._root, width, self._mask)
+
+    def action_answer(self, send: bool) -> None:
+        self.dismiss(send)
+
+
+class SignalsScreen(PageScreen[bool]):
+    """'Send SIGTERM to 3 processes?', each named: y sends to each; n, Esc or q to none."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "send to each"),
+        Binding("n,escape,q", "answer(False)", "cancel"),
+    ]
+
+    def __init__(self, request: AskSignals, root: bool, palette: Palette, mask: bool) -> None:
+        super().__init__(palette)
+        self.request = request
+        self._root = root
+        self._mask = mask
+
+    def build(self, width: int) -> Panel:
+        from gputui.view.process_page import signals_page
+
+        r = self.request
+        return signals_page(r.processes, r.name, self._root, width, self._mask, r.refused)
 
     def action_answer(self, send: bool) -> None:
         self.dismiss(send)

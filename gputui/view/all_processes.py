@@ -20,6 +20,7 @@ from gputui.view.process_table import (
     pids_in_order,
     table_rows,
 )
+from gputui.view.processes import NO_PROCESSES_READ
 
 
 def hint_row(choices: ProcessChoices) -> Row:
@@ -30,7 +31,11 @@ def hint_row(choices: ProcessChoices) -> Row:
             Cell(f"by {order}", bold=True),
             Cell(f"  user: {choices.user or 'all'} (u)", drop=1),
             Cell(text, drop=2),
-            Cell("  ↑↓ select  ←→ scroll  i inspect  T K I signal  esc back", Role.DIM, drop=3),
+            Cell(
+                "  ↑↓ select  ←→ scroll  i inspect  space tag  T K I signal  esc back",
+                Role.DIM,
+                drop=3,
+            ),
         )
     )
 
@@ -43,15 +48,22 @@ def all_processes(
     height: int,
     t: Thresholds,
     mask: bool = False,
+    read: bool = True,
 ) -> Panel:
-    """The table with the selected process in view."""
+    """The table with the selected process in view; ``read``: whether the source reads
+    processes at all (``processes.reads_processes``)."""
     lines = listing(processes, choices)
     shown, total = len(pids_in_order(lines)), len({p.pid for p in processes})
     title = f"All GPU processes ({shown}" + (f" of {total})" if shown != total else ")")
-    cols = fit_columns(t, now, choices, mask, width, with_gpu=True)
+    if choices.tagged:
+        title += f" · {len(choices.tagged)} tagged (T I K: each)"
+    # every user's processes on the machine: whose each is stays, however narrow
+    cols = fit_columns(t, now, choices, mask, width, with_gpu=True, keep=("USER",))
     rows: list[Row] = [hint_row(choices), header_row(cols, choices, width)]
     if not lines:
         empty = "no GPU process matches" if choices.filtered else "no GPU processes"
+        if not read and not choices.filtered:
+            empty = NO_PROCESSES_READ
         return Panel(title, (*rows, Row((Cell(empty, Role.DIM),))))
     body = table_rows(lines, cols, choices, width, mask, fold_workers=True)
     room = max(1, height - len(rows))

@@ -183,10 +183,16 @@ def wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
     return lines
 
 
+#: the nouns the panels count whose plural is not theirs with an -s or -es
+_IRREGULAR = {"child": "children"}
+
+
 def plural(count: int, noun: str) -> str:
-    """'1 GPU', '4 GPUs', '2 processes'."""
+    """'1 GPU', '4 GPUs', '2 processes', '2 children'."""
     if count == 1:
         return f"{count} {noun}"
+    if noun in _IRREGULAR:
+        return f"{count} {_IRREGULAR[noun]}"
     return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
 
 

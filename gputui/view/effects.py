@@ -70,10 +70,24 @@ class AskSignal:
 
 
 @frozen
+class AskSignals:
+    """The one confirmation several tagged processes need, naming each; sent to each (by
+    its PID and start time) only on yes. ``refused``: the tagged ones that will not be
+    sent it, each with why (gone, another process now, not the user's)."""
+
+    processes: tuple[ProcessSample, ...]
+    signum: int
+    name: str
+    refused: tuple[tuple[int, str], ...] = ()
+
+
+@frozen
 class PressKey:
     """A key pressed as if typed (the footer's keys, clicked)."""
 
     key: str
 
 
-Effect: TypeAlias = "Choices | Notify | OpenPage | OpenFinding | OpenProcess | AskSignal | PressKey"
+Effect: TypeAlias = (
+    "Choices | Notify | OpenPage | OpenFinding | OpenProcess | AskSignal | AskSignals | PressKey"
+)

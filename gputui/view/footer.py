@@ -1,8 +1,9 @@
 """The footer: the keys the main screen offers now, in one row, the palette's at the right.
 
 One row of one widget, where Textual's footer is a widget per key (14 widgets for gputui's
-keys, about 0.8 MB of a running app). Keys that do not fit drop from the right; the
-palette's key stays, as Textual's footer keeps it.
+keys, about 0.8 MB of a running app). Keys that do not fit drop from the right, but for
+those the footer keeps whatever the width (the snapshot, one of the three things the app
+is for); the palette's key stays, as Textual's footer keeps it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class KeyHint(NamedTuple):
     shown: str
     description: str
     enabled: bool = True
+    #: shown whatever the width: the keys to its left give way first
+    kept: bool = False
 
 
 @frozen
@@ -54,10 +57,14 @@ def footer_row(
     room = width - (last.width if last is not None else 0)
     items: list[_Item] = []
     used = 0
-    for hint in hints:
-        item = _item(hint)
-        if used + item.width > room:
-            break
+    made = [(_item(hint), hint.kept) for hint in hints]
+    reserved = sum(item.width for item, kept in made if kept)  # the kept keys still to come
+    full = False
+    for item, kept in made:
+        reserved -= item.width if kept else 0
+        if (full and not kept) or used + item.width + (0 if kept else reserved) > room:
+            full = full or not kept
+            continue
         items.append(item)
         used += item.width
     if last is not None:

@@ -34,6 +34,7 @@ class HeaderState:
     nodes: int = 1
     down: int = 0
     error: str | None = None  # the sampler's last error, shown while the data is stale
+    readonly: bool = False  # --readonly: no signal is sent from this screen
 
 
 def header_row(h: HeaderState) -> Row:
@@ -47,6 +48,8 @@ def header_row(h: HeaderState) -> Row:
     )
     if h.paused:
         cells.append(Cell(" PAUSED ", Role.WARN, bold=True, reverse=True))
+    if h.readonly:  # never dropped: a screen others watch says it sends no signal
+        cells.append(Cell(" read-only ", Role.DIM, reverse=True))
     cells.append(Cell(f" {h.hostname}", bold=True, flex=True))
     if h.moment:
         cells.append(Cell(f"  {h.moment}", bold=True))
@@ -106,6 +109,7 @@ def header_state(
     paused: bool,
     replay: Replaying | None = None,
     error: str | None = None,
+    readonly: bool = False,
 ) -> HeaderState:
     """The header from the monitor; ``age_s`` is how old the newest reading is (None when
     no sampler runs), ``hostname`` the machine's name for a local source."""
@@ -138,6 +142,7 @@ def header_state(
         critical=critical_count(monitor.findings),
         moment=moment(shown) if replay is not None and shown is not None else None,
         position=position_text(replay, shown) if replay is not None else None,
+        readonly=readonly,
         nodes=len(nodes),
         down=sum(
             1

@@ -12,7 +12,7 @@ from dataclasses import replace
 from gputui.core.model import DeviceInfo, Finding
 from gputui.view.cells import CardsKey, FindingKey, GpuKey, KeysKey, PidKey, RowKey
 from gputui.view.choices import Choices
-from gputui.view.effects import PressKey
+from gputui.view.effects import Notify, OpenPage, Page, PressKey
 from gputui.view.layout import Layout
 
 #: a digit typed within this long after the last one adds to it: 1 then 2 is GPU 12
@@ -78,6 +78,23 @@ def page(
     """PgUp, PgDn: as many GPUs on as the list shows between its two cut markers."""
     rows = laid_out.gpus.inner[1] - 3 if laid_out is not None else PAGE_WITHOUT_LIST
     return in_gpus(choices.move_gpu(_indices(devices), step * max(1, rows)))
+
+
+#: what ``c`` says where there is one node: nothing to rank, and how to get several
+ONE_NODE = Notify(
+    "One node here: the cluster page ranks the nodes of --source URL (several) or --prometheus URL",
+    title="Cluster",
+    timeout=6,
+)
+
+
+def cluster(devices: tuple[DeviceInfo, ...]) -> OpenPage | Notify:
+    """c: every node as a row, worst first; on one node, why there is no such page."""
+    from gputui.advisor.nodes import is_cluster  # the advisor loads after the first frame
+
+    if not is_cluster(devices):
+        return ONE_NODE
+    return OpenPage(Page.CLUSTER)
 
 
 def finding(choices: Choices, findings: int, step: int) -> Choices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui.advisor.rule import Rule
+from gputui.advisor.rule import ARTICLE_CAUSES, Rule
 from gputui.core.config import Thresholds
 from gputui.core.model import Finding
 from gputui.view.cells import Cell, Panel, Role, Row, wrap
@@ -82,9 +82,18 @@ def finding_page(finding: Finding, width: int) -> Panel:
 def rules_page(rules: Sequence[Rule], t: Thresholds, width: int) -> Panel:
     """The advisor's rules: each one's id, when it fires (the numbers it uses), what it
     suggests."""
-    rows: list[Row] = []
+    rows: list[Row] = [
+        _text(line, Role.DIM)
+        for line in wrap(
+            f"Each rule's cause is numbered as the article behind gputui numbers the causes "
+            f"of slow training: {ARTICLE_CAUSES}.",
+            width,
+        )
+    ]
+    rows.append(_text())
     for rule in rules:
-        rows.append(Row((Cell(rule.id.value, Role.ACCENT, bold=True), Cell(f"  {rule.cause}"))))
+        cause = Cell(f"  cause {rule.cause}")
+        rows.append(Row((Cell(rule.id.value, Role.ACCENT, bold=True), cause)))
         rows += [_text(line) for line in wrap(rule.when_it_fires(t), width, "    ", "  fires: ")]
         rows += [
             _text(line, Role.DIM) for line in wrap(rule.suggests, width, "    ", "  suggests: ")

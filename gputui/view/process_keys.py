@@ -1,9 +1,11 @@
 """The process table's keys, on the main screen and the every-process page alike: select,
-sort by any column, filter, show every GPU's processes, look inside one, and send it a
-signal after a confirmation that names it. Each takes the user's choices and the latest
-processes and returns new choices or an effect (``view.effects``); a signal goes through
-the ``ProcessAccess`` the composition root handed in (none for a demo, a recording or a
-remote node), and only to the process the table or page was opened for."""
+sort by any column, filter, show every GPU's processes, look inside one, tag several, and
+send the selected one (or every tagged one) a signal after one confirmation that names
+each. Each takes the user's choices and the latest processes and returns new choices or an
+effect (``view.effects``); a signal goes through the ``ProcessAccess`` the composition root
+handed in (none for a demo, a recording or a remote node), and only to a process the
+table, a tag or a page was made for: each passes the same check (``checked``) by its PID
+and start time."""
 
 from __future__ import annotations
 
@@ -13,8 +15,15 @@ from dataclasses import replace
 from gputui.core.model import ProcessSample
 from gputui.core.process_access import Outcome, ProcessAccess
 from gputui.view.choices import Choices
-from gputui.view.effects import AskSignal, Notify, OpenProcess, Tone
-from gputui.view.process_table import listing, pids_in_order, selected_entry, users
+from gputui.view.effects import AskSignal, AskSignals, Notify, OpenProcess, Tone
+from gputui.view.process_table import (
+    ProcessChoices,
+    Tag,
+    listing,
+    pids_in_order,
+    selected_entry,
+    users,
+)
 
 SIGNAL_NAMES = {2: "SIGINT", 9: "SIGKILL", 15: "SIGTERM"}
 SELECT_FIRST = Notify("Select a process first: ↑ ↓ move through the table", timeout=4)
@@ -43,6 +52,16 @@ def next_user(choices: Choices, processes: Sequence[ProcessSample]) -> Choices:
     return choices.with_procs(choices.procs.next_user(users(processes)))
 
 
+def back_from_page(choices: Choices, before: ProcessChoices) -> Choices:
+    """The every-process page closed: its filter, user, sideways scroll and selection were
+    its own, and the main table is as it was when the page opened (the sort kept: a
+    preference, not a place)."""
+    procs = replace(
+        choices.procs, text=before.text, user=before.user, offset=before.offset, pid=before.pid
+    )
+    return choices.with_procs(procs)
+
+
 def clear(choices: Choices) -> Choices:
     """Esc: the selection, filters and scroll gone."""
     return replace(choices.with_procs(choices.procs.cleared()), in_table=False)
@@ -69,6 +88,14 @@ def inspect(
     return OpenProcess(process.pid, process.started)
 
 
+def tag(choices: Choices, processes: Sequence[ProcessSample], page: bool) -> Choices | Notify:
+    """space: the selected process tagged (again: untagged), by its PID and start."""
+    process = selected(choices, processes, page)
+    if process is None:
+        return SELECT_FIRST
+    return choices.with_procs(choices.procs.toggle_tag((process.pid, process.started)))
+
+
 def signal(
     choices: Choices,
     processes: Sequence[ProcessSample],
@@ -76,12 +103,43 @@ def signal(
     page: bool,
     access: ProcessAccess | None,
     source: str,
-) -> AskSignal | Notify:
-    """T I K in a table: the confirmation for the selected process."""
+) -> AskSignal | AskSignals | Notify:
+    """T I K in a table: the confirmation for every tagged process, else the selected
+    one."""
+    if choices.procs.tagged:
+        return ask_signals(processes, choices.procs.tagged, signum, access, source)
     process = selected(choices, processes, page)
     if process is None:
         return SELECT_FIRST
     return ask_signal(processes, process.pid, process.started, signum, access, source)
+
+
+def _not_here(name: str, source: str) -> Notify:
+    return Notify(
+        f"Not sent: these are {source.lower()} processes, not this machine's; gputui "
+        "signals only processes it reads here",
+        title=name,
+        tone="warning",
+        timeout=6,
+    )
+
+
+def checked(
+    processes: Sequence[ProcessSample],
+    pid: int,
+    started: float | None,
+    access: ProcessAccess,
+) -> ProcessSample | str:
+    """The process ``pid`` and ``started`` identify, as the latest readings show it, or
+    why no signal may go to it: gone from the GPUs, its PID now another process's, or
+    one the access refuses (not the user's, gputui itself, --readonly)."""
+    process = next((p for p in processes if p.pid == pid), None)
+    if process is None:
+        return f"PID {pid} is no longer on a GPU"
+    if started is not None and process.started is not None and process.started != started:
+        return f"PID {pid} is now another process (started later than the one shown)"
+    why = access.refusal(pid, started)
+    return process if why is None else why
 
 
 def ask_signal(
@@ -98,27 +156,38 @@ def ask_signal(
     remote node are not this machine's)."""
     name = SIGNAL_NAMES.get(signum, f"signal {signum}")
     if access is None:
-        return Notify(
-            f"Not sent: these are {source.lower()} processes, not this machine's; gputui "
-            "signals only processes it reads here",
-            title=name,
-            tone="warning",
-            timeout=6,
-        )
-    process = next((p for p in processes if p.pid == pid), None)
-    if process is None:
-        return Notify(f"Not sent: PID {pid} is no longer on a GPU", timeout=4)
-    if started is not None and process.started is not None and process.started != started:
-        return Notify(
-            f"Not sent: PID {pid} is now another process (started later than the one shown)",
-            title=name,
-            tone="warning",
-            timeout=6,
-        )
-    why = access.refusal(pid, started)
-    if why is not None:
-        return Notify(f"Not sent: {why}", title=name, tone="warning", timeout=6)
-    return AskSignal(process, signum, name)
+        return _not_here(name, source)
+    found = checked(processes, pid, started, access)
+    if isinstance(found, str):
+        return Notify(f"Not sent: {found}", title=name, tone="warning", timeout=6)
+    return AskSignal(found, signum, name)
+
+
+def ask_signals(
+    processes: Sequence[ProcessSample],
+    tags: Sequence[Tag],
+    signum: int,
+    access: ProcessAccess | None,
+    source: str,
+) -> AskSignals | Notify:
+    """The confirmation for every tagged process: each through ``checked`` (its PID and
+    start), those that pass named one by one, those that do not with why; none passing is
+    no confirmation, only why."""
+    name = SIGNAL_NAMES.get(signum, f"signal {signum}")
+    if access is None:
+        return _not_here(name, source)
+    passed: list[ProcessSample] = []
+    refused: list[tuple[int, str]] = []
+    for pid, started in tags:
+        found = checked(processes, pid, started, access)
+        if isinstance(found, str):
+            refused.append((pid, found))
+        else:
+            passed.append(found)
+    if not passed:
+        said = "; ".join(why for _, why in refused)
+        return Notify(f"Not sent: {said}", title=name, tone="warning", timeout=8)
+    return AskSignals(tuple(passed), signum, name, tuple(refused))
 
 
 def answer(request: AskSignal, send: bool | None, access: ProcessAccess) -> Notify:
@@ -130,3 +199,26 @@ def answer(request: AskSignal, send: bool | None, access: ProcessAccess) -> Noti
     result = access.send(process.pid, process.started, request.signum)
     tone: Tone = "information" if result.outcome is Outcome.SENT else "warning"
     return Notify(result.text, title=request.name, tone=tone, timeout=6)
+
+
+def answer_each(request: AskSignals, send: bool | None, access: ProcessAccess) -> Notify:
+    """The confirmation for several answered: on yes the signal sent to each process it
+    named, by its PID and start time (the access checks both again as it sends), and what
+    came of each; on anything else nothing sent to any."""
+    pids = ", ".join(str(p.pid) for p in request.processes)
+    if not send:
+        return Notify(f"Cancelled: nothing sent to PIDs {pids}", timeout=4)
+    results = [access.send(p.pid, p.started, request.signum) for p in request.processes]
+    sent = [
+        p.pid for p, r in zip(request.processes, results, strict=True) if r.outcome is Outcome.SENT
+    ]
+    lines = [r.text for r in results if r.outcome is not Outcome.SENT]
+    lines += [f"Not sent to PID {pid}: {why}" for pid, why in request.refused]
+    head = f"{request.name} sent to PIDs {', '.join(map(str, sent))}" if sent else "Nothing sent"
+    tone: Tone = "information" if not lines else "warning"
+    return Notify("\n".join([head, *lines]), title=request.name, tone=tone, timeout=8)
+
+
+def untag_all(choices: Choices) -> Choices:
+    """The tags spent (their signal sent): none left."""
+    return choices.with_procs(replace(choices.procs, tagged=()))

@@ -288,9 +288,54 @@ def signal_page(
     rows += _field("User", owner, width)
     rows += _field("Command", full_command(p, mask), width)
     rows += _field("Running", f"GPU {p.gpu_index}, {fmt_bytes(p.gpu_memory)}", width)
-    rows += [
-        Row(()),
-        Row((Cell("y", Role.ACCENT, bold=True), Cell(" send    "),
-             Cell("n / Esc", Role.ACCENT, bold=True), Cell(" cancel: nothing is sent"))),
-    ]  # fmt: skip
+    rows += [Row(()), _answers("send")]
     return Panel(f"{signal_name} PID {p.pid}", tuple(rows))
+
+
+def _answers(send: str) -> Row:
+    """'y send    n / Esc cancel: nothing is sent'."""
+    cells = (
+        Cell("y", Role.ACCENT, bold=True),
+        Cell(f" {send}    "),
+        Cell("n / Esc", Role.ACCENT, bold=True),
+        Cell(" cancel: nothing is sent"),
+    )
+    return Row(cells)
+
+
+def signals_page(
+    processes: Sequence[ProcessSample],
+    signal_name: str,
+    root: bool,
+    width: int,
+    mask: bool = True,
+    refused: Sequence[tuple[int, str]] = (),
+) -> Panel:
+    """What one signal to every tagged process will hit, each named in full before any is
+    sent (its PID, owner, command and GPU), then the tagged ones it will not be sent to and
+    why; y sends to each, anything else to none."""
+    rows = [
+        Row(
+            (
+                Cell(
+                    f"Send {signal_name} to {plural(len(processes), 'process')}?",
+                    Role.WARN,
+                    bold=True,
+                ),
+            )
+        ),
+    ]
+    if root:
+        rows.append(Row((Cell("you are root: some may be other users' jobs", Role.DIM),)))
+    for p in processes:
+        rows.append(Row(()))
+        rows.append(Row((Cell(f"PID {p.pid}", Role.ACCENT, bold=True),)))
+        rows += _field("User", p.user or NA, width)
+        rows += _field("Command", full_command(p, mask), width)
+        rows += _field("Running", f"GPU {p.gpu_index}, {fmt_bytes(p.gpu_memory)}", width)
+    if refused:
+        rows += [Row(()), Row((Cell("Not sent to", Role.WARN, bold=True),))]
+        for pid, why in refused:
+            rows += _field(f"PID {pid}", why, width)
+    rows += [Row(()), _answers("send to each")]
+    return Panel(f"{signal_name} {plural(len(processes), 'process')}", tuple(rows))

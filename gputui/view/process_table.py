@@ -26,6 +26,10 @@ from gputui.view.table import Column, choose
 # "python3 train.py --model llama" after the interpreter's directory is dropped.
 COMMAND_MIN = 36
 MARK = "▶"
+TAG_MARK = "•"  # a tagged process not under the cursor: T I K signal every tagged one
+
+#: a process as a tag names it: its PID and its start (a PID alone can be reused)
+Tag = tuple[int, float | None]
 
 
 class SortColumn(NamedTuple):
@@ -67,6 +71,8 @@ class ProcessChoices:
     text: str = ""  # shown only where the command, user, name or PID contains it
     pid: int | None = None  # the selected process
     offset: int = 0  # the command column scrolled this many characters
+    #: the processes tagged for one signal together (space), in the order tagged
+    tagged: tuple[Tag, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.text) > FILTER_MAX_CHARS:
@@ -101,8 +107,19 @@ class ProcessChoices:
         return replace(self, offset=max(0, self.offset + step))
 
     def cleared(self) -> ProcessChoices:
-        """No selection, filter or scroll: the table as it first was (the order kept)."""
-        return replace(self, pid=None, user=None, text="", offset=0)
+        """No selection, filter, scroll or tags: the table as it first was (the order
+        kept)."""
+        return replace(self, pid=None, user=None, text="", offset=0, tagged=())
+
+    def toggle_tag(self, tag: Tag) -> ProcessChoices:
+        """``tag`` tagged, or untagged where it was."""
+        if tag in self.tagged:
+            return replace(self, tagged=tuple(t for t in self.tagged if t != tag))
+        return replace(self, tagged=(*self.tagged, tag))
+
+    @property
+    def tagged_pids(self) -> frozenset[int]:
+        return frozenset(pid for pid, _ in self.tagged)
 
     @property
     def filtered(self) -> bool:
@@ -348,8 +365,15 @@ def _pad(text: str, column: Column[Entry]) -> str:
     return f"{text:>{column.width}}" if column.right else f"{text:<{column.width}}"
 
 
-def entry_row(entry: Entry, cols: Sequence[Column[Entry]], width: int, selected: bool) -> Row:
-    cells = [Cell(MARK if selected else " ", Role.ACCENT)]
+def entry_row(
+    entry: Entry,
+    cols: Sequence[Column[Entry]],
+    width: int,
+    selected: bool,
+    tagged: bool = False,
+) -> Row:
+    mark = MARK if selected else TAG_MARK if tagged else " "
+    cells = [Cell(mark, Role.ACCENT, bold=tagged)]
     used = 1
     for i, c in enumerate(cols):
         sep = " " if i else ""
@@ -393,11 +417,13 @@ def table_rows(
     """Every line as a row (the header apart); ``fold_workers`` adds a line under each
     process with data-loader workers."""
     rows = []
+    tagged = choices.tagged_pids
     for line in lines:
         if isinstance(line, Group):
             rows.append(group_row(line, mask, width))
             continue
-        rows.append(entry_row(line, cols, width, line.process.pid == choices.pid))
+        pid = line.process.pid
+        rows.append(entry_row(line, cols, width, pid == choices.pid, pid in tagged))
         if fold_workers and line.process.children:
             rows.append(_workers_row(line.process))
     return rows
@@ -420,12 +446,13 @@ def fit_columns(
     mask: bool,
     width: int,
     with_gpu: bool,
+    keep: tuple[str, ...] = (),
 ) -> list[Column[Entry]]:
     """The columns that fit ``width`` (the selection mark takes one); the one sorted by
-    is never the one left out."""
-    sorted_by = SORTS[choices.sort].header
+    is never the one left out, nor those named in ``keep`` (the command gives way)."""
+    kept = (SORTS[choices.sort].header, *keep)
     every = [
-        replace(c, drop=0) if c.name == sorted_by else c
+        replace(c, drop=0) if c.name in kept else c
         for c in columns(t, now, choices, mask, with_gpu)
     ]
     return choose(every, width - 1, min(COMMAND_MIN, width // 2))
@@ -436,6 +463,8 @@ def window(rows: Sequence[Row], room: int, selected: int | None) -> tuple[int, i
     line left for '+N ↓' under it where more follow."""
     if len(rows) <= room:
         return 0, len(rows)
+    if room <= 1:  # no line for a marker beside it: the selected row itself
+        return (selected or 0), 1
     first = 0
     if selected is not None and selected > room - 2:
         first = min(selected - room + 2, len(rows) - room + 1)
@@ -451,8 +480,11 @@ def selected_row(rows: Sequence[Row], pid: int | None) -> int | None:
 def in_view(body: Sequence[Row], room: int, pid: int | None) -> list[Row]:
     """The rows that fit ``room`` with the selected process among them, a '↑ +N' or
     '+N ↓' line where processes are hidden above or below."""
-    first, count = window(body, room, selected_row(body, pid))
+    at = selected_row(body, pid)
+    first, count = window(body, room, at)
     visible = list(body[first : first + count])
+    if room <= 1 and at is not None:
+        return visible  # the one line is the selected process's: never a marker over it
     if first + count < len(body):
         hidden = sum(1 for r in body[first + count - 1 :] if r.key is not None)
         visible[-1] = more_row(hidden, "process", arrow="↓")

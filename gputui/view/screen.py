@@ -19,7 +19,7 @@ from gputui.view.gpu_list import critical_count, gpu_list
 from gputui.view.host_line import host_row
 from gputui.view.layout import Layout, layout
 from gputui.view.process_table import Line, listing
-from gputui.view.processes import processes, workload_of
+from gputui.view.processes import namespace_note, processes, reads_processes, workload_of
 from gputui.view.timeline import Timeline
 
 
@@ -164,10 +164,9 @@ class ScreenView:
         width: int,
         height: int,
     ) -> Panel:
-        notes = [n.text for n in (frame.notes if frame else ()) if n.kind is NoteKind.PID_NAMESPACE]
         return processes(
             frame.processes if frame else (),
-            notes,
+            namespace_note(lines),
             choices.selected,
             choices.procs,
             frame.time if frame else None,
@@ -177,4 +176,5 @@ class ScreenView:
             mask=choices.mask,
             lines=lines,
             workload=workload_of(device),
+            reads_processes=reads_processes(frame),
         )

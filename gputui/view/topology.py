@@ -121,7 +121,8 @@ def _process_row(p: ProcessSample, device: DeviceInfo | None) -> Row:
 
 
 def _matrix_rows(devices: Sequence[DeviceInfo], cells: list[list[str]]) -> list[Row]:
-    head = [Cell(" " * 7)] + [Cell(f"{'GPU' + str(d.index):>6}", bold=True) for d in devices]
+    shown = devices if any(cells) else ()  # no path known: the CPUs and NUMA node alone
+    head = [Cell(" " * 7)] + [Cell(f"{'GPU' + str(d.index):>6}", bold=True) for d in shown]
     rows = [Row((*head, Cell("  CPU affinity      NUMA", bold=True)))]
     for d, line in zip(devices, cells, strict=True):
         numa = d.numa_node if d.numa_node is not None else "?"
@@ -148,22 +149,53 @@ def _pcie_rows(devices: Sequence[DeviceInfo]) -> list[Row]:
     return rows
 
 
+def _no_paths(devices: Sequence[DeviceInfo]) -> str | None:
+    """Why no GPU's PCIe path to another is known, or None where some are."""
+    if any(d.pcie_topology is not None for d in devices):
+        return None
+    if devices and all("pcie_topology" in d.unsupported for d in devices):
+        return (
+            "This driver gives no PCIe paths between the GPUs (NVML's topology call is not "
+            "supported here): how they connect is unknown, so no matrix."
+        )
+    if all(d.nvlink_remote is None for d in devices):
+        return "This source gives no topology (remote or recorded readings)."
+    return "The PCIe paths between the GPUs could not be read: no matrix."
+
+
+def _matrix_part(devices: Sequence[DeviceInfo]) -> list[Row]:
+    """The matrix with the abbreviations it uses explained, or where no path is known,
+    why, and each GPU's CPUs and NUMA node alone (never a grid of question marks)."""
+    blank = Row((Cell(""),))
+    cells = matrix(devices)
+    links = any(c.startswith("NV") for row in cells for c in row)
+    why = _no_paths(devices)
+    rows = []
+    if why is not None:
+        rows.append(Row((Cell(why, Role.DIM, flex=True),)))
+        if not links:
+            cells = [[] for _ in devices]
+    rows += _matrix_rows(devices, cells)
+    if links and why is None:
+        rows += [blank, *_pcie_rows(devices)]
+    used = {c for row in cells for c in row}
+    legend = list(LEGEND) if used else []
+    unsaid = any(d.cpu_affinity is None or d.numa_node is None for d in devices)
+    if "?" in used or unsaid:
+        legend.append(("?", "not read: the driver did not say"))
+    if legend:
+        rows.append(blank)
+    for abbreviation, meaning in legend:
+        rows.append(Row((Cell(f"  {abbreviation:<5}", bold=True), Cell(meaning, Role.DIM))))
+    return rows
+
+
 def topology_page(devices: Sequence[DeviceInfo], frame: Frame | None) -> Panel:
     """The whole page (outside text stays text: rows of cells, never markup)."""
     blank = Row((Cell(""),))
     rows = [_heading("Topology", "as `nvidia-smi topo -m` shows it; read once when gputui started")]
     rows.append(blank)
-    if not devices or all(d.pcie_topology is None and d.nvlink_remote is None for d in devices):
-        rows.append(
-            Row((Cell("This source gives no topology (remote or recorded readings).", Role.DIM),))
-        )
-    cells = matrix(devices)
-    rows += _matrix_rows(devices, cells)
-    if any(c.startswith("NV") for row in cells for c in row):
-        rows += [blank, *_pcie_rows(devices)]
-    rows.append(blank)
-    for abbreviation, meaning in LEGEND:
-        rows.append(Row((Cell(f"  {abbreviation:<5}", bold=True), Cell(meaning, Role.DIM))))
+    rows += _matrix_part(devices)
     rows += [blank, _heading("NVLink", "per link: ■ up □ down; traffic and errors every 10 s")]
     for d in devices:
         rows.append(_link_row(frame.gpu(d.index) if frame is not None else None, d))

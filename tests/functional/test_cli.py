@@ -138,3 +138,24 @@ def test_an_app_starts_without_the_collector_and_gets_it_back(
     assert gc.isenabled()
     assert main(argv) != 0
     assert seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("made", ["missing", "file", "read-only"])
+def test_a_snapshot_dir_that_cannot_take_the_files_is_refused_at_the_start(
+    made: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not when s is pressed, an hour into the run (issue 50)."""
+    where = tmp_path / "snaps"
+    if made == "file":
+        where.write_text("")
+    elif made == "read-only":
+        where.mkdir(mode=0o500)
+        if os.access(where, os.W_OK):
+            pytest.skip("root writes in a read-only directory")
+    said = {"missing": "does not exist", "file": "is not a directory", "read-only": "writable"}
+    for then in (["--demo"], ["replay", str(tmp_path / "run.jsonl")]):
+        with pytest.raises(SystemExit) as exited:
+            main(["--snapshot-dir", str(where), *then])
+        assert exited.value.code == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "argument --snapshot-dir" in err and said[made] in err, err

@@ -61,6 +61,9 @@ async def test_the_cluster_screen_opens_a_node(tmp_path: Path) -> None:
         await pilot.pause()
         assert not isinstance(app.screen, ClusterScreen)
         assert app.selected == 0  # node-0's first GPU
+        await pilot.press("c", "q")  # q goes back, as on every page over the panels
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0] and app.is_running
 
 
 def _cluster_app(tmp_path: Path, nodes: int = 40) -> tuple[GpuTuiApp, tuple[DeviceInfo, ...]]:

@@ -31,7 +31,7 @@ from gputui.exporters.doctor import config_report_lines
 from gputui.sources.host import GpuProcess, HostReader
 from gputui.sources.settings import JOB_PERIOD_S, SettingsReader
 from tests.advisor_kit import BUSY, H100, HOST
-from tests.nvml_double import driver, hgx, install
+from tests.nvml_double import FakeProcess, driver, hgx, install
 
 CGROUP = Path("/sys/fs/cgroup")
 MIB = 1 << 20
@@ -387,3 +387,40 @@ def test_no_gpu_is_exit_3_for_the_config_check_too(
     install(monkeypatch, None)
     assert main(["doctor", "--config", "--json"]) == 3
     assert "No NVIDIA driver" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_doctor_config_reads_its_own_environment_while_a_job_holds_a_gpu(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job script's pre-flight on a node where another job already runs, in gputui's own
+    cgroup and mount namespace (a real child of this test, on GPU 0): gputui's own
+    environment and --workers are still judged (issue 50: "ok", exit 0, --workers ignored,
+    while any GPU job ran)."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("CUDA_LAUNCH_BLOCKING",)}
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=clean)
+    try:
+        gpus = hgx(2)
+        gpus[0].processes = [FakeProcess(job.pid, 4000 * MIB)]
+        gpus[1].processes = []
+        install(monkeypatch, driver(550, gpus))
+
+        class SeesTheJob(HostReader):  # a GPU process holds /dev/nvidia*, absent here
+            def __init__(self) -> None:
+                super().__init__(device_check=lambda pid: pid == job.pid)
+
+        monkeypatch.setattr("gputui.sources.host.HostReader", SeesTheJob)
+        monkeypatch.delenv("NCCL_P2P_DISABLE", raising=False)
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+        status = main(["doctor", "--config", "--workers", "16", "--json"])
+    finally:
+        _stop(job.pid)
+        job.wait()
+    document = json.loads(capsys.readouterr().out)
+    jobs = document["latest"]["jobs"]
+    assert any(job.pid in j["pids"] for j in jobs)  # the running job, read as ever
+    own = [j for j in jobs if j["own"]]
+    assert len(own) == 1 and own[0]["workers"] == 16
+    found = {(f["rule"], f["gpu"]) for f in document["findings"]}
+    assert ("cuda-launch-blocking", None) in found
+    assert status == document["exit_status"] >= 1

@@ -10,7 +10,8 @@ import pytest
 from gputui.advisor import RULES
 from gputui.advisor.catalogue import catalogue_markdown
 from gputui.cli import EXIT_NO_SOURCE, main
-from tests.nvml_double import install
+from gputui.core import clock_events as ce
+from tests.nvml_double import FakeGpu, driver, install
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "advisor.md"
 
@@ -212,7 +213,7 @@ def test_live_snapshot_in_the_first_seconds_does_not_say_no_findings(
     assert main(args) == 0
     text = report.read_text()
     assert "No findings" not in text
-    assert "No verdict yet (still judging: 27 s to go, every rule needs 30 s of readings)" in text
+    assert "No verdict yet (still judging: 25 s to go, every rule needs 30 s of readings)" in text
 
 
 def test_readme_and_the_catalogue_list_every_exit_status_as_doctor_means_it() -> None:
@@ -238,3 +239,24 @@ def test_a_reader_that_goes_away_is_no_verdict() -> None:
     child.stdout.close()  # the reader is gone before the first line
     err = child.stderr.read().decode()
     assert child.wait(timeout=60) == 141 and "Traceback" not in err, err
+
+
+def test_a_live_snapshot_of_a_throttling_gpu_holds_the_finding(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A GPU at 91 °C with HW slowdown and thermal slowdown set, read live (the fake
+    driver): the file attached to a ticket names it, though it was sampled for less than
+    the live screen's hold (issue 50: "No verdict yet, still judging: 27 s to go")."""
+    gpus = [FakeGpu(), FakeGpu(temperature=91, reasons=ce.HW_SLOWDOWN | ce.SW_THERMAL)]
+    install(monkeypatch, driver(550, gpus))
+    assert main(["snapshot", "--interval", "0.25"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    found = {(f["rule"], f["gpu"]) for f in document["findings"]}
+    assert ("hw-slowdown", 1) in found or ("thermal-throttle", 1) in found, found
+    assert not any(gpu == 0 for _, gpu in found if gpu is not None)
+    held = next(f for f in document["findings"] if f["gpu"] == 1)
+    assert any("held through the whole sampled window" in line for line in held["evidence"])
+    report = tmp_path / "s.md"
+    assert main(["snapshot", "--interval", "0.25", "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "GPU 1" in text and ("hw-slowdown" in text or "thermal-throttle" in text)

@@ -63,18 +63,24 @@ def test_a_report_from_each_scenarios_recording(
         assert sum(shares) == pytest.approx(100.0, abs=0.5), name
 
 
+def _share_showing(path: Path, bits: int) -> float:
+    """The share of a recording's wall time (%) whose ticks' reasons on GPU 0 show
+    ``bits``: what the report must count under that throttle."""
+    frames = [tick.frame for tick in read_recording(path).ticks]
+    held = sum(
+        b.time - a.time
+        for a, b in itertools.pairwise(frames)
+        if (a.gpus[0].clock_reasons or 0) & bits
+    )
+    return 100.0 * held / (frames[-1].time - frames[0].time)
+
+
 def test_a_thermal_recordings_throttled_share_is_its_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "thermal.jsonl"
     record_demo(path, seconds=400, scenario="thermal", gpus=1)
-    frames = [tick.frame for tick in read_recording(path).ticks]
-    throttled = sum(
-        b.time - a.time
-        for a, b in itertools.pairwise(frames)
-        if (a.gpus[0].clock_reasons or 0) & (ce.THERMAL_BITS | ce.HW_SLOWDOWN)
-    )
-    share = 100.0 * throttled / (frames[-1].time - frames[0].time)
+    share = _share_showing(path, ce.THERMAL_BITS | ce.HW_SLOWDOWN)
     assert main(["report", str(path), "-o", str(tmp_path / "t.md")]) == 0
     table = _table((tmp_path / "t.md").read_text())
     (shares,) = table.values()
@@ -266,3 +272,25 @@ def test_the_page_opens_offline_in_a_real_browser(tmp_path: Path) -> None:
     assert values["pickers"] == 4 and values["rows"] == 4 + 1 + 2
     assert values["charts"] >= 7 and values["canvases"] >= values["charts"]
     assert result.screenshot.startswith(b"\x89PNG") and len(result.screenshot) > 50_000
+
+
+def test_time_at_the_power_limit_is_power_capped_not_busy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two GPUs at their default limit, the SW power cap set and the SM clock a quarter down
+    all run: the advisor calls it normal for the board (info), and the time is still power
+    capped, as its reasons say (issue 50: 100 % "busy, unthrottled")."""
+    path = tmp_path / "capped.jsonl"
+    record_demo(path, seconds=300, scenario="at-power-limit", gpus=2)
+    share = _share_showing(path, ce.SW_POWER_CAP)
+    assert share > 90.0
+    assert main(["report", str(path), "--format", "md"]) == 0
+    text = capsys.readouterr().out
+    table = _table(text)
+    power = CAUSES.index(next(c for c in CAUSES if c.value == "power"))
+    busy = CAUSES.index(next(c for c in CAUSES if c.value == "busy"))
+    for name in ("0", "1"):
+        row = next(shares for gpu, shares in table.items() if gpu.startswith(f"GPU {name}:"))
+        assert row[power] == pytest.approx(share, abs=0.5), row
+        assert row[busy] < 100.0 - share + 0.5, row
+    assert "power capped, -2" in text  # the SM clock given up, 24 % of it

@@ -79,3 +79,14 @@ def test_the_all_gpus_table_on_the_main_screen(
 
 def test_a_process_looked_into(demo_app: DemoApp, snap_compare: SnapCompare) -> None:
     assert snap_compare(demo_app(None, 8), press=["down", "i"], terminal_size=(120, 40))
+
+
+def test_light_theme(demo_app: DemoApp, snap_compare: SnapCompare) -> None:
+    """--theme light (or b): Textual's light theme, every panel in its colours."""
+    assert snap_compare(demo_app(None, 8, theme="light"), terminal_size=(120, 40))
+
+
+def test_tagged_processes(demo_app: DemoApp, snap_compare: SnapCompare) -> None:
+    """Two processes tagged (space) in every GPU's table: • marks them, the title counts."""
+    keys = ["v", "down", "space", "down", "down", "space"]
+    assert snap_compare(demo_app(None, 8), press=keys, terminal_size=(160, 50))

@@ -103,3 +103,24 @@ def test_every_command_and_scenario_is_in_every_script() -> None:
     for shell in ("bash", "zsh", "fish"):
         text = script(shell, build_parser())
         assert all(c in text for c in COMMANDS) and all(s in text for s in SCENARIOS)
+
+
+@pytest.mark.parametrize(
+    ("words", "current", "offered"),
+    [
+        (["gputui", "--on"], "--on", {"--only"}),
+        (["gputui", "--rea"], "--rea", {"--readonly"}),
+        (["gputui", "--th"], "--th", {"--theme"}),
+        (["gputui", "--theme", ""], "", {"dark", "light"}),
+        (["gputui", "snapshot", "--on"], "--on", {"--only"}),
+        (["gputui", "record", "--on"], "--on", {"--only"}),
+    ],
+)
+def test_the_selection_readonly_and_theme_options_complete(
+    words: list[str], current: str, offered: set[str]
+) -> None:
+    got = _bash_like("bash", words)
+    assert offered <= got and all(w.startswith(current) for w in got), got
+    assert offered <= _bash_like("zsh", words, setup="setopt ksharrays")
+    text = script("fish", build_parser())
+    assert all(f"-l {flag.lstrip('-')}" in text for flag in ("only", "readonly", "theme"))

@@ -364,4 +364,7 @@ def test_settings_reader_groups_jobs_and_opens_a_window(
     assert job.window_cpu_s == pytest.approx(24.0)  # 4 cores used of the quota's 4
     (proc / "self" / "cgroup").write_text(f"0::{leaf}\n")  # doctor runs inside the job
     now[0] += JOB_PERIOD_S
-    assert [j.own for j in reader.read(ranks, lambda pid: ())[0]] == [False]
+    job, own = reader.read(ranks, lambda pid: ())[0]  # its own environment still judged
+    assert not job.own and job.pids == (42, 43) and not job.env
+    assert own.own and own.cgroup == leaf and own.workers == 6
+    assert own.env == ("CUDA_LAUNCH_BLOCKING=1",)

@@ -251,6 +251,67 @@ def test_32_bit_counters_on_a_fast_link_give_a_rate_every_tick(
         rig.close()
 
 
+@pytest.mark.parametrize("in_ull", [False, True], ids=["unsigned-int", "in-a-64-bit-value"])
+def test_32_bit_counters_on_a_gen3_link_give_a_rate_every_tick(
+    monkeypatch: pytest.MonkeyPatch, in_ull: bool
+) -> None:
+    """A Gen3 x16 link carrying ~1.7 GB/s: each second the counters move by less than one
+    wrap (2**32), and the link could wrap them three times. nvml.h says only that the
+    value "can be wrapped": the driver may fill it as an unsigned int or inside a 64-bit
+    value; either way every tick has its rate, exact, the wrapping ticks too (issue 50:
+    no rate on about half the ticks)."""
+    gpu = FakeGpu(
+        pcie_counter_bits=32,
+        pcie_counter_in_ull=in_ull,
+        pcie_gen=3,
+        pcie_max_gen=3,
+        pcie_rx_total=(1 << 32) - 900_000_000,
+        pcie_tx_total=(1 << 32) - 100_000_000,
+        pcie_throughput_kib=(1_700_000_000 // 1024, 400_000_000 // 1024),
+    )
+    rig = Rig(monkeypatch, driver(555, [gpu]))
+    try:
+        rig.source.read()
+        rig.source.wait_windows()
+        rates, wraps = [], 0
+        for step in range(40):
+            rig.tick()
+            moved = 1_600_000_000 + 50_000_000 * (step % 5)  # 1.6-1.8 GB each second
+            before = gpu.pcie_rx_total % (1 << 32)
+            gpu.pcie_rx_total += moved
+            gpu.pcie_tx_total += 400_000_000
+            wraps += gpu.pcie_rx_total % (1 << 32) < before
+            sample = rig.source.read().gpus[0]
+            rig.source.wait_windows()
+            rates.append((sample.pcie_rx_bps, sample.pcie_tx_bps, moved))
+        assert wraps >= 10  # the counter wrapped on a good share of the ticks
+        for rx, tx, moved in rates:
+            assert rx == pytest.approx(moved) and tx == pytest.approx(4.0e8), rates
+    finally:
+        rig.close()
+
+
+def test_a_window_no_link_can_carry_never_makes_up_wraps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window is 20 ms of traffic: it picks among the wraps the link allows over the
+    tick, never more (a Gen3 x16 link moves at most ~16 GB in a second)."""
+    gpu = FakeGpu(
+        pcie_counter_bits=32,
+        pcie_gen=3,
+        pcie_max_gen=3,
+        pcie_throughput_kib=(60_000_000, 0),  # 61 GB/s: more than any Gen3 link
+    )
+    rig = Rig(monkeypatch, driver(555, [gpu]))
+    try:
+        rig.source.read()
+        rig.source.wait_windows()
+        rig.tick()
+        gpu.pcie_rx_total += 2 * (1 << 32) + 1_000_000_000
+        rx = rig.source.read().gpus[0].pcie_rx_bps
+        assert rx is not None and rx <= 3.0 * 5.5e9  # three wraps at most, never thirteen
+    finally:
+        rig.close()
+
+
 def test_32_bit_counters_without_a_recent_window_give_no_guess(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -22,7 +22,7 @@ from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import Frame, SourceInfo
-from gputui.core.names import Metric, RuleId, Severity, SourceKind
+from gputui.core.names import Metric, RuleId, SourceKind
 from gputui.exporters.report import (
     Cause,
     Collector,
@@ -130,25 +130,27 @@ def test_a_thermal_runs_throttled_share_is_what_its_history_says(
         assert re.fullmatch(r"-\d+ % SM clock", worst.figure)
 
 
-def test_an_info_finding_that_says_nothing_to_fix_costs_no_time() -> None:
+def test_a_board_at_its_default_power_limit_is_power_capped_though_nothing_is_to_fix() -> None:
     """A board at its default power limit under a heavy load is shown as info ("normal for
-    this board", nothing to fix): its ticks count as busy, not power capped, in the table
-    and in the worst stretches; the live pane stays calm and the report must agree."""
+    this board", nothing to fix), and its clocks are still held down: its ticks count as
+    power capped, as their reasons say, with the SM clock given up (issue 50: the report
+    called that time "busy, unthrottled"). Another rule's info finding gives no cause."""
     run = run_of("at-power-limit", 240, 1)
     capped = [e for e in run.episodes if e.finding.rule is RuleId.POWER_CAP]
     assert capped and all(e.finding.severity == "info" for e in capped)
-    accounting = account(run)
-    acc = accounting.gpus[0]
-    assert acc.seconds[Cause.POWER] == 0.0 and acc.lost_s[Cause.POWER] == 0.0
-    assert Cause.POWER not in acc.worst
-    assert acc.seconds[Cause.BUSY] == pytest.approx(run.end - run.start)
-    # the same episodes at warning (a cap below the default) are charged
-    warned = [
-        dataclasses.replace(e, finding=dataclasses.replace(e.finding, severity=Severity.WARNING))
+    acc = account(run).gpus[0]
+    assert acc.seconds[Cause.POWER] > 0.9 * (run.end - run.start)
+    assert acc.lost_s[Cause.POWER] == pytest.approx(0.24 * acc.seconds[Cause.POWER], rel=0.05)
+    assert acc.worst[Cause.POWER].figure == "-24 % SM clock"
+    assert acc.seconds[Cause.BUSY] < 0.1 * (run.end - run.start)
+    # the same stretch under an info finding of another cause (starved) is busy
+    starved = [
+        dataclasses.replace(e, finding=dataclasses.replace(e.finding, rule=RuleId.INPUT_STARVED))
         for e in run.episodes
     ]
-    charged = account(dataclasses.replace(run, episodes=warned)).gpus[0]
-    assert charged.seconds[Cause.POWER] > 0.5 * (run.end - run.start)
+    plain = account(dataclasses.replace(run, episodes=starved)).gpus[0]
+    assert plain.seconds[Cause.STARVED] == 0.0
+    assert plain.seconds[Cause.BUSY] == pytest.approx(run.end - run.start)
 
 
 @pytest.mark.parametrize("judge_every_s", CADENCES)

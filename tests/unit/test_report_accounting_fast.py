@@ -59,8 +59,9 @@ _MASKS: Final = (NO_REASONS, 0, ce.SW_POWER_CAP, ce.HW_SLOWDOWN, ce.THERMAL_BITS
 # -- the tick-by-tick accounting, as it was -------------------------------------------------
 
 
-def _charged(episode: Episode) -> bool:
-    return episode.finding.severity.rank >= Severity.WARNING.rank
+def _charged(episode: Episode, cause: Cause) -> bool:
+    # a throttle's finding at any severity: its ticks' reasons say whether it held
+    return cause in BITS or episode.finding.severity.rank >= Severity.WARNING.rank
 
 
 def _covering(times: Sequence[float], episodes: Sequence[Episode], after_s: float) -> list[int]:
@@ -98,12 +99,12 @@ def _gated(
 
 def _classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytes:
     times, t = run.times, run.thresholds
-    mine = [e for e in run.episodes if e.finding.gpu == track.device.index and _charged(e)]
+    mine = [e for e in run.episodes if e.finding.gpu == track.device.index]
     later = judged_less_often_s(t)
     reach = t.window_s + t.start_after_s + 2.0 * later
     order = []
     for cause in PRECEDENCE:
-        episodes = [e for e in mine if e.finding.rule in RULES[cause]]
+        episodes = [e for e in mine if e.finding.rule in RULES[cause] and _charged(e, cause)]
         if cause is Cause.STRAGGLER:
             episodes = list(waited_on)
         covered = _covering(times, episodes, later)

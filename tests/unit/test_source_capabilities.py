@@ -26,7 +26,7 @@ CAPABILITIES = (Follows, Backfills, CatchesUp, Glances, TopologyLater)
     [
         (NvmlSource, {Glances, TopologyLater}),
         (PrometheusSource, {Follows, Backfills, CatchesUp}),
-        (SimulatedSource, {Backfills}),
+        (SimulatedSource, {Backfills, CatchesUp}),
         (RemoteSource, set()),
         (ReplaySource, set()),
     ],

@@ -5,8 +5,9 @@ A tick's cause, first that applies:
 
 1. no reading of the GPU (absent, lost, a gap in the recording): **not running**;
 2. a finding at warning or above covers it (its episode, from ``since`` to ``until``;
-   an info finding says there is nothing to act on, "at its default power limit under a
-   heavy load: normal for this board", and costs nothing): idle-allocated gives
+   an info finding says there is nothing to act on and gives no cause, but a throttle's:
+   a board "at its default power limit under a heavy load: normal for this board" is
+   still held down, and its clock-event reasons say so tick by tick): idle-allocated gives
    **idle, memory held**; thermal throttling gives **thermal** and power capping gives
    **power capped**, each only where the tick's own clock-event reasons show it (the
    finding's stretch is widened back over the throttled ticks just before it, which the
@@ -245,9 +246,11 @@ def _parents(spans: Sequence[Span], episode: Episode) -> set[int]:
     }
 
 
-def _charged(episode: Episode) -> bool:
-    """Whether a finding's episode gives its ticks a cause: one at warning or above."""
-    return episode.finding.severity.rank >= Severity.WARNING.rank
+def _charged(episode: Episode, cause: Cause | None = None) -> bool:
+    """Whether a finding's episode gives its ticks a cause: one at warning or above, or a
+    throttle's at any severity (``cause`` in ``BITS``: only its ticks whose own reasons
+    show the throttle count, and those clocks were held down, by design or not)."""
+    return cause in BITS or episode.finding.severity.rank >= Severity.WARNING.rank
 
 
 #: a tick's key: bit k set where the findings of ``PRECEDENCE[k]`` cover it, and above
@@ -278,14 +281,14 @@ def classify(run: Run, track: Track, waited_on: Sequence[Episode]) -> bytearray:
     """Each tick's cause on one GPU, as an index into ``CAUSES``."""
     times = run.times
     gpu = track.device.index
-    mine = [e for e in run.episodes if e.finding.gpu == gpu and _charged(e)]
+    mine = [e for e in run.episodes if e.finding.gpu == gpu]
     later = judged_less_often_s(run.thresholds)
     reach = run.thresholds.window_s + run.thresholds.start_after_s + 2.0 * later
     # the keys of all ticks as one integer, a byte a tick: ``|`` and ``<<`` set a bit of
     # every tick at once (flags are 0 or 1, so no bit spills into the next tick's byte)
     keys = int.from_bytes(_readings(track, run.thresholds), "little")
     for bit, cause in enumerate(PRECEDENCE):
-        episodes = [e for e in mine if e.finding.rule in RULES[cause]]
+        episodes = [e for e in mine if e.finding.rule in RULES[cause] and _charged(e, cause)]
         if cause is Cause.STRAGGLER:
             episodes = list(waited_on)
         covered = _covering(times, episodes, later)

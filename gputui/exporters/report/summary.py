@@ -19,7 +19,8 @@ from gputui.sampling.runlog import Episode
 METHOD = (
     "Each tick of each GPU counts once, for the first of: no reading (not running); a "
     "finding covering it (a hung collective or a GPU busy without work, idle-allocated, "
-    "thermal or power throttling where the tick's clock-event reasons show it, input "
+    "thermal or power throttling where the tick's clock-event reasons show it, even at a "
+    "board's default limit, input "
     "starvation / I/O / a saturated link, a straggler among its job's ranks); no work that "
     "tick (idle with memory held, else not running); otherwise busy and unthrottled. GPU "
     "time lost: the SM clock given up to a throttle against the board's maximum, the share "

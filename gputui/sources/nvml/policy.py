@@ -113,9 +113,12 @@ class Gpu:
     process_seen: dict[str, bool] = field(default_factory=dict)
     # the driver refused the compute process list this tick (no permission)
     processes_unread: bool = False
-    # PCIe: byte counters answer; their width; the last reading; the sampled window
+    # PCIe: byte counters answer; their width (the value type's); what their values showed
+    # of it (rates.counter_width); the last reading; the sampled window
     counters: bool = False
     counter_bits: int = 64
+    counter_wide: bool = False  # a value past 2**32 was read: 64 bits for sure
+    counter_wraps_32: bool = False  # a 64-bit value below 2**32 stepped back: it wraps there
     last_counters: tuple[float, int, int] | None = None
     window: tuple[float, float | None, float | None] | None = None
     window_future: Future[tuple[float | None, float | None, int | None]] | None = None

@@ -24,6 +24,9 @@ from gputui.sources.simulated.scenarios import (
     resolve_scenarios,
 )
 
+#: a caught-up frame is at least this long before the read that follows it
+CATCH_UP_MARGIN_S = 0.5
+
 
 class SimulatedSource:
     """N simulated GPUs, each running a scenario; deterministic for a seed and clock."""
@@ -65,6 +68,16 @@ class SimulatedSource:
         if start is None:
             return []
         return [self._frame(start + k) for k in range(int(self._history_s))]
+
+    def catch_up(self, since: float) -> list[Frame]:
+        """The seconds after ``since`` (the backfill's last frame) up to now, one frame
+        each: the stretch the app took to start, so its sparklines have no gap where the
+        backfill meets the first read (none without ``history_s``, or within a second)."""
+        if self._start is None or not self._history_s:
+            return []
+        now = self._clock()
+        count = min(int(now - since - CATCH_UP_MARGIN_S), int(self._history_s))
+        return [self._frame(since + k) for k in range(1, count + 1)]
 
     def _begin(self, now: float) -> None:
         self._start = now
