@@ -22,6 +22,7 @@ from gputui.core.model import DeviceInfo, Frame, NodeStatus, Note
 from gputui.core.names import NoteKind, SourceKind
 from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
+from gputui.sources.node_readings import NodeGpu, device_of
 from gputui.sources.promalerts import (
     FIRING,
     INFO,
@@ -66,7 +67,6 @@ from gputui.sources.promread import (
     with_limits,
 )
 from gputui.sources.promwire import Fetcher, Server, bounded, decode, mask_url, server_of
-from gputui.sources.remote import NodeGpu, _device
 
 DEFAULT_STALE_S = 300.0
 #: the step when the scrape interval cannot be measured (dcgm-exporter's collect interval)
@@ -347,7 +347,9 @@ class PrometheusSource(RangeReads):
             return []
         node.first_index = len(self._devices)
         node.gpus = tuple(sorted(gpus))
-        added = [_device(node.first_index + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
+        added = [
+            device_of(node.first_index + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)
+        ]
         node.pods = tuple(dict.fromkeys(d.pod for d in added if d.pod))
         self._devices += added
         return added

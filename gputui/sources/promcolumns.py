@@ -3,7 +3,7 @@ kept metric over the step grid, written where its page's answer arrives (no fram
 every GPU at every step is ever built: at 8,192 GPUs those frames were most of a
 point-in-time read's time and memory).
 
-The readings are what ``remote._sample`` makes of the same series, value by value: DCGM's
+The readings are what ``node_readings.sample_of`` makes of the same series, value by value: DCGM's
 blanks and values outside a reading's physical range are no reading, a field's first
 series wins, the memory total is used + free + reserved, a MIG GPU's utilisation its
 graphics engine's and its memory its instances'. Points are checked as ``History.take``
@@ -203,7 +203,7 @@ class Columns:
 
 
 def _derive(gpu: _Gpu) -> None:
-    """The readings made of others, as ``remote._sample`` makes them."""
+    """The readings made of others, as ``node_readings.sample_of`` makes them."""
     columns = gpu.columns
     used, free = columns.get("mem_used"), columns.get("mem_free")
     mig = columns.get(_MIG_USED)

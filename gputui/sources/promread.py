@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind
 from gputui.sources.fetching import ScrapeError, TooLarge
+from gputui.sources.node_readings import device_of, sample_of, with_xid
 from gputui.sources.promnodes import (
     MAX_SERIES_PER_NODE,
     MAX_SKEW_S,
@@ -29,15 +30,7 @@ from gputui.sources.promnodes import (
 )
 from gputui.sources.promql import NodeKey, node_key
 from gputui.sources.promwire import labels_of, point
-from gputui.sources.remote import (
-    NodeSeries,
-    _device,
-    _sample,
-    _with_xid,
-    blind_notes,
-    blind_of,
-    few,
-)
+from gputui.sources.remote import NodeSeries, blind_notes, blind_of, few
 
 
 def _named(nodes: dict[NodeKey, ClusterNode], keys: Sequence[NodeKey]) -> str:
@@ -168,7 +161,7 @@ class History:
             for offset, number in enumerate(node.gpus):
                 entry = series.gpus.get(number)
                 if entry is not None:
-                    out.append(_sample(node.first_index + offset, entry))
+                    out.append(sample_of(node.first_index + offset, entry))
 
     def frames(self) -> tuple[Frame, ...]:
         return tuple(
@@ -218,8 +211,8 @@ def samples_of(
         for offset, number in enumerate(node.gpus):
             entry = series.gpus.get(number)
             if entry is not None:
-                sample = _sample(node.first_index + offset, entry)
-                out.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+                sample = sample_of(node.first_index + offset, entry)
+                out.append(with_xid(sample, entry, node.name, node.xid, now, notes))
         if not node.checked:  # what its counters leave blind: known from a full read
             node.blind = blind_of(series.gpus.values())
             node.checked = True
@@ -268,7 +261,7 @@ def with_limits(
             entry, index = series.gpus.get(number), node.first_index + offset
             if entry is None:
                 continue
-            old, new = devices[index], _device(index, node.name, entry)
+            old, new = devices[index], device_of(index, node.name, entry)
             kept = {f: getattr(old, f) for f in _FACTS if getattr(new, f) is None}
             new = replace(new, **{f: v for f, v in kept.items() if v is not None})
             if new != old:

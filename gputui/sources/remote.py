@@ -15,8 +15,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 from gputui.core.dcgm import (
     BY_NAME,
@@ -26,16 +25,15 @@ from gputui.core.dcgm import (
     is_blank,
     missing_counters,
 )
-from gputui.core.model import DeviceInfo, Frame, GpuSample, MigInstance, Note, XidEvent
+from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind, SourceKind
-from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import mask_secrets
 from gputui.core.source import SourceUnavailable
-from gputui.core.xid import describe_xid
 from gputui.sources.exposition import ExpositionError, LabelCache, samples
 from gputui.sources.fetching import MAX_BYTES as MAX_BYTES
 from gputui.sources.fetching import ScrapeError as ScrapeError
 from gputui.sources.fetching import fetch as fetch
+from gputui.sources.node_readings import NodeGpu, NodeMig, device_of, sample_of, with_xid
 
 # What one answer may cost, whatever the other side sends (docs/security.md):
 MAX_SERIES = 200_000  # samples in one exposition
@@ -45,14 +43,6 @@ MAX_MIG_PER_GPU = 64  # an A100/H100 has at most 7 GPU instances
 #: a read that takes this share of the time between two reads: the ticks fall behind
 FALLING_BEHIND = 0.9
 GPU_NUMBER = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "٣" or 2**64 is not a GPU
-#: Kubernetes labels, as dcgm-exporter's pod mapping names them (and its older names).
-#: Scraped by a Prometheus in Kubernetes, the workload's labels clash with the target's own
-#: (the exporter's pod) and are renamed exported_*: those name the job, so they come first.
-K8S_LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("pod", ("exported_pod", "pod", "pod_name")),
-    ("namespace", ("exported_namespace", "namespace", "pod_namespace")),
-    ("container", ("exported_container", "container", "container_name")),
-)
 
 
 def valid_reading(value: float, dcgm: DcgmField) -> bool:
@@ -61,30 +51,6 @@ def valid_reading(value: float, dcgm: DcgmField) -> bool:
     if not math.isfinite(value * dcgm.scale):  # 1e308 MiB is no memory size: not a reading
         return False
     return not is_blank(value, dcgm.blank)
-
-
-@dataclass
-class NodeMig:
-    """One MIG instance's series (labels GPU_I_ID, GPU_I_PROFILE) of one GPU."""
-
-    gpu_instance_id: int
-    labels: dict[str, str]
-    values: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class NodeGpu:
-    """One GPU of one scrape: its labels and its numbers (by DCGM field name)."""
-
-    gpu: int
-    labels: dict[str, str]
-    values: dict[str, float] = field(default_factory=dict)
-    #: series for a field this GPU already had: ignored (the first is kept), and said
-    duplicates: int = 0
-    #: its MIG instances' series, by GPU instance id (never merged into the GPU's)
-    mig: dict[int, NodeMig] = field(default_factory=dict)
-    #: model attributes the page carried a series for, blank or not (what it can judge)
-    present: set[str] = field(default_factory=set)
 
 
 def parse_exposition(
@@ -263,7 +229,7 @@ class RemoteSource:
         node.first_index = first
         node.gpus = tuple(sorted(gpus))
         node.blind = blind_of(gpus.values())
-        return [_device(first + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
+        return [device_of(first + i, node.name, gpus[n]) for i, n in enumerate(node.gpus)]
 
     def _join_late(
         self, node: _Node, hostname: str | None, gpus: dict[int, NodeGpu]
@@ -345,8 +311,8 @@ class RemoteSource:
             for offset, number in enumerate(node.gpus):
                 entry = gpus.get(number)
                 if entry is not None:
-                    sample = _sample(node.first_index + offset, entry)
-                    samples.append(_with_xid(sample, entry, node.name, node.xid, now, notes))
+                    sample = sample_of(node.first_index + offset, entry)
+                    samples.append(with_xid(sample, entry, node.name, node.xid, now, notes))
         notes += blind_notes(blind)
         behind = self._behind(started)
         if behind is not None:
@@ -422,114 +388,3 @@ def few(names: Sequence[str], shown: int = 3) -> str:
     """'a, b, c and 61 more'."""
     head = ", ".join(names[:shown])
     return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
-
-
-def _device(index: int, node: str, entry: NodeGpu) -> DeviceInfo:
-    labels = entry.labels
-    facts: dict[str, Any] = {}
-    for name, value in entry.values.items():
-        dcgm = BY_NAME[name]
-        if dcgm.on == "device":
-            facts[dcgm.attr] = dcgm.to_model(value)
-    for attr, keys in K8S_LABELS:
-        found = _workload(labels, keys)
-        # a MIG GPU runs one job per instance: each instance's series names its own pod
-        instances = [_workload(entry.mig[i].labels, keys) for i in sorted(entry.mig)]
-        named = list(dict.fromkeys(v for v in instances if v))
-        if named:
-            found = ", ".join(named[:8]) + (f" (+{len(named) - 8})" if len(named) > 8 else "")
-        if found:
-            facts[attr] = found
-    return DeviceInfo(  # built once, facts and all: a cluster lists thousands
-        index=index,
-        name=labels.get("modelName") or f"GPU {entry.gpu}",
-        uuid=labels.get("UUID") or labels.get("uuid"),
-        pci_bus_id=labels.get("pci_bus_id"),
-        driver_version=labels.get("DCGM_FI_DRIVER_VERSION"),
-        node=node,
-        node_index=entry.gpu,
-        mig_mode=True if entry.mig else None,
-        **facts,
-    )
-
-
-def _workload(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
-    return next((labels[k] for k in keys if labels.get(k, "").strip()), None)
-
-
-_NOT_SAMPLE_FIELDS = frozenset(("xid", "gr_active"))
-
-
-def _memory(fields: dict[str, Any]) -> None:
-    """used + free + reserved is the total (DCGM: FB_TOTAL = used + free + reserved)."""
-    used, free = fields.get("mem_used"), fields.get("mem_free")
-    if used is not None and free is not None:
-        fields["mem_total"] = used + free + (fields.get("mem_reserved") or 0)
-
-
-def _model_fields(values: dict[str, float]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for name, value in values.items():
-        dcgm = BY_NAME[name]
-        if dcgm.on == "sample":
-            fields[dcgm.attr] = dcgm.to_model(value)
-    return fields
-
-
-def _mig(mig: NodeMig) -> MigInstance:
-    fields = _model_fields(mig.values)
-    _memory(fields)
-    return MigInstance(
-        gpu_instance_id=mig.gpu_instance_id,
-        profile=mig.labels.get("GPU_I_PROFILE") or None,
-        mem_used=fields.get("mem_used"),
-        mem_total=fields.get("mem_total"),
-        sm_activity=fields.get("sm_activity"),
-        gr_active=fields.get("gr_active"),
-        tensor_activity=fields.get("tensor_activity"),
-    )
-
-
-def _sample(index: int, entry: NodeGpu) -> GpuSample:
-    own = _model_fields(entry.values)
-    fields = {k: v for k, v in own.items() if k not in _NOT_SAMPLE_FIELDS}
-    if "util_gpu" not in fields and own.get("gr_active") is not None:
-        # the GPU's own graphics-engine activity (no GPU_I_ID) is its utilisation: a MIG
-        # GPU has no GPU_UTIL, and profiling-only counter sets leave it out
-        fields["util_gpu"] = own["gr_active"]
-    if fields.get("mem_temp_c") == 0:  # GDDR boards have no sensor; DCGM says 0 there
-        del fields["mem_temp_c"]
-    _memory(fields)
-    if entry.mig:
-        instances = tuple(_mig(entry.mig[i]) for i in sorted(entry.mig))
-        fields["mig_instances"] = instances
-        used = [m.mem_used for m in instances]
-        if "mem_used" not in fields and used and all(u is not None for u in used):
-            fields["mem_used"] = sum(u for u in used if u is not None)
-    return within_ranges(GpuSample(index=index, **fields))
-
-
-def _with_xid(
-    sample: GpuSample,
-    entry: NodeGpu,
-    node: str,
-    seen: dict[int, int],
-    now: float,
-    notes: list[Note],
-) -> GpuSample:
-    """DCGM's XID_ERRORS holds the last Xid's code: a code not seen before is an event."""
-    code = entry.values.get("DCGM_FI_DEV_XID_ERRORS")
-    if code is None or code == 0:
-        return sample
-    number = int(code)
-    message = entry.labels.get("err_msg")
-    notes.append(
-        Note(
-            NoteKind.GENERAL,
-            f"node {node} GPU {entry.gpu}: last Xid {number} ({message or describe_xid(number)})",
-        )
-    )
-    if seen.get(entry.gpu) == number:
-        return sample
-    seen[entry.gpu] = number
-    return replace(sample, xid_events=(XidEvent(number, now),))

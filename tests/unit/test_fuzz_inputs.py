@@ -29,16 +29,10 @@ from gputui.core.sanitize import clean
 from gputui.core.source import SourceUnavailable
 from gputui.formats.recording import Header, RecordingError, header_line, read_recording
 from gputui.formats.values import frame_dict
+from gputui.sources.node_readings import device_of, sample_of
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promql import REF, TAG
-from gputui.sources.remote import (
-    MAX_GPUS_PER_NODE,
-    MAX_LABEL_CHARS,
-    ScrapeError,
-    _device,
-    _sample,
-    parse_exposition,
-)
+from gputui.sources.remote import MAX_GPUS_PER_NODE, MAX_LABEL_CHARS, ScrapeError, parse_exposition
 from gputui.sources.simulated import SimulatedSource
 from tests.hostile import fuzz_settings
 
@@ -127,10 +121,10 @@ def test_a_random_exporter_page_gives_an_error_or_readings_in_range(page: str) -
         assert host is None or len(host) <= MAX_LABEL_CHARS
         for index, entry in gpus.items():
             assert all(len(v) <= MAX_LABEL_CHARS for v in entry.labels.values())
-            sample = _sample(index, entry)
+            sample = sample_of(index, entry)
             assert within_ranges(sample) is sample
             assert all(math.isfinite(v) for v in entry.values.values())
-            assert_clean_text(_device(index, clean(host or "node"), entry))
+            assert_clean_text(device_of(index, clean(host or "node"), entry))
 
 
 # -- recordings ----------------------------------------------------------------------------

@@ -89,20 +89,6 @@ def _private_imports() -> set[str]:
     return found
 
 
-#: the last ones, between the remote pages and the Prometheus source: they go with the
-#: move of a node's GPU readings into a module of their own
-NOT_YET: frozenset[str] = frozenset(
-    {
-        "gputui.sources.promapi: gputui.sources.remote._device",
-        "gputui.sources.promread: gputui.sources.remote._device",
-        "gputui.sources.promread: gputui.sources.remote._sample",
-        "gputui.sources.promread: gputui.sources.remote._with_xid",
-    }
-)
-
-
 def test_no_module_imports_another_modules_private_names() -> None:
     """A name another module needs is public: split at a seam, or name it so."""
-    found = _private_imports()
-    assert found - NOT_YET == set()
-    assert NOT_YET - found == set(), "gone: take them off NOT_YET"
+    assert _private_imports() == set()
