@@ -12,7 +12,8 @@ of an R570 driver with N H100s, readings changing every second, the same for bot
 --driver, a compiled stand-in for libnvidia-ml.so.1 in DIR (loaded through the real
 nvidia-ml-py by both tools, each started as a user starts it: ``python -m gputui``,
 ``python -m nvitop``), configured by --driver-config (``FAKENVML_CONFIG``), with 8 sleeping
-processes of this machine as the GPUs' processes (``FAKE_PID0`` to ``FAKE_PID7``).
+processes of this machine as the GPUs' processes (``FAKE_PID0`` to ``FAKE_PID7``,
+holding /dev/nvidia0 open: benchmarks/stand_in.py).
 
 After --warmup, tmux copies what the pane's program writes to this script (``pipe-pane
 -O``) for --seconds: its bytes, the share of them that are SGR (colour and attribute)
@@ -56,6 +57,7 @@ import pyte
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: the benchmarks and tests packages
 
+from benchmarks.stand_in import Node, stand_in  # noqa: E402
 from benchmarks.vs_nvitop import nvitop_version  # noqa: E402
 
 SGR = re.compile(rb"\x1b\[[0-9;:]*m")
@@ -95,44 +97,6 @@ class Run:
     @property
     def bytes_per_cell(self) -> float:
         return len(self.data) / max(1, self.changed_cells)
-
-
-@dataclass
-class Node:
-    """Where the tools read their GPUs: the test double (``driver`` None) or a stand-in
-    library, its config and the PIDs it gives the GPUs."""
-
-    gpus: int
-    driver: Path | None = None
-    config: Path | None = None
-    pids: tuple[int, ...] = ()
-
-    def command(self, tool: str, python: str) -> str:
-        env = ["env", "-u", "PYTHONDONTWRITEBYTECODE", "TERM=xterm-256color"]
-        if self.driver is None:
-            child = [python, str(ROOT / "benchmarks" / "vs_nvitop.py"), "--child", tool]
-            return shlex.join([*env, *child, "--gpus", str(self.gpus)])
-        env += [f"LD_LIBRARY_PATH={self.driver}", "FAKENVML_QUIET=1"]
-        env += [f"FAKENVML_CONFIG={self.config}"] * (self.config is not None)
-        env += [f"FAKE_PID{i}={pid}" for i, pid in enumerate(self.pids)]
-        return shlex.join([*env, python, "-m", tool, "--interval", "1"])
-
-
-@contextlib.contextmanager
-def stand_in(driver: Path | None, config: Path | None, gpus: int) -> Iterator[Node]:
-    """The node, with sleeping processes for a stand-in's GPUs while it is used."""
-    if driver is None:
-        yield Node(gpus)
-        return
-    sleepers = [subprocess.Popen(["sleep", "86400"]) for _ in range(8)]
-    try:
-        yield Node(
-            gpus, driver.resolve(), config and config.resolve(), tuple(p.pid for p in sleepers)
-        )
-    finally:
-        for proc in sleepers:
-            proc.kill()
-            proc.wait()
 
 
 @contextlib.contextmanager

@@ -4,6 +4,14 @@ same run, same fake 8-GPU node, same terminal.
 Usage: python benchmarks/vs_nvitop.py [--python /tmp/nvitop-venv/bin/python] [--gpus 8]
                                       [--warmup 10] [--seconds 60] [--size 160x50] [--still]
                                       [--rounds 3] [--starts 3] [--day]
+                                      [--driver DIR --driver-config FILE]
+
+With --driver (the honest floor): a compiled stand-in for libnvidia-ml.so.1 in DIR, loaded
+through the real nvidia-ml-py, and every tool started as a user starts it, in a plain
+interpreter: ``python -m gputui --interval 1``, the bare app ``benchmarks/bare_app.py`` (only
+Textual imported) and ``python -m nvitop --interval 1``; the library counts the NVML calls
+(benchmarks/stand_in.py). Without it, the harness below: the test double in this script's
+child, whose pytest and double every tool's figures carry.
 
 Starts each monitor in its own detached tmux session of the given size through this same
 script (``--child gputui`` / ``--child bare`` / ``--child nvitop``), one after the other,
@@ -82,7 +90,9 @@ sys.path.insert(0, str(ROOT))  # run as a script: the benchmarks and tests packa
 
 import psutil  # noqa: E402
 
+from benchmarks import bare_app  # noqa: E402
 from benchmarks.app_cpu import cpu_seconds, tmux  # noqa: E402
+from benchmarks.stand_in import Node, stand_in  # noqa: E402
 
 TOOLS = ("gputui", "bare", "nvitop")
 
@@ -273,26 +283,11 @@ def child(tool: str, gpus: int, moving: bool, report: Path | None) -> int:
 
         return cli.main(["--interval", "1"])
     if tool == "bare":
-        return bare_app(len(lib.gpus))
+        return bare_app.run(len(lib.gpus))
     nvitop_cli: Any = importlib.import_module("nvitop.cli")
     sys.argv = ["nvitop", "--interval", "1"]
     status: int = nvitop_cli.main()
     return status
-
-
-def bare_app(gpus: int) -> int:
-    """Textual's floor: one Static with a row per GPU, nothing read, nothing refreshed."""
-    from textual.app import App, ComposeResult
-    from textual.widgets import Static
-
-    rows = "\n".join(f"bare {i} H100 80GB HBM3" for i in range(gpus))
-
-    class Bare(App[None]):
-        def compose(self) -> ComposeResult:
-            yield Static(rows)
-
-    Bare().run()
-    return 0
 
 
 # -- the parent: tmux, /proc ---------------------------------------------------------------
@@ -305,7 +300,7 @@ def rss_mb(pid: int) -> float:
 #: one line per GPU on each tool's screen: gputui's GPU list ("▶0 H100 80GB HBM3 ..."),
 #: nvitop's device rows (power "605W / 700W", in its compact and its full mode alike)
 GPU_ROW = {
-    "gputui": re.compile(r"^\s*▶?\s*\d+ H100 "),
+    "gputui": re.compile(r"^\s*▶?\s*\d+ (?:NVIDIA )?[AH]100"),
     "bare": re.compile(r"^bare \d+ H100 "),
     "nvitop": re.compile(r"^│.*\d+W / \d+W"),
 }
@@ -392,7 +387,7 @@ def _stopped(session: str, pid: int) -> None:
 def measure(
     tool: str,
     python: str,
-    gpus: int,
+    node: Node,
     warmup: float,
     seconds: float,
     size: str,
@@ -401,7 +396,9 @@ def measure(
 ) -> Result:
     """One round of one tool: ``starts`` starts for the first frame (their median: a single
     start through tmux moves by a third between tries), the last of them then warmed up and
-    measured."""
+    measured. On a stand-in driver the tool runs as a user starts it and the library counts
+    the calls; on the test double the harness child counts them."""
+    gpus = node.gpus
     session = f"vs-nvitop-{tool}"
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
@@ -421,6 +418,8 @@ def measure(
         # exec: the pane's process is the tool itself, not a shell waiting for it
         # bytecode as an installed package has it: compiled once, never at each start
         command = f"env -u PYTHONDONTWRITEBYTECODE {command}"
+        if node.driver is not None:
+            command = node.command(tool, python)
         pid, first_frame = _start(tool, command, session, gpus, size)
         frames = [first_frame]
         for _ in range(starts - 1):  # each start stopped before the next: the last one stays
@@ -430,19 +429,33 @@ def measure(
         try:
             time.sleep(max(0.0, warmup - first_frame))  # the last start is just showing
             rss_start = rss_mb(pid)
-            os.kill(pid, signal.SIGUSR1)
             proc = psutil.Process(pid)
+            if node.driver is None:
+                os.kill(pid, signal.SIGUSR1)
+            else:
+                begun = node.calls()
             cpu0, wall0 = cpu_seconds(proc), time.perf_counter()
             time.sleep(seconds)
             cpu1, wall1 = cpu_seconds(proc), time.perf_counter()
-            os.kill(pid, signal.SIGUSR2)
+            if node.driver is None:
+                os.kill(pid, signal.SIGUSR2)
+            else:
+                ended = node.calls()
             rss_end = rss_mb(pid)
             screen = tmux("capture-pane", "-p", "-t", session)
-            for _ in range(50):
-                if report.exists():
-                    break
-                time.sleep(0.1)
-            counted: dict[str, Any] = json.loads(report.read_text())
+            if node.driver is None:
+                for _ in range(50):
+                    if report.exists():
+                        break
+                    time.sleep(0.1)
+                counted: dict[str, Any] = json.loads(report.read_text())
+            else:
+                counted = {
+                    "calls": {"TOTAL": ended[1] - begun[1]},
+                    "wall": ended[0] - begun[0],
+                    "added": [],
+                    "changed": [],
+                }
         finally:
             _stopped(session, pid)
     calls: dict[str, int] = counted["calls"]
@@ -460,10 +473,11 @@ def measure(
     )
 
 
-def nvitop_version(python: str) -> str | None:
-    """nvitop's version under that interpreter, or None if it cannot run the nvitop child
-    (which needs nvitop, and nvidia-ml-py and pytest for the test double)."""
-    code = "import importlib.metadata as m, nvitop, pynvml, pytest; print(m.version('nvitop'))"
+def nvitop_version(python: str, double: bool = True) -> str | None:
+    """nvitop's version under that interpreter, or None if it cannot run nvitop (the
+    harness child needs nvidia-ml-py and pytest for the test double too)."""
+    needs = "nvitop, pynvml, pytest" if double else "nvitop"
+    code = f"import importlib.metadata as m, {needs}; print(m.version('nvitop'))"
     probe = subprocess.run([python, "-c", code], capture_output=True, text=True)
     return probe.stdout.strip() if probe.returncode == 0 else None
 
@@ -485,6 +499,12 @@ def main() -> int:
         "--starts", type=int, default=3, help="starts a round for the first frame (their median)"
     )
     parser.add_argument("--day", action="store_true", help="also 24 simulated hours of RSS")
+    parser.add_argument(
+        "--driver",
+        type=Path,
+        help="a folder with a stand-in libnvidia-ml.so.1: each tool in a plain interpreter",
+    )
+    parser.add_argument("--driver-config", type=Path, help="its config (FAKENVML_CONFIG)")
     args = parser.parse_args()
     starts = max(1, args.starts)
     if args.child:
@@ -492,12 +512,19 @@ def main() -> int:
     if shutil.which("tmux") is None:
         print("tmux is needed", file=sys.stderr)
         return 1
-    version = nvitop_version(args.python)
+    version = nvitop_version(args.python, double=args.driver is None)
     tools = [t for t in TOOLS if t != "nvitop" or version is not None]
+    node_text = (
+        f"fake R570 driver (the test double, in the harness child), {args.gpus} x H100 with "
+        f"GPM, readings {'fixed' if args.still else 'changing every second'}"
+        if args.driver is None
+        else f"the stand-in driver in {args.driver} ({args.driver_config or 'its default'}); "
+        "each tool in a plain interpreter (python -m gputui, benchmarks/bare_app.py, "
+        "python -m nvitop)"
+    )
     print(
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
-        f"tmux {args.size}; fake R570 driver, {args.gpus} x H100 with GPM, readings "
-        f"{'fixed' if args.still else 'changing every second'}; "
+        f"tmux {args.size}; {node_text}; "
         f"warm-up {args.warmup:g} s, measured over {args.seconds:g} s, {args.rounds} rounds, "
         f"the first frame of {starts} starts a round"
     )
@@ -514,6 +541,24 @@ def main() -> int:
     pythons = {"gputui": sys.executable, "bare": sys.executable, "nvitop": args.python}
     for folder in ("gputui", "tests", "benchmarks"):  # an editable checkout: compile it once
         compileall.compile_dir(ROOT / folder, quiet=1)
+    with stand_in(args.driver, args.driver_config, args.gpus) as node:
+        if node.driver is not None and not node.holders:
+            print(
+                "the GPUs' processes hold no /dev/nvidia0 (no mount namespace here): gputui "
+                "takes them for another PID namespace's and reads less of them"
+            )
+        rounds = _rounds(args, tools, pythons, node, starts)
+    _report(args, tools, rounds)
+    return 0
+
+
+def _rounds(
+    args: argparse.Namespace,
+    tools: list[str],
+    pythons: dict[str, str],
+    node: Node,
+    starts: int,
+) -> list[dict[str, Result]]:
     rounds: list[dict[str, Result]] = []
     for number in range(1, args.rounds + 1):
         # In turn, so a slow spell of the machine falls on every tool alike.
@@ -521,7 +566,7 @@ def main() -> int:
             tool: measure(
                 tool,
                 pythons[tool],
-                args.gpus,
+                node,
                 args.warmup,
                 args.seconds,
                 args.size,
@@ -540,6 +585,10 @@ def main() -> int:
             ),
             flush=True,
         )
+    return rounds
+
+
+def _report(args: argparse.Namespace, tools: list[str], rounds: list[dict[str, Result]]) -> None:
     last = rounds[-1]
     for tool, r in last.items():
         print(f"\n--- {tool}: the top of its screen at the end of the last round ---")
@@ -559,7 +608,6 @@ def main() -> int:
         )
     if args.day:
         _day(args.gpus, args.size)
-    return 0
 
 
 FIGURES: dict[str, Callable[[Result], float]] = {
