@@ -24,8 +24,23 @@ ARTICLE_CAUSES = (
 
 @frozen
 class Rule:
-    """``reads`` and ``fires_when`` are templates over the thresholds (``{t.window_s:g}``):
-    the numbers in the prose are the ones the rule uses, whatever the config says."""
+    """One cause the advisor recognises: its prose and the function that judges it.
+
+    ``reads`` and ``fires_when`` are templates over the thresholds (``{t.window_s:g}``):
+    the numbers in the prose are the ones the rule uses, whatever the config says. A rule
+    is added to ``advisor.catalogue.CATALOGUE``; docs/advisor.md is generated from it.
+
+    Args:
+        id: its name (``core.names.RuleId``), in findings, files and the engine's rules.
+        cause: the article's cause it belongs to, its number first (``ARTICLE_CAUSES``).
+        reads: what it reads, in words.
+        fires_when: when it fires, with the numbers it uses.
+        suggests: what its remedies say.
+        check: the judgement: given a ``Context`` (the history, the devices, the newest
+            frame, the thresholds), the ``Candidate`` findings that hold now, each with
+            its evidence as numbers in sentences and its remedies; nothing where all is
+            well. It reads, never writes, and decides on values, never on its own prose.
+    """
 
     id: RuleId
     cause: str  # the source article's cause it belongs to (its number: ARTICLE_CAUSES)

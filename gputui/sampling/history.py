@@ -55,7 +55,18 @@ class _GpuRings:
 
 
 class History:
-    """Ring buffers for every GPU and the host; answers questions about a time window."""
+    """Ring buffers for every GPU and the host; answers questions about a time window.
+
+    The rules read the GPUs' history only through it: ``window`` and ``stats`` for a
+    metric over the last seconds, ``series`` for the newest points (the sparklines),
+    ``growth`` for counters, ``known_reasons`` for clock-event masks, ``xids`` for events.
+    Every ring shares one cursor: a tick is one slot of each, NaN where a GPU had no
+    reading (lost, not yet seen, or the driver would not say).
+
+    Args:
+        capacity: the ticks kept (the config's ``history_points``); the oldest tick is
+            overwritten by the newest once it is full.
+    """
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
@@ -106,6 +117,8 @@ class History:
         return tuple(sorted(self._gpus))
 
     def add(self, frame: Frame) -> None:
+        """One tick: every GPU's readings (NaN for a GPU missing from ``frame`` or lost)
+        and the host's, at ``frame.time``; frames come in time order."""
         present = {s.index: s for s in frame.gpus}
         for index in present:
             if index not in self._gpus:
@@ -310,6 +323,10 @@ class History:
         return found
 
     def stats(self, gpu: int, metric: Metric, seconds: float) -> WindowStats | None:
+        """Mean, extremes, first and last reading, count and span of ``metric`` on GPU
+        ``gpu`` (its index) over the last ``seconds`` (by tick time, up to the newest
+        tick); None for a GPU never seen, a WindowStats with count 0 when the window
+        holds no reading."""
         rings = self._gpus.get(gpu)
         if rings is None:
             return None

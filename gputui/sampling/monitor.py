@@ -120,6 +120,21 @@ class FrameTicks:
 
 
 class Monitor:
+    """The one state a tick flows into: the history, the judge's findings, each process's
+    own readings and the run log. Everything that reads GPUs (the screen, a snapshot,
+    doctor, the recorder's report, the training-loop API) feeds it through ``take`` and
+    reads it back; nothing else writes it.
+
+    Args:
+        devices: the static facts of every GPU, as ``Source.open`` gave them.
+        config: the sampling interval and the history's length (``history_points``).
+        source: what the frames come from (its kind and name, for the screen and files).
+        make_judge: makes the judge (``gputui.advisor.Advisor`` over the catalogue); a
+            factory so that the rules load only when they are first needed.
+        later: make the judge only when a frame is first to be judged, judging with these
+            thresholds meanwhile (the app's first paint then does not wait for the rules).
+    """
+
     def __init__(
         self,
         devices: Sequence[DeviceInfo],
@@ -129,9 +144,7 @@ class Monitor:
         *,
         later: Thresholds | None = None,
     ) -> None:
-        """``later``: make the judge only when a frame is first to be judged (the app's
-        first paint then does not wait for the rules to load), judging with these
-        thresholds; until then there are no findings and nothing judged."""
+        """Until ``later``'s judge is made there are no findings and nothing judged."""
         self.devices = tuple(devices)
         self.config = config
         self.source = source
@@ -237,7 +250,15 @@ class Monitor:
     def take(self, ticks: Ticks) -> tuple[Finding, ...]:
         """Ticks into the history, judged where the judge is due or a tick is urgent, each
         with the findings as they stood in the run log: the one way ticks become findings,
-        a frame at a time or a recording's block at once. The findings after the last."""
+        a frame at a time or a recording's block at once.
+
+        Args:
+            ticks: ``FrameTicks(frame)`` for one frame from ``Source.read``, or a block of
+                a recording (``exporters.report.columnar.BlockTicks``), oldest first.
+
+        Returns:
+            The findings as they stand after the last tick.
+        """
         judge = self.advisor
         times = ticks.times
         count = len(times)
