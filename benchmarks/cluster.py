@@ -72,7 +72,7 @@ def measure(url: str, follow: bool, ticks: int, interval: float) -> dict[str, fl
     from gputui.core.config import Config
     from gputui.core.model import SourceInfo
     from gputui.core.names import SourceKind
-    from gputui.sources.promapi import PrometheusSource
+    from gputui.sources.prometheus.source import PrometheusSource
     from gputui.view.cluster import cluster_page, shown_nodes
 
     process = psutil.Process()

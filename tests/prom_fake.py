@@ -1,5 +1,6 @@
 """A Prometheus HTTP API stand-in for unit tests: it answers the queries gputui sends
-(``sources/promql.py``) from a fixed set of series, the way a server would evaluate them.
+(``sources/prometheus/queries.py``) from a fixed set of series, the way a server would
+evaluate them.
 
 Only the query shapes gputui builds are understood: the cluster counts, the census, the
 aggregating summary (freshness and GPU count per node), the lag probe, ``up == 0``, and
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputui.sources.fetching import TooLarge
-from gputui.sources.promql import NODE_LABELS, REF, TAG
+from gputui.sources.prometheus.queries import NODE_LABELS, REF, TAG
 
 Series = tuple[dict[str, str], float]
 _NODES = re.compile(r'(Hostname|hostname|instance)=~"((?:[^"\\]|\\.)*)"')

@@ -120,7 +120,7 @@ def open_prometheus(
     """A cluster's GPUs through a Prometheus server that scrapes dcgm-exporter (``match``:
     a PromQL label matcher, ``{Hostname=~"node-1.*"}``). The server's recent history is
     judged first, so the advisor speaks from the first tick."""
-    from gputui.sources.promapi import PrometheusSource
+    from gputui.sources.prometheus.source import PrometheusSource
 
     source = PrometheusSource(url, match, timeout_s=timeout_s)
     devices = source.open()

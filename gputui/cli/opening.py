@@ -56,7 +56,7 @@ def make_source(
 
 def _source(args: argparse.Namespace, clock: Callable[[], float], readings: int | None) -> Source:
     if getattr(args, "prometheus", None) and args.demo is None:
-        from gputui.sources.promapi import HISTORY_READINGS, PrometheusSource
+        from gputui.sources.prometheus.source import HISTORY_READINGS, PrometheusSource
 
         return PrometheusSource(
             args.prometheus,

@@ -218,7 +218,7 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
     from gputui.core.model import SourceInfo
     from gputui.core.source import SourceUnavailable
     from gputui.exporters.report import Collector, report_thresholds
-    from gputui.sources.promapi import PrometheusSource
+    from gputui.sources.prometheus.source import PrometheusSource
     from gputui.sources.remote import ScrapeError
 
     window = _window(args)

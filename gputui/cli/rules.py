@@ -20,7 +20,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     scrape_s = args.scrape_interval
     url = getattr(args, "prometheus", None)
     if scrape_s is None and url:
-        from gputui.sources.promapi import PrometheusSource
+        from gputui.sources.prometheus.source import PrometheusSource
 
         try:
             scrape_s = PrometheusSource(url, match).scrape_interval()

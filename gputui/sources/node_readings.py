@@ -2,8 +2,8 @@
 instances included) and a fresh Xid as an event.
 
 Both remote paths make their readings here: the scraped endpoints (``remote``) and a
-Prometheus server's answers (``promread``, ``promapi``); ``promcolumns`` writes the same
-conversion out column by column for a range.
+Prometheus server's answers (``prometheus.reads``, ``prometheus.source``);
+``prometheus.columns`` writes the same conversion out column by column for a range.
 """
 
 from __future__ import annotations

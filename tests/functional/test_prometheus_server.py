@@ -21,7 +21,7 @@ import pytest
 
 from gputui.cli import main
 from gputui.core.source import SourceUnavailable
-from gputui.sources.promapi import PrometheusSource
+from gputui.sources.prometheus.source import PrometheusSource
 from tests.dcgm_pages import default_page
 from tests.servers import answer, free_port, prometheus_binary, serve, start_prometheus
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.sources.promapi import PrometheusSource
+from gputui.sources.prometheus.source import PrometheusSource
 from tests.prom_cluster import (
     THERMAL,
     Plan,

@@ -14,9 +14,9 @@ from gputui.core.judgement import EngineAlert, EngineVerdict
 from gputui.core.model import Frame, NodeStatus
 from gputui.core.names import RuleId, Severity
 from gputui.sampling.history import History
-from gputui.sources.promalerts import alerts_of, annotations_of, rules_loaded
-from gputui.sources.promnodes import ClusterNode, Tagged, status_of, suspicion
-from gputui.sources.promql import TAG, NodeKey
+from gputui.sources.prometheus.alerts import alerts_of, annotations_of, rules_loaded
+from gputui.sources.prometheus.nodes import ClusterNode, Tagged, status_of, suspicion
+from gputui.sources.prometheus.queries import TAG, NodeKey
 from tests.advisor_kit import BUSY, H100
 
 NOW = 1_800_000_000.0

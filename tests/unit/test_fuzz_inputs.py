@@ -30,8 +30,8 @@ from gputui.core.source import SourceUnavailable
 from gputui.formats.recording import Header, RecordingError, header_line, read_recording
 from gputui.formats.values import frame_dict
 from gputui.sources.node_readings import device_of, sample_of
-from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promql import REF, TAG
+from gputui.sources.prometheus.queries import REF, TAG
+from gputui.sources.prometheus.source import PrometheusSource
 from gputui.sources.remote import MAX_GPUS_PER_NODE, MAX_LABEL_CHARS, ScrapeError, parse_exposition
 from gputui.sources.simulated import SimulatedSource
 from tests.hostile import fuzz_settings

@@ -71,7 +71,7 @@ def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
         "later = ('gputui.exporters', 'gputui.cli.completion', 'gputui.cli.report',\n"
         "         'gputui.formats.recording', 'gputui.sources.recorded',\n"
         "         'gputui.sampling.replay_control', 'gputui.sources.remote',\n"
-        "         'gputui.sources.promapi', 'gputui.ui.svg', 'prometheus_client',\n"
+        "         'gputui.sources.prometheus.source', 'gputui.ui.svg', 'prometheus_client',\n"
         "         'gputui.sources.simulated', 'gputui.view.pages', 'gputui.view.topology',\n"
         "         'gputui.view.process_page', 'gputui.view.all_processes',\n"
         "         'gputui.view.overview', 'gputui.ui.commands', 'gputui.ui.screens',\n"

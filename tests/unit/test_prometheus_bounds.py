@@ -12,11 +12,11 @@ import pytest
 
 from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promnodes import MAX_CLUSTER_GPUS, MAX_NODES, Tagged, check_counts
-from gputui.sources.promql import REASONS_LABEL, REF, TAG, NodeKey, display_names
-from gputui.sources.promread import History
-from gputui.sources.promwire import (
+from gputui.sources.prometheus.nodes import MAX_CLUSTER_GPUS, MAX_NODES, Tagged, check_counts
+from gputui.sources.prometheus.queries import REASONS_LABEL, REF, TAG, NodeKey, display_names
+from gputui.sources.prometheus.reads import History
+from gputui.sources.prometheus.source import PrometheusSource
+from gputui.sources.prometheus.wire import (
     MAX_LABELS,
     MAX_TOKEN_BYTES,
     decode,

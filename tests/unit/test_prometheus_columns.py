@@ -10,7 +10,7 @@ from gputui.advisor import make_monitor
 from gputui.core.config import Config
 from gputui.core.model import SourceInfo
 from gputui.core.names import Metric, SourceKind
-from gputui.sources.promapi import PrometheusSource
+from gputui.sources.prometheus.source import PrometheusSource
 from tests.prom_fake import FakeProm, Series, gpu_series
 
 BLANK_INT64 = 9223372036854775808.0

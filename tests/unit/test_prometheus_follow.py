@@ -13,9 +13,9 @@ from gputui.core.config import Config
 from gputui.core.model import DeviceInfo, SourceInfo
 from gputui.core.names import RuleId, SourceKind
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promnodes import ClusterNode, wanted
-from gputui.sources.promql import TAG, NodeKey, display_names
+from gputui.sources.prometheus.nodes import ClusterNode, wanted
+from gputui.sources.prometheus.queries import TAG, NodeKey, display_names
+from gputui.sources.prometheus.source import PrometheusSource
 from gputui.view.cluster import shown_nodes
 from tests.prom_fake import FakeProm, gpu_series
 

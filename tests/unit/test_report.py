@@ -406,7 +406,7 @@ def test_a_ranges_moments_and_a_future_end() -> None:
     assert _window(argparse.Namespace(since=str(time.time() + 60), until=None)) == EXIT_USAGE
     # the census of a report's source spans its whole range: a node that stopped hours
     # before the end is listed (the live source keeps its census to the last hour)
-    from gputui.sources.promapi import MAX_HISTORY_S, PrometheusSource
+    from gputui.sources.prometheus.source import MAX_HISTORY_S, PrometheusSource
 
     night = PrometheusSource("http://prom:9090", None, at=now, history_s=8 * 3600.0)
     assert night._window_s(15.0) == 8 * 3600.0 > MAX_HISTORY_S
@@ -446,7 +446,7 @@ def test_a_node_that_stopped_before_the_reports_end_keeps_its_own_limits() -> No
     against the highest clock it happened to run at). The server drops the metric name
     from ``last_over_time`` (Prometheus keeps it there, not through other functions) and,
     as Prometheus does, matches ``or``'s sides on their labels less the name."""
-    from gputui.sources.promapi import PrometheusSource
+    from gputui.sources.prometheus.source import PrometheusSource
     from tests.prom_fake import FakeProm, gpu_series
 
     def board(clock: float, slowdown: float, shutdown: float, power: float) -> dict[str, float]:

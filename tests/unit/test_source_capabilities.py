@@ -12,7 +12,7 @@ import pytest
 
 from gputui.core.source import Backfills, CatchesUp, Follows, Glances, TopologyLater
 from gputui.sources.nvml.source import NvmlSource
-from gputui.sources.promapi import PrometheusSource
+from gputui.sources.prometheus.source import PrometheusSource
 from gputui.sources.recorded import ReplaySource
 from gputui.sources.remote import RemoteSource
 from gputui.sources.simulated import SimulatedSource

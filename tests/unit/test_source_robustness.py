@@ -7,8 +7,8 @@ import pytest
 
 from gputui.core.source import SourceUnavailable
 from gputui.sources.nvml import NvmlSource
-from gputui.sources.promapi import PrometheusSource
-from gputui.sources.promwire import auth_headers, decode, point
+from gputui.sources.prometheus.source import PrometheusSource
+from gputui.sources.prometheus.wire import auth_headers, decode, point
 from gputui.sources.remote import RemoteSource, ScrapeError, fetch
 from tests.nvml_double import GPU_IS_LOST, INVALID_ARGUMENT, FakeGpu, FakeNvmlLib, install
 from tests.prom_fake import FakeProm, gpu_series

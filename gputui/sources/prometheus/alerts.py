@@ -12,9 +12,9 @@ from typing import Any
 from gputui.core.judgement import EngineAlert, EngineVerdict
 from gputui.core.model import Note
 from gputui.core.names import NoteKind, RuleId, Severity
-from gputui.sources.promnodes import ClusterNode
-from gputui.sources.promql import NodeKey, node_key
-from gputui.sources.promwire import labels_of, point
+from gputui.sources.prometheus.nodes import ClusterNode
+from gputui.sources.prometheus.queries import NodeKey, node_key
+from gputui.sources.prometheus.wire import labels_of, point
 
 #: the marker series `gputui rules` writes (``exporters.rules_file.INFO``)
 INFO = "gputui_rules_info"

@@ -1,7 +1,7 @@
 """A cluster's nodes as a Prometheus server knows them: who they are, how often each is
 scraped, which are down and why, and what the aggregating queries say of each.
 
-Pure functions over decoded answers (``promwire``): the source (``promapi``) asks, these
+Pure functions over decoded answers (``wire``): the source (``source``) asks, these
 read. Every figure is checked where it enters: a node past the caps is refused with the
 cap named, a figure that is not finite is no figure, a timestamp outside the window asked
 for is no reading.
@@ -19,7 +19,7 @@ from gputui.core.model import NodeStatus
 from gputui.core.names import Severity
 from gputui.core.numbers import median
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promql import (
+from gputui.sources.prometheus.queries import (
     REASON_FIGURES,
     REASONS_LABEL,
     TAG,
@@ -27,7 +27,7 @@ from gputui.sources.promql import (
     display_names,
     node_key,
 )
-from gputui.sources.promwire import labels_of, point
+from gputui.sources.prometheus.wire import labels_of, point
 from gputui.sources.remote import Blind
 
 # The bounds of one cluster, whatever the server answers (docs/security.md):
@@ -92,7 +92,7 @@ class ClusterNode:
 
 @dataclass
 class Tagged:
-    """Tagged aggregations (``promql.TAG``) by node: the figures, each node's instance and
+    """Tagged aggregations (``queries.TAG``) by node: the figures, each node's instance and
     job, how many series were refused (labels that are not strings, no node, a time
     outside the window, a value that is no number) and the server's time of the answer."""
 

@@ -1,7 +1,7 @@
 """The history a Prometheus source reads with range queries (``query_range``, in pages of
 nodes): frames for the screen and a report's range, columns for a point-in-time read, the
 stretch a lagging server holds back read as instant queries. A part of
-``promapi.PrometheusSource``, which holds the nodes, the queries and the calls."""
+``source.PrometheusSource``, which holds the nodes, the queries and the calls."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from gputui.core.model import DeviceInfo, Frame, Note
 from gputui.core.source import ColumnHistory
 from gputui.sources.fetching import ScrapeError
-from gputui.sources.promcolumns import Columns, history_names
-from gputui.sources.promnodes import ClusterNode, Tagged
-from gputui.sources.promql import REF, NodeKey, Queries
-from gputui.sources.promread import History, Read, history_notes, paged, with_limits
+from gputui.sources.prometheus.columns import Columns, history_names
+from gputui.sources.prometheus.nodes import ClusterNode, Tagged
+from gputui.sources.prometheus.queries import REF, NodeKey, Queries
+from gputui.sources.prometheus.reads import History, Read, history_notes, paged, with_limits
 
 MIN_STEP_S = 1.0
 #: what one page of nodes may hold: GPUs for readings, GPU-points for the history (an

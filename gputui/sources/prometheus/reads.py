@@ -19,7 +19,7 @@ from gputui.core.model import DeviceInfo, Frame, GpuSample, Note
 from gputui.core.names import RULES_NEEDING_HOST, NoteKind
 from gputui.sources.fetching import ScrapeError, TooLarge
 from gputui.sources.node_readings import device_of, sample_of, with_xid
-from gputui.sources.promnodes import (
+from gputui.sources.prometheus.nodes import (
     MAX_SERIES_PER_NODE,
     MAX_SKEW_S,
     NARROW,
@@ -28,8 +28,8 @@ from gputui.sources.promnodes import (
     grouped_down,
     pages_of,
 )
-from gputui.sources.promql import NodeKey, node_key
-from gputui.sources.promwire import labels_of, point
+from gputui.sources.prometheus.queries import NodeKey, node_key
+from gputui.sources.prometheus.wire import labels_of, point
 from gputui.sources.remote import NodeSeries, blind_notes, blind_of, few
 
 

@@ -23,7 +23,7 @@ from gputui.core.names import NoteKind, SourceKind
 from gputui.core.source import SourceUnavailable
 from gputui.sources.fetching import MAX_BYTES, ScrapeError, TooLarge, fetch
 from gputui.sources.node_readings import NodeGpu, device_of
-from gputui.sources.promalerts import (
+from gputui.sources.prometheus.alerts import (
     FIRING,
     INFO,
     alerts_of,
@@ -31,7 +31,7 @@ from gputui.sources.promalerts import (
     rules_loaded,
     verdict_note,
 )
-from gputui.sources.promnodes import (
+from gputui.sources.prometheus.nodes import (
     MAX_CLUSTER_GPUS,
     MAX_NODES,
     NARROW,
@@ -49,9 +49,9 @@ from gputui.sources.promnodes import (
     status_of,
     wanted,
 )
-from gputui.sources.promql import NODE_LABELS, REF, NodeKey, Queries, display_names
-from gputui.sources.promrange import PAGE_GPUS, RangeReads
-from gputui.sources.promread import (
+from gputui.sources.prometheus.queries import NODE_LABELS, REF, NodeKey, Queries, display_names
+from gputui.sources.prometheus.ranges import PAGE_GPUS, RangeReads
+from gputui.sources.prometheus.reads import (
     REFUSED,
     WHOLE,
     Later,
@@ -66,7 +66,7 @@ from gputui.sources.promread import (
     tick_notes,
     with_limits,
 )
-from gputui.sources.promwire import Fetcher, Server, bounded, decode, mask_url, server_of
+from gputui.sources.prometheus.wire import Fetcher, Server, bounded, decode, mask_url, server_of
 
 DEFAULT_STALE_S = 300.0
 #: the step when the scrape interval cannot be measured (dcgm-exporter's collect interval)

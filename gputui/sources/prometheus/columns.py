@@ -21,9 +21,9 @@ from gputui.core.dcgm import BY_NAME, FP64_BLANK, INT32_BLANK, INT32_MAX, INT64_
 from gputui.core.names import Metric
 from gputui.core.ranges import RANGES
 from gputui.core.source import ColumnHistory, GpuColumns
-from gputui.sources.promnodes import ClusterNode
-from gputui.sources.promql import NodeKey, node_key
-from gputui.sources.promwire import labels_of
+from gputui.sources.prometheus.nodes import ClusterNode
+from gputui.sources.prometheus.queries import NodeKey, node_key
+from gputui.sources.prometheus.wire import labels_of
 from gputui.sources.remote import GPU_NUMBER, INSTANCE_FIELDS
 
 NAN: Final = math.nan
@@ -141,7 +141,7 @@ class Columns:
         """A series' points into its column: those off the grid or outside the window
         counted as dropped, no reading (``remote.valid_reading``: NaN, negative, DCGM's
         blanks) left out, a column's first series winning (the instances' memory added
-        up). The checks of ``promwire.point`` and ``valid_reading`` written out in one loop:
+        up). The checks of ``wire.point`` and ``valid_reading`` written out in one loop:
         millions of points a cluster."""
         start, step, points, end = self.start, self.step, self.points, self.end
         cap, low_blank, high_blank = _blanks(dcgm)
