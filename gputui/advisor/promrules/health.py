@@ -229,7 +229,7 @@ def silent(terms: Terms) -> list[Alert]:
     return [gpu, replace(node, node_level=True), replace(target, node_level=True)]
 
 
-def _job_figures(terms: Terms) -> tuple[str, str]:
+def job_figures(terms: Terms) -> tuple[str, str]:
     """Each GPU of a job (labelled with it), its SM clock share where busy and its
     utilisation, recorded once: the medians and both alerts read them (a job's GPUs are a
     small part of a cluster's where few carry a workload label)."""
@@ -245,7 +245,7 @@ def _job_figures(terms: Terms) -> tuple[str, str]:
 
 def stragglers(terms: Terms) -> list[Alert]:
     t = terms.t
-    clock, util = _job_figures(terms)
+    clock, util = job_figures(terms)
     peers = f"(count by ({JOB}) ({clock}) >= 2)"
     slow_clock = (
         f"{clock} <= on({JOB}) group_left() (quantile by ({JOB}) (0.5, {clock}) - "
