@@ -50,6 +50,9 @@ HEALTHY: Mapping[str, float] = {
     "DCGM_FI_DEV_RETIRED_SBE": 0,
     "DCGM_FI_DEV_RETIRED_DBE": 0,
     "DCGM_FI_DEV_RETIRED_PENDING": 0,
+    "DCGM_FI_DEV_MEM_COPY_UTIL": 40,
+    "DCGM_FI_PROF_SM_ACTIVE": 0.8,
+    "DCGM_FI_DEV_FAN_SPEED": 45,
 }
 JOB_NAME = "dcgm"
 
@@ -106,14 +109,10 @@ def _series(case: Case) -> list[dict[str, str]]:
     nodes: dict[str, list[Gpu]] = {}
     for gpu in case.gpus:
         nodes.setdefault(gpu.node, []).append(gpu)
-        for metric, default in HEALTHY.items():
-            labels = ",".join(f'{k}="{v}"' for k, v in gpu.all_labels().items())
-            out.append(
-                {
-                    "series": f"{metric}{{{labels}}}",
-                    "values": _values(gpu.series.get(metric, default)),
-                }
-            )
+        labels = ",".join(f'{k}="{v}"' for k, v in gpu.all_labels().items())
+        for metric, values in {**HEALTHY, **gpu.series}.items():
+            if metric != "up":  # the node's, below
+                out.append({"series": f"{metric}{{{labels}}}", "values": _values(values)})
     for node, members in nodes.items():
         up = members[0].series.get("up", 1.0)
         out.append(
@@ -357,6 +356,8 @@ def cases(scrape_s: float) -> list[Case]:
         ),
         *_stragglers(),
         *_xid_classes(scrape_s),
+        *_stuck(scrape_s),
+        *_fans(scrape_s),
     ]
     return out
 
@@ -405,4 +406,133 @@ def _xid_classes(scrape_s: float) -> list[Case]:
             eval_s=480.0,
         )
         for (origin, level, _remedies), code in seen.items()
+    ]
+
+
+#: busy without work: 100 % utilisation at 130 W of 700, memory and SMs at rest, no traffic
+SPIN: Mapping[str, float | str] = {
+    "DCGM_FI_DEV_GPU_UTIL": 100,
+    "DCGM_FI_DEV_POWER_USAGE": 130,
+    "DCGM_FI_DEV_MEM_COPY_UTIL": 0,
+    "DCGM_FI_PROF_SM_ACTIVE": 0.04,
+    "DCGM_FI_PROF_PCIE_RX_BYTES": 1e6,
+    "DCGM_FI_PROF_PCIE_TX_BYTES": 1e6,
+}
+
+
+def _stuck(scrape_s: float) -> list[Case]:
+    since_420 = int(420 // scrape_s) - 1  # readings before 420 s: spinning 3 minutes at 600 s
+    pod = {"exported_pod": "train-0", "exported_namespace": "ml"}
+    idle: dict[str, float | str] = {
+        **SPIN,
+        "DCGM_FI_DEV_GPU_UTIL": 0,
+        "DCGM_FI_DEV_POWER_USAGE": 90,
+    }
+    late: dict[str, float | str] = {
+        **SPIN,
+        "DCGM_FI_DEV_POWER_USAGE": f"500x{since_420} 130x{READINGS}",
+    }
+    ranks = [Gpu("node-a", g, dict(SPIN), dict(pod)) for g in range(2)]
+    job = {JOB: "train-0"}
+    return [
+        Case(
+            "busy-no-work: 100 % busy for 10 minutes with nothing computed or moved",
+            _pair(**SPIN),
+            [Expected("GputuiBusyNoWork", "node-a", 1, 100)],
+        ),
+        Case(
+            "busy-no-work: the same for 3 minutes is not called yet",
+            _pair(**late),
+            [],
+        ),
+        Case(
+            "busy-no-work: memory-bound decode at modest power is work",
+            _pair(**{**SPIN, "DCGM_FI_DEV_POWER_USAGE": 200, "DCGM_FI_DEV_MEM_COPY_UTIL": 60}),
+            [],
+        ),
+        Case(
+            "busy-no-work: traffic over NVLink is work",
+            _pair(**SPIN, DCGM_FI_PROF_NVLINK_TX_BYTES=4e10),
+            [],
+        ),
+        Case(
+            "busy-no-work: one reading of power alone says nothing",
+            _pair(
+                **{
+                    k: v
+                    for k, v in SPIN.items()
+                    if k not in ("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_PROF_SM_ACTIVE")
+                }
+            ),
+            [],
+        ),
+        Case(
+            "busy-no-work: a pod of one GPU is no job's rank",
+            [_one("node-a", 0), Gpu("node-a", 1, dict(SPIN), dict(pod))],
+            [Expected("GputuiBusyNoWork", "node-a", 1, 100)],
+        ),
+        Case(
+            "collective-hang: two ranks of a pod wait while the third idles",
+            [*ranks, Gpu("node-a", 2, idle, dict(pod))],
+            [
+                Expected("GputuiCollectiveHang", "node-a", 0, 100, extra=job),
+                Expected("GputuiCollectiveHang", "node-a", 1, 100, extra=job),
+                Expected("GputuiStragglerIdle", "node-a", 2, 0, extra=job),
+                Expected("GputuiIdleAllocated", "node-a", 2, 60000 / 1024),
+            ],
+        ),
+    ]
+
+
+def _rising(scrape_s: float, mean: float, eval_s: float = 600.0) -> str:
+    """A temperature rising 2 °C a minute whose mean over the rules' window (the last
+    ``min_points`` + 1 = 6 readings) is ``mean`` at ``eval_s``."""
+    step = 2 * scrape_s / 60
+    last = eval_s / scrape_s
+    return f"{mean - step * (last - 2.5):g}+{step:g}x{READINGS}"
+
+
+def _fans(scrape_s: float) -> list[Case]:
+    return [
+        Case(
+            "fan-fault: a stopped fan on a board 12 degrees from its limit",
+            _pair(DCGM_FI_DEV_FAN_SPEED=0, DCGM_FI_DEV_GPU_TEMP=75),
+            [Expected("GputuiFanStopped", "node-a", 1, 75)],
+        ),
+        Case(
+            "fan-fault: a stopped fan near the limit is critical",
+            _pair(DCGM_FI_DEV_FAN_SPEED=0, DCGM_FI_DEV_GPU_TEMP=85),
+            [
+                Expected("GputuiFanStoppedNearLimit", "node-a", 1, 85),
+                Expected("GputuiThermalHot", "node-a", 1, 85),
+            ],
+        ),
+        Case(
+            "fan-fault: a zero-RPM stop on an idle, cool board is calm",
+            _pair(
+                DCGM_FI_DEV_FAN_SPEED=0,
+                DCGM_FI_DEV_GPU_TEMP=45,
+                DCGM_FI_DEV_GPU_UTIL=0,
+                DCGM_FI_DEV_FB_USED=500,
+            ),
+            [],
+        ),
+        Case(
+            "fan-fault: held at 25 % while a hot board heats",
+            _pair(DCGM_FI_DEV_FAN_SPEED=25, DCGM_FI_DEV_GPU_TEMP=_rising(scrape_s, 75.7)),
+            [Expected("GputuiFanHeldLow", "node-a", 1, 75.7)],
+        ),
+        Case(  # past the warning's zone for longer than it is kept after it ends
+            "fan-fault: held at 25 % near the limit and heating is critical",
+            _pair(DCGM_FI_DEV_FAN_SPEED=25, DCGM_FI_DEV_GPU_TEMP=_rising(scrape_s, 86.6)),
+            [
+                Expected("GputuiFanHeldLowNearLimit", "node-a", 1, 86.6),
+                Expected("GputuiThermalHot", "node-a", 1, 86.6),
+            ],
+        ),
+        Case(
+            "fan-fault: held at 25 % on a hot board that does not heat is its curve",
+            _pair(DCGM_FI_DEV_FAN_SPEED=25, DCGM_FI_DEV_GPU_TEMP=76),
+            [],
+        ),
     ]

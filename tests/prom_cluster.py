@@ -37,6 +37,8 @@ from tests.servers import free_port
 THERMAL, POWER_CAP, REPLAYS, XID = "thermal", "power-cap", "replays", "xid"
 #: busy with the SM clock held at 1,095 of 1,980 MHz and no clock-event reason named
 HELD = "held"
+#: busy without work: a kernel that spins at 100 % while the board rests and nothing moves
+SPIN = "spin"
 MODEL = "NVIDIA H100 80GB HBM3"
 
 
@@ -116,6 +118,18 @@ class Plan:
             "DCGM_FI_PROF_PCIE_TX_BYTES": 3.0e8,
             "DCGM_FI_PROF_PCIE_RX_BYTES": 2.0e9,
         }
+        if kind == SPIN:
+            out.update(
+                {
+                    "DCGM_FI_DEV_GPU_UTIL": 100.0,
+                    "DCGM_FI_DEV_POWER_USAGE": round(125.0 + 10 * jitter, 3),
+                    "DCGM_FI_DEV_MEM_COPY_UTIL": 0.0,
+                    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 1.0,
+                    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0,
+                    "DCGM_FI_PROF_PCIE_TX_BYTES": 2.0e5,
+                    "DCGM_FI_PROF_PCIE_RX_BYTES": 3.0e5,
+                }
+            )
         if self.extended:
             out.update(
                 {

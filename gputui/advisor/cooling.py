@@ -39,7 +39,9 @@ def _lowest_limit(ctx: Context, device: DeviceInfo) -> tuple[float, str]:
     return min(limits) if limits else (ctx.t.hot_temp_c, "hot")
 
 
-def _remedies(index: int, kind: str) -> tuple[str, ...]:
+def fan_remedies(index: int | str, kind: str) -> tuple[str, ...]:
+    """What to do about a fan fault of this kind on GPU ``index`` (the engine's form
+    passes its GPU label's template)."""
     first = (
         (
             "See who holds the fans: nvidia-settings -q GPUFanControlState (1: a speed "
@@ -48,7 +50,7 @@ def _remedies(index: int, kind: str) -> tuple[str, ...]:
             "Tools that set fan curves (coolgpus, nvidia-settings scripts, fan control "
             "daemons) may have stopped or pinned it: end them",
         )
-        if kind != _DEAD
+        if kind != DEAD
         else (
             f"The fan is asked to turn and does not: look at GPU {index}'s fan (a failed "
             "bearing, a loose or unplugged fan cable, something blocking the blades)",
@@ -65,11 +67,11 @@ def _remedies(index: int, kind: str) -> tuple[str, ...]:
 
 
 #: what is wrong with a fan: stopped, held at a low speed, asked to turn and not turning
-_STOPPED, _HELD, _DEAD = "stopped", "held", "dead"
-_TITLES = {
-    _STOPPED: "Fan stopped on a hot board: it will throttle, then shut down",
-    _HELD: "Fan held low on a heating board: its control does not follow the temperature",
-    _DEAD: "Fan not turning though the driver asks it to: it has failed or is blocked",
+STOPPED, HELD, DEAD = "stopped", "held", "dead"
+FAN_TITLES = {
+    STOPPED: "Fan stopped on a hot board: it will throttle, then shut down",
+    HELD: "Fan held low on a heating board: its control does not follow the temperature",
+    DEAD: "Fan not turning though the driver asks it to: it has failed or is blocked",
 }
 
 
@@ -111,7 +113,7 @@ def _fault(ctx: Context, sample: GpuSample, device: DeviceInfo) -> tuple[str, li
         heating = temp.mean >= t.fan_stop_max_c and per_min >= t.fan_rising_c_min
         if not hot and not (heating and ctx.under_load(index) is not False):
             return None  # a zero-RPM fan stop: cool enough to need no fan
-        kind = _STOPPED
+        kind = STOPPED
         lines.append(
             f"fan held at {fan.max:.0f} % for {span} {where}"
             + (", the tachometer at 0 RPM" if rpm is not None else "")
@@ -121,13 +123,13 @@ def _fault(ctx: Context, sample: GpuSample, device: DeviceInfo) -> tuple[str, li
             "never on a hot board"
         )
     elif rpm is not None and fan.mean >= t.fan_asked_pct and rpm.max <= 0:
-        kind = _DEAD
+        kind = DEAD
         lines.append(
             f"fan asked to turn at {fan.mean:.0f} % for {span}, its tachometer at 0 RPM: the "
             "fan does not spin"
         )
     elif hot and per_min >= t.fan_rising_c_min and fan.max <= t.fan_low_pct:
-        kind = _HELD
+        kind = HELD
         low, high = round(fan.min), round(fan.max)
         speed = f"{low} %" if low == high else f"{low}-{high} %"
         lines.append(
@@ -156,9 +158,9 @@ def fan_fault(ctx: Context) -> Iterator[Candidate]:
             rule=RuleId.FAN_FAULT,
             severity=Severity.CRITICAL if near else Severity.WARNING,
             gpu=sample.index,
-            title=_TITLES[kind],
+            title=FAN_TITLES[kind],
             evidence=tuple(lines),
-            remedies=_remedies(sample.index, kind),
+            remedies=fan_remedies(sample.index, kind),
         )
 
 

@@ -202,9 +202,13 @@ def _remedies(stall: _Stall) -> tuple[str, ...]:
             "The missing rank's process died: its log, and dmesg -T | grep -i -e oom -e xid, "
             "say why; the others wait until the collective times out"
         )
-    pid = waiting[0].process.pid
+    return (*first, *waiting_remedies(str(waiting[0].process.pid)))
+
+
+def waiting_remedies(pid: str) -> tuple[str, ...]:
+    """What to do about ranks that wait in a collective, the first of them ``pid`` (the
+    engine's form, which sees no process, names it in words)."""
     return (
-        *first,
         f"py-spy dump --pid {pid} (each waiting rank): they should all sit in the same "
         "collective; one in another is a mismatch (ranks that took different code paths)",
         "Log each collective: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL",
@@ -288,6 +292,9 @@ def collective_hang(ctx: Context) -> Iterator[Candidate]:
             )
 
 
+BUSY_TITLE = "Busy without work: a kernel runs but nothing is computed or moved"
+
+
 def _alone_lines(ctx: Context, gpu: int, found: Spin) -> list[str]:
     lines = [found.words()]
     procs = [p for p in ctx.processes(gpu) if "compute" in p.kind]
@@ -333,20 +340,26 @@ def busy_no_work(ctx: Context) -> Iterator[Candidate]:
             rule=RuleId.BUSY_NO_WORK,
             severity=Severity.WARNING,
             gpu=sample.index,
-            title="Busy without work: a kernel runs but nothing is computed or moved",
+            title=BUSY_TITLE,
             evidence=tuple(_alone_lines(ctx, sample.index, found)),
-            remedies=(
-                f"See where its host thread waits: {dump}; a wait on a CUDA synchronize or a "
-                "collective means the kernel itself never finishes",
-                "A rank of a job on other nodes waits in a collective: find the rank that "
-                "does not join (NCCL_DEBUG=INFO, TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-                "TORCH_NCCL_DUMP_ON_TIMEOUT=1)",
-                f"{where}No process left on it: nvidia-smi --query-compute-apps="
-                "pid,used_memory --format=csv shows what the driver still holds; once nothing "
-                f"runs there, reset the GPU (nvidia-smi -r -i {number}, as root) or reboot",
-            ),
+            remedies=busy_remedies(dump, where, str(number)),
             since=found.since,
         )
+
+
+def busy_remedies(dump: str, where: str, number: str) -> tuple[str, ...]:
+    """What to do about a GPU busy without work: ``dump`` the command that shows where its
+    process waits, ``where`` the node's prefix ("On NODE: "), ``number`` the GPU's there."""
+    return (
+        f"See where its host thread waits: {dump}; a wait on a CUDA synchronize or a "
+        "collective means the kernel itself never finishes",
+        "A rank of a job on other nodes waits in a collective: find the rank that "
+        "does not join (NCCL_DEBUG=INFO, TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1)",
+        f"{where}No process left on it: nvidia-smi --query-compute-apps="
+        "pid,used_memory --format=csv shows what the driver still holds; once nothing "
+        f"runs there, reset the GPU (nvidia-smi -r -i {number}, as root) or reboot",
+    )
 
 
 RULES = (

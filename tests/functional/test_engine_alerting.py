@@ -31,6 +31,7 @@ from tests.prom_cluster import (
     HELD,
     POWER_CAP,
     REPLAYS,
+    SPIN,
     THERMAL,
     XID,
     Plan,
@@ -46,6 +47,7 @@ PLANTED = {
     (NODES[5], 6): REPLAYS,
     (NODES[7], 3): XID,
     (NODES[9], 0): HELD,
+    (NODES[4], 5): SPIN,
 }
 #: nodes whose exporter stopped: an hour before the start (its target's scrapes fail ever
 #: since; nothing of it in the history written) and four minutes before it
@@ -58,6 +60,7 @@ EXPECTED = {
     ("GputuiPcieReplays", NODES[5], "6"),
     ("GputuiXidBus32", NODES[7], "3"),
     ("GputuiClocksHeld", NODES[9], "0"),
+    ("GputuiBusyNoWork", NODES[4], "5"),
     ("GputuiExporterDown", NODES[10], None),
     ("GputuiNodeNotReporting", NODES[11], None),
 }
@@ -69,6 +72,7 @@ REMEDY = {
     "GputuiPcieReplays": "reseat",
     "GputuiXidBus32": "Reboot the node",
     "GputuiClocksHeld": "nvidia-smi -i 0 -rgc",
+    "GputuiBusyNoWork": "nvidia-smi -r -i 5",
     "GputuiExporterDown": "dcgm-exporter",
     "GputuiNodeNotReporting": "dcgm-exporter",
 }
@@ -191,6 +195,7 @@ def _doctor_reads_the_engine(server: Server) -> None:
         ("pcie-errors", (NODES[5], "6")),
         ("gpu-errors", (NODES[7], "3")),
         ("clocks-held", (NODES[9], "0")),
+        ("busy-no-work", (NODES[4], "5")),
         ("not-reporting", None),
     }
     (down,) = [f for f in document["findings"] if f["rule"] == "not-reporting"]

@@ -22,11 +22,11 @@ def _promtool() -> str:
     return "promtool"
 
 
-def test_every_rule_has_a_promtool_case_and_passes_it(tmp_path: Path) -> None:
-    """At dcgm-exporter's 30 s (the windows at 15 s are exercised end to end by
-    test_engine_alerting.py, and a case's series are written for any interval)."""
+@pytest.mark.parametrize("scrape_s", [15.0, 30.0], ids=["15s", "30s"])
+def test_every_rule_has_a_promtool_case_and_passes_it(tmp_path: Path, scrape_s: float) -> None:
+    """At the operator's 15 s and dcgm-exporter's 30 s: the windows and holds stretch, and
+    a case's series are written for any interval."""
     promtool = _promtool()
-    scrape_s = 30.0
     terms = Terms(scrape_s)
     rules = engine(terms)
     (tmp_path / "rules.yml").write_text(rules_yaml(rules, terms))

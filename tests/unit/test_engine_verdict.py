@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from gputui.advisor import make_advisor
 from gputui.advisor.nodes import node_rows
-from gputui.advisor.promrules import covers
+from gputui.advisor.promrules import Terms, covers, engine
 from gputui.core.judgement import EngineAlert, EngineVerdict
 from gputui.core.model import Frame, NodeStatus
 from gputui.core.names import RuleId, Severity
@@ -20,25 +20,8 @@ from gputui.sources.prometheus.queries import TAG, NodeKey
 from tests.advisor_kit import BUSY, H100
 
 NOW = 1_800_000_000.0
-ALL = frozenset(
-    {
-        RuleId.THERMAL_THROTTLE,
-        RuleId.THERMAL_HOT,
-        RuleId.HW_SLOWDOWN,
-        RuleId.POWER_CAP,
-        RuleId.POWER_LIMIT_LOWERED,
-        RuleId.CLOCKS_HELD,
-        RuleId.VRAM_PRESSURE,
-        RuleId.IDLE_ALLOCATED,
-        RuleId.PCIE_LINK_DEGRADED,
-        RuleId.PCIE_SATURATED,
-        RuleId.PCIE_ERRORS,
-        RuleId.STRAGGLER,
-        RuleId.GPU_ERRORS,
-        RuleId.MEMORY_HEALTH,
-        RuleId.NOT_REPORTING,
-    }
-)
+#: every rule `gputui rules` writes: a verdict that names them all is complete
+ALL = frozenset(engine(Terms(30.0)).by_rule())
 
 
 def _nodes() -> dict[NodeKey, ClusterNode]:
@@ -59,7 +42,8 @@ def test_the_marker_says_which_rules_the_engine_evaluates_for_which_match() -> N
     # rules written for another selection of nodes judge other nodes: not this verdict
     assert rules_loaded([_series({**marker, "scrape_interval": "30s"}, 1)], 'job="x"') is None
     assert covers(ALL)
-    assert not covers(ALL - {RuleId.CLOCKS_HELD})
+    for rule in (RuleId.CLOCKS_HELD, RuleId.BUSY_NO_WORK, RuleId.FAN_FAULT):
+        assert not covers(ALL - {rule})
 
 
 def test_alerts_land_on_their_gpu_or_node_with_what_the_engine_said() -> None:

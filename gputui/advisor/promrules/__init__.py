@@ -12,13 +12,16 @@ from collections.abc import Collection, Mapping, Sequence
 from gputui.advisor.coverage import never_fed
 from gputui.advisor.promrules.alert import Alert, Recording
 from gputui.advisor.promrules.health import last_seen, memory, silent, stragglers, xids
-from gputui.advisor.promrules.heat import clocks, power, thermal
+from gputui.advisor.promrules.heat import clocks, fans, power, thermal
 from gputui.advisor.promrules.memory_pcie import pcie, vram
 from gputui.advisor.promrules.promql import Terms
+from gputui.advisor.promrules.stuck import stuck
 from gputui.advisor.rule import Rule
+from gputui.core.config import Thresholds
 from gputui.core.names import RuleId
 from gputui.core.records import frozen
 
+_T = Thresholds()
 #: how each rule the engine evaluates differs from the live one, in a few words
 ENGINE_NOTES: Mapping[RuleId, str] = {
     RuleId.THERMAL_THROTTLE: "the HBM's own limit is not exported: the core's temperature "
@@ -46,12 +49,32 @@ ENGINE_NOTES: Mapping[RuleId, str] = {
     "target whose scrape fails",
     RuleId.STRAGGLER: "peers are the GPUs that share a workload label (exported_pod, pod, "
     "hpc_job by default); the median includes the GPU itself",
+    RuleId.FAN_FAULT: "a fan stopped or held low on a hot or heating board; not a fan asked "
+    "to turn whose tachometer reads 0 RPM (dcgm-exporter carries the speed the driver asks "
+    "for, DCGM_FI_DEV_FAN_SPEED, and no tachometer); the board's limit is its slowdown "
+    "temperature (no maximum operating temperature is exported); a board that exports no "
+    "fan speed is silent, as live",
+    RuleId.BUSY_NO_WORK: "a GPU busy without work that shares no workload label with another "
+    "GPU (those are collective-hang's, as a job's ranks are live); traffic from the PCIe and "
+    "NVLink bytes (DCGM's profiling fields) where exported, none read counting as none; the "
+    "engine sees no process: no 'no process is listed on it' line, the remedies say how to "
+    "find the PID",
+    RuleId.COLLECTIVE_HANG: "a job's ranks are the GPUs that share a workload label (as "
+    f"straggler's): each that waits without work for {_T.hang_unseen_s:g} s is a warning; "
+    "the engine sees no process, so it cannot tell an odd rank that idles or is gone (live: "
+    f"critical after {_T.hang_s:g} s) from one at work on its CPU, a save or an evaluation "
+    f"(live: a warning after {_T.hang_unseen_s:g} s): it waits the longer hold and warns; "
+    "the odd rank itself has its straggler-idle or not-reporting alert",
 }
 #: rules an exporter can feed that the engine still leaves to gputui, and why
 LEFT_TO_GPUTUI: Mapping[RuleId, str] = {
     RuleId.VRAM_RESERVED: "an info line (memory high and flat: a framework's reserve) is "
     "context, not an alert",
 }
+
+#: the reason of a rule an exporter can feed that has no engine form (a rule added to the
+#: catalogue since): tests/unit/test_engine_forms.py holds none to have it
+NOT_WRITTEN = "no engine form written for it yet"
 
 
 @frozen
@@ -76,12 +99,14 @@ def engine(terms: Terms) -> Engine:
         *thermal(terms),
         *power(terms),
         *clocks(terms),
+        *fans(terms),
         *vram(terms),
         *pcie(terms),
         *xids(terms),
         *memory(terms),
         *silent(terms),
         *stragglers(terms),
+        *stuck(terms),
     ]
     recorded = tuple(Recording(name, expr) for name, expr in terms.recorded.items())
     return Engine(recordings=(*recorded, last_seen(terms)), alerts=tuple(alerts))
@@ -109,13 +134,14 @@ def not_in_engine(rules: Sequence[Rule], covered: Mapping[RuleId, object]) -> di
         if rule.id in never:
             out[rule.id] = f"dcgm-exporter's metrics carry no {never[rule.id]}"
         else:
-            out[rule.id] = LEFT_TO_GPUTUI.get(rule.id, "no engine form written for it yet")
+            out[rule.id] = LEFT_TO_GPUTUI.get(rule.id, NOT_WRITTEN)
     return out
 
 
 __all__ = [
     "ENGINE_NOTES",
     "LEFT_TO_GPUTUI",
+    "NOT_WRITTEN",
     "Alert",
     "Engine",
     "Recording",

@@ -180,7 +180,7 @@ def silent(terms: Terms) -> list[Alert]:
     carried = terms.of(LAST_SEEN)
     ref = terms.ref()
     # a node is down once its newest reading is 1.5 of its scrape intervals old and a
-    # second (``sources.promnodes.DOWN_AFTER_INTERVALS``: its second scrape missed)
+    # second (``sources.prometheus.nodes.DOWN_AFTER_INTERVALS``: its second scrape missed)
     late = number(1.5 * terms.scrape_s + 1)
     # reporting: a reading that recent (a series a scrape no longer refreshes stays in an
     # instant query for the lookback's 5 minutes where no staleness marker ended it)
@@ -229,7 +229,7 @@ def silent(terms: Terms) -> list[Alert]:
     return [gpu, replace(node, node_level=True), replace(target, node_level=True)]
 
 
-def _job_figures(terms: Terms) -> tuple[str, str]:
+def job_figures(terms: Terms) -> tuple[str, str]:
     """Each GPU of a job (labelled with it), its SM clock share where busy and its
     utilisation, recorded once: the medians and both alerts read them (a job's GPUs are a
     small part of a cluster's where few carry a workload label)."""
@@ -245,7 +245,7 @@ def _job_figures(terms: Terms) -> tuple[str, str]:
 
 def stragglers(terms: Terms) -> list[Alert]:
     t = terms.t
-    clock, util = _job_figures(terms)
+    clock, util = job_figures(terms)
     peers = f"(count by ({JOB}) ({clock}) >= 2)"
     slow_clock = (
         f"{clock} <= on({JOB}) group_left() (quantile by ({JOB}) (0.5, {clock}) - "

@@ -1,8 +1,10 @@
 """Heat, power and clocks in the engine: thermal throttling, running hot, hardware
-slowdown, the power cap, a lowered limit, and a clock held down with no reason named."""
+slowdown, the power cap, a lowered limit, a clock held down with no reason named, and a fan
+that does not cool."""
 
 from __future__ import annotations
 
+from gputui.advisor.cooling import FAN_TITLES, HELD, STOPPED, fan_remedies
 from gputui.advisor.promrules.alert import GPU, Alert, on_node, value
 from gputui.advisor.promrules.promql import (
     HW_SLOWDOWN,
@@ -10,6 +12,7 @@ from gputui.advisor.promrules.promql import (
     POWER_CAP,
     THERMAL,
     Terms,
+    duration,
     number,
 )
 from gputui.advisor.thermal import COOLING
@@ -211,3 +214,66 @@ def clocks(terms: Terms) -> list[Alert]:
             ),
         )
     ]
+
+
+def _fan_evidence(terms: Terms) -> dict[str, str]:
+    """The evidence of a stopped fan's alert and of a fan held low's."""
+    t = terms.t
+
+    def board(speed: float) -> str:
+        return (
+            f"the board at {value()} °C ({fmt_duration(t.hot_mean_s)} mean), the fan speed "
+            f"the driver asks for at or below {speed:g} % through the last "
+            f"{fmt_duration(terms.window)}: within {t.fan_hot_margin_c:g} °C of its slowdown "
+            f"limit (or of {t.hot_temp_c:g} °C where it reports none)"
+        )
+
+    return {
+        STOPPED: board(t.fan_stopped_pct)
+        + f", or above {t.fan_stop_max_c:g} °C and heating >= {t.fan_rising_c_min:g} °C/min "
+        f"under load; a zero-RPM fan stop holds fans off at idle up to about "
+        f"{t.fan_stop_max_c:g} °C, never on a hot board",
+        HELD: board(t.fan_low_pct) + f" and heating >= {t.fan_rising_c_min:g} °C/min; a "
+        "driver's own fan curve runs faster than this on a board this hot",
+    }
+
+
+def fans(terms: Terms) -> list[Alert]:
+    """A fan stopped on a hot (or warm and heating) board, or held low while a hot board
+    heats: a warning, and critical within ``hot_margin_c`` of the board's limit."""
+    t = terms.t
+    fan = terms.record("fan_pct_max", terms.over("max_over_time", "fan_pct", terms.window))
+    temp = terms.mean("temp_c", t.hot_mean_s)
+    limit = f"({terms.slowdown()} or ({temp} * 0 + {number(t.hot_temp_c)}))"
+    rising = (
+        f"(60 * deriv({terms.sel('temp_c')}[{duration(terms.window)}]) "
+        f">= {number(t.fan_rising_c_min)})"
+    )
+    hot = f"({temp} >= ({limit} - {number(t.fan_hot_margin_c)}))"
+    heating = terms.not_idle(f"({temp} >= {number(t.fan_stop_max_c)}) and {rising}")
+    stopped = f"{temp} and ({fan} <= {number(t.fan_stopped_pct)}) and ({hot} or ({heating}))"
+    held = (
+        f"({temp} and ({fan} <= {number(t.fan_low_pct)}) and {hot} and {rising}) unless ({stopped})"
+    )
+    near = f"({temp} >= ({limit} - {number(t.hot_margin_c)}))"
+    evidence = _fan_evidence(terms)
+    out = []
+    for kind, name, expr in (
+        (STOPPED, "GputuiFanStopped", stopped),
+        (HELD, "GputuiFanHeldLow", held),
+    ):
+        for severity, suffix, cut, said in (
+            (Severity.WARNING, "", "unless", ""),
+            (
+                Severity.CRITICAL,
+                "NearLimit",
+                "and",
+                f"; within {t.hot_margin_c:g} °C of the limit: it throttles next",
+            ),
+        ):
+            texts = (FAN_TITLES[kind], evidence[kind] + said, fan_remedies(GPU, kind))
+            alert = make(
+                terms, RuleId.FAN_FAULT, name + suffix, severity, f"({expr}) {cut} {near}", texts
+            )
+            out.append(alert)
+    return out

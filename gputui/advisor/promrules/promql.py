@@ -33,7 +33,18 @@ RECORDED = "gputui:dcgm_gpu:"
 #: the series every dcgm-exporter counters set has: a GPU that reports has it
 REF = "DCGM_FI_DEV_GPU_TEMP"
 #: values past these are DCGM's blanks, or no reading at all
-SANE = {"reasons": 1e15, "temp": 1000, "clock": 1e6, "power": 1e5, "xid": 1e9}
+SANE = {
+    "reasons": 1e15,
+    "temp": 1000,
+    "clock": 1e6,
+    "power": 1e5,
+    "xid": 1e9,
+    "pct": 1e4,
+    "bytes": 1e15,
+}
+#: the NVLink traffic of a GPU's links together (bytes/s each way): dcgm-exporter's
+#: profiling fields, which gputui's own table leaves out (its model keeps NVLink per link)
+NVLINK_BYTES = ("DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_PROF_NVLINK_TX_BYTES")
 
 
 def duration(seconds: float) -> str:
@@ -78,7 +89,10 @@ class Terms:
 
     def sel(self, *attrs: str, extra: str = "") -> str:
         """The series of these fields: ``NAME{match}`` or ``{__name__=~"A|B",match}``."""
-        names = [n for attr in attrs for n in self.names(attr)]
+        return self.metric(*(n for attr in attrs for n in self.names(attr)), extra=extra)
+
+    def metric(self, *names: str, extra: str = "") -> str:
+        """The series of these metric names within the user's ``--match``."""
         parts = [p for p in (self.match, extra) if p]
         if len(names) == 1:
             return f"{names[0]}{{{','.join(parts)}}}" if parts else names[0]
