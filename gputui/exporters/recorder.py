@@ -41,6 +41,7 @@ from gputui.exporters.durable import (
 )
 from gputui.exporters.files import open_new, stream_target
 from gputui.formats.block_writer import block_lines
+from gputui.formats.cells import MAX_BLOCK_CELLS, cells
 from gputui.formats.journal import MAX_JOURNAL_BYTES, Mark, TickEncoder, journal_of
 from gputui.formats.recording import MAX_LINE_BYTES, VERSION, Header, header_line, tick_line
 
@@ -86,6 +87,8 @@ class RecordWriter:
         self.sync_s = sync_s
         #: the ticks of the block being filled (version 3)
         self._block: list[tuple[Frame, tuple[Finding, ...]]] = []
+        #: the most GPUs and processes a tick of the block holds
+        self._widest = (0, 0)
         #: bytes a tick of the last block took in the file (unknown before the first)
         self._tick_bytes = math.inf
         self._header = header
@@ -167,6 +170,8 @@ class RecordWriter:
             self.held_until = frame.time
             self._sync_due(frame.time, self._sink)
         else:
+            if not self._room_for(frame):
+                self._flush_block()  # read back, the block would expand past its bound
             self._block.append((frame, found))
             if self._journal is not None:
                 self._journal.append(self._encoder.line(frame, found))
@@ -229,6 +234,16 @@ class RecordWriter:
         if self._keep > 0:
             self.path.rename(rotated_name(self.path, 1))
         sync_directory(self.path)
+
+    def _room_for(self, frame: Frame) -> bool:
+        """Whether the block, ``frame`` added, still expands to at most ``MAX_BLOCK_CELLS``
+        values when read back (``formats/cells``); the block's widest tick kept."""
+        gpus, processes = self._widest if self._block else (0, 0)
+        self._widest = (max(gpus, len(frame.gpus)), max(processes, len(frame.processes)))
+        if not self._block or cells(len(self._block) + 1, *self._widest) <= MAX_BLOCK_CELLS:
+            return True
+        self._widest = (len(frame.gpus), len(frame.processes))
+        return False
 
     def _block_full(self) -> bool:
         """Whether the block holds enough: ``block_ticks`` ticks or seconds, a journal near

@@ -45,6 +45,7 @@ from gputui.core.records import frozen
 from gputui.core.units import fmt_time
 from gputui.formats.block_writer import findings_shown, time_origin
 from gputui.formats.blocks import mapping_of, stored_fields
+from gputui.formats.cells import MAX_LINE_VALUES, bounded_cells, json_values
 from gputui.formats.columns import BlobWriter
 from gputui.formats.values import (
     MAX_GPUS,
@@ -62,6 +63,9 @@ SUFFIX: Final = ".journal"
 #: the most a journal may hold; a writer closes its block before the journal grows past it
 MAX_JOURNAL_BYTES: Final = 64 * 1024 * 1024
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+#: the JSON values its ticks may hold in all (``formats/cells.json_values``): one a field
+#: that changed, about, so twice what the block they join may expand to
+MAX_JOURNAL_VALUES: Final = 1 << 20
 #: while only their words change, a block's findings are journaled at least this often
 #: (frame time): what a tail read from a journal may hold of stale words
 REFRESH_S: Final = 15.0
@@ -284,7 +288,7 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
         notices.append(f"{path}: cannot be read ({exc.strerror or exc}): not read")
         return None
     with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_JOURNAL_BYTES + 1)
+        data = _head(handle, MAX_JOURNAL_BYTES + 1)
     if data[:2] == _GZIP_MAGIC:
         data = _inflated(data)
     if len(data) > MAX_JOURNAL_BYTES:
@@ -303,13 +307,28 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
     joiner = _Joiner()
     if len(lines) > MAX_BLOCK_TICKS + 1:
         notices.append(f"{path}: more than {MAX_BLOCK_TICKS:,} ticks: the rest left out")
+    values = 0
     for number, raw in enumerate(lines[1 : MAX_BLOCK_TICKS + 1], start=2):
+        values += json_values(raw)
         try:
+            if values > MAX_JOURNAL_VALUES:
+                raise FormatError(f"more than {MAX_JOURNAL_VALUES:,} JSON values in all")
             joiner.add(_loads(raw) if raw.endswith(b"\n") else None)
         except (FormatError, ValueError, RecursionError) as exc:
             notices.append(_cut(path, number, len(lines), joiner.times, exc))
             break
     return Journal(path, mark, joiner.block())
+
+
+def _head(handle: Any, most: int) -> bytes:
+    """Up to ``most`` bytes of a file, read a piece at a time: ``read(most)`` would set
+    aside ``most`` bytes first, however small the file."""
+    pieces: list[bytes] = []
+    size = 0
+    while size < most and (piece := handle.read(min(1 << 20, most - size))):
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
 
 
 def _inflated(data: bytes) -> bytes:
@@ -344,6 +363,8 @@ def _cut(path: Path, number: int, count: int, times: list[float], exc: Exception
 def _loads(raw: bytes) -> Any:
     if len(raw) > MAX_LINE_BYTES:
         raise FormatError("a line longer than 16 MiB")
+    if json_values(raw) > MAX_LINE_VALUES:
+        raise FormatError(f"more than {MAX_LINE_VALUES:,} JSON values in a line")
     return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
 
 
@@ -356,6 +377,9 @@ class _Joiner:
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        #: the most GPU and process slots the ticks so far hold (their shape, or a slot
+        #: they set): what the block joined expands to (``formats/cells``)
+        self._widest = [0, 0]
         self._changes: dict[str, Any] = {
             "shape": {"gpus": [], "host": [], "processes": []},
             "gpus": {},
@@ -385,12 +409,16 @@ class _Joiner:
         for key in ("gpus", "host", "processes"):
             if key in shape:
                 changes["shape"][key].append([k, shape[key]])
-        for key, _kind, _cls, most in _PARTS:
+        for n, (key, _kind, _cls, most) in enumerate(_PARTS):
+            if type(shape.get(key)) is int:
+                self._widest[n] = max(self._widest[n], shape[key])
             for slot, fields in mapping_of(data.get(key), key).items():
                 if not slot.isdigit() or int(slot) >= most:
                     raise FormatError(f"{key}: slot {slot!r}")
+                self._widest[n] = max(self._widest[n], int(slot) + 1)
                 _join_fields(changes[key].setdefault(slot, {}), fields, k)
         _join_fields(changes["host"], data.get("host"), k)
+        bounded_cells(k + 1, *self._widest)  # as the block joined will be read: checked here
         written = changes["findings"]
         for item in _listed(data.get("findings")):
             at = item[0] if isinstance(item, list) and len(item) == 2 else None

@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
+from gputui.core.config import MAX_BLOCK_TICKS
 from gputui.core.dcgm import BY_NAME
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, GpuSample, SourceInfo
@@ -27,8 +28,17 @@ from gputui.core.names import SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
 from gputui.core.source import SourceUnavailable
-from gputui.formats.recording import Header, RecordingError, header_line, read_recording
-from gputui.formats.values import frame_dict
+from gputui.exporters.report.recorded import ONLY
+from gputui.formats.blocks import Block
+from gputui.formats.cells import MAX_BLOCK_CELLS, MAX_BLOCK_WIDTH, cells
+from gputui.formats.recording import (
+    Header,
+    RecordingError,
+    header_line,
+    read_recording,
+    stream_recording,
+)
+from gputui.formats.values import MAX_GPUS, MAX_PROCESSES, frame_dict
 from gputui.sources.promapi import PrometheusSource
 from gputui.sources.promql import REF, TAG
 from gputui.sources.remote import (
@@ -40,6 +50,7 @@ from gputui.sources.remote import (
     parse_exposition,
 )
 from gputui.sources.simulated import SimulatedSource
+from tests import block_shapes
 from tests.hostile import fuzz_settings
 
 MEMORY_BOUND = 64 * 1024 * 1024  # bytes allocated at the peak of one example
@@ -259,6 +270,91 @@ def test_a_random_recording_gives_an_error_naming_its_line_or_frames_in_range(
 ) -> None:
     with bounded_memory():
         _read(lines, _check_frame)
+
+
+# -- recording blocks at their bounds together (issue 52) --------------------------------
+
+TICK_COUNTS = st.sampled_from([1, 2, 60, 512, 3599, 3600, 3601]) | st.integers(1, 3601)
+GPU_COUNTS = st.sampled_from([0, 1, 8, 64, 1023, 1024, 1025]) | st.integers(0, 1025)
+PROCESS_COUNTS = st.sampled_from([0, 1, 8, 511, 2500, 65536, 65537]) | st.integers(0, 3000)
+
+
+def _around(value: int, least: int) -> st.SearchStrategy[int]:
+    return st.sampled_from([max(least, value + d) for d in (-1, 0, 1)])
+
+
+@st.composite
+def wide_blocks(draw: st.DrawFn) -> dict[str, Any]:
+    """A block claiming ticks x slots x fields near or past their bounds, each alone and
+    together (the processes a tick's width leaves room for, the ticks its values do, one
+    either side): as columns or as changes, its slots coming and going."""
+    gpus = draw(GPU_COUNTS)
+    room = (MAX_BLOCK_WIDTH - cells(1, gpus, 0)) // cells(1, 0, 1)
+    processes = draw(PROCESS_COUNTS | _around(room, 0))
+    ticks = draw(TICK_COUNTS | _around(MAX_BLOCK_CELLS // cells(1, gpus, processes), 1))
+    event("refused by its shape" if _past(ticks, gpus, processes) else "within its bounds")
+    return block_shapes.block(
+        ticks,
+        gpus,
+        processes,
+        fields=draw(st.integers(1, 60)),
+        as_changes=draw(st.booleans()),
+        fewer_from=draw(st.none() | st.integers(1, ticks)),
+    )
+
+
+def _past(ticks: int, gpus: int, processes: int) -> bool:
+    """Whether a block of this shape is past a bound of the reader's."""
+    return (
+        ticks > MAX_BLOCK_TICKS
+        or gpus > MAX_GPUS
+        or processes > MAX_PROCESSES
+        or cells(1, gpus, processes) > MAX_BLOCK_WIDTH
+        or cells(ticks, gpus, processes) > MAX_BLOCK_CELLS
+    )
+
+
+@fuzz_settings(24)
+@given(wide_blocks())
+def test_a_block_at_its_bounds_reads_or_is_refused_within_the_memory_bound(
+    data: dict[str, Any],
+) -> None:
+    """Replay's reading (every frame built) and the report's (columns): refused naming the
+    line exactly where the block's values or a tick's width pass their bound, else read
+    whole; either way within the memory every other fuzzed input is held to."""
+    ticks, shape = data["block"], data["shape"]
+    gpus, processes = shape["gpus"][0][1], shape["processes"][0][1]
+    past = _past(ticks, gpus, processes)
+    with tempfile.TemporaryDirectory() as folder:
+        path = block_shapes.write(Path(folder) / "run.jsonl", [data])
+        for read in (_replay_reading, _report_reading):
+            with bounded_memory():
+                try:
+                    got = read(path)
+                except RecordingError as exc:
+                    assert str(exc).startswith(f"{path}:2: "), exc
+                    got = None
+            assert (got is None) == (past or _unfilled(data, gpus, processes)), got
+            if got is not None:
+                assert got == ticks
+
+
+def _replay_reading(path: Path) -> int:
+    return len(read_recording(path).ticks)
+
+
+def _report_reading(path: Path) -> int:
+    """The ticks the report's reading takes of a file (columns, the fields it shows)."""
+    blocks = stream_recording(path, [], columns=True, only=ONLY, findings=False)
+    return sum(len(b) for b in blocks if isinstance(b, Block))
+
+
+def _unfilled(data: dict[str, Any], gpus: int, processes: int) -> bool:
+    """Whether the builder left slots unset (a claim past its content budget)."""
+    filled = {c[0] for c in data["columns"]}
+    return (gpus > 0 and f"gpu{gpus - 1}" not in filled) or (
+        processes > 0 and f"proc{processes - 1}" not in filled
+    )
 
 
 # -- Prometheus answers --------------------------------------------------------------------
