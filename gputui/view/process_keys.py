@@ -118,7 +118,8 @@ def ask_signal(
     why = access.refusal(pid, started)
     if why is not None:
         return Notify(f"Not sent: {why}", title=name, tone="warning", timeout=6)
-    return AskSignal(process, signum, name)
+    # the confirmation names the process asked for: its PID and the start it was shown with
+    return AskSignal(replace(process, started=started), signum, name)
 
 
 def answer(request: AskSignal, send: bool | None, access: ProcessAccess) -> Notify:
