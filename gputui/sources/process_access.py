@@ -19,13 +19,14 @@ from pathlib import Path
 import psutil
 
 from gputui.core.process_access import Outcome, ProcessDetails, Relative, SignalResult
+from gputui.sources import proc_files
+from gputui.sources.proc_files import MAX_DESCRIPTORS
 from gputui.sources.proc_stat import CpuMeter, read_stat
 
 # A process page shows this many children (a data loader has a few dozen at most).
 MAX_CHILDREN = 64
 # Environment and descriptor tables can be large; the page needs what a person reads.
 MAX_ENVIRONMENT = 512
-MAX_DESCRIPTORS = 65536
 # create_time is the boot time plus the start in clock ticks: exact for one process
 START_TOLERANCE_S = 0.05
 
@@ -164,12 +165,12 @@ class LocalProcesses:
         self, process: psutil.Process, unreadable: list[tuple[str, str]]
     ) -> tuple[str, ...]:
         try:
-            environ = process.environ()
-        except psutil.AccessDenied:
+            environ = dict(proc_files.environment(process.pid, str(self._proc)))
+        except PermissionError:
             unreadable.append(("environment", _denied(process, "its environment")))
             return ()
-        except psutil.Error as exc:
-            unreadable.append(("environment", type(exc).__name__))
+        except OSError as exc:
+            unreadable.append(("environment", exc.strerror or type(exc).__name__))
             return ()
         pairs = [f"{k}={v}" for k, v in sorted(environ.items())[:MAX_ENVIRONMENT]]
         return tuple(_printable(p) for p in pairs)
@@ -201,7 +202,7 @@ class LocalProcesses:
     def _gpu_devices(self, pid: int, unreadable: list[tuple[str, str]]) -> tuple[str, ...]:
         folder = self._proc / str(pid) / "fd"
         try:
-            names = os.listdir(folder)[:MAX_DESCRIPTORS]
+            names = proc_files.entries(folder, MAX_DESCRIPTORS)
         except PermissionError:
             unreadable.append(("GPU devices", "permission denied (another user's process)"))
             return ()
@@ -227,7 +228,8 @@ def _device_order(path: str) -> tuple[int, int, str]:
 
 def _command(process: psutil.Process) -> str | None:
     try:
-        return _printable(" ".join(process.cmdline())) or process.name()
+        parts = proc_files.arguments(process.pid)
+        return _printable(" ".join(parts or ())) or process.name()
     except psutil.Error:
         return None
 

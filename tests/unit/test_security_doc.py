@@ -29,6 +29,22 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.sources.process_access.MAX_CHILDREN": "64 children",
         "gputui.sources.process_access.MAX_DESCRIPTORS": "65,536 descriptors",
     },
+    "another process's `/proc` files (mount table, memory maps, command line, environment, "
+    "status, limits, cgroup, open files)": {
+        "gputui.sources.proc_files.MAX_MOUNTINFO_BYTES": "a mount table 1 MiB",
+        "gputui.sources.proc_files.MAX_MOUNTINFO_LINES": "8,192 lines",
+        "gputui.sources.proc_files.MAX_MAPS_BYTES": "memory maps 4 MiB",
+        "gputui.sources.proc_files.MAX_MAPS_LINES": "32,768 lines",
+        "gputui.sources.proc_files.MAX_SMALL_BYTES": "a cgroup's files 64 KiB",
+        "gputui.sources.proc_files.MAX_ARGUMENTS_BYTES": "a command line 64 KiB",
+        "gputui.sources.proc_files.MAX_ENVIRONMENT_BYTES": "an environment 1 MiB",
+        "gputui.sources.proc_files.MAX_DESCRIPTORS": "65,536 open files",
+        "gputui.sources.host_settings.MAX_OPEN_FILES": "at most 1,048,576",
+    },
+    "calls that can block in the kernel on a job's filesystem (`statvfs` of its /dev/shm)": {
+        "gputui.sources.deadline.STATVFS_DEADLINE_S": "answered within 0.5 s",
+        "gputui.sources.deadline.MAX_STUCK": "at most 64",
+    },
     "a remote page (`--source`)": {
         "gputui.sources.fetching.MAX_BYTES": "10 MiB",
         "gputui.sources.exposition.MAX_LINE_CHARS": "line at most 64 KiB",
