@@ -488,9 +488,9 @@ def _command(proc: psutil.Process) -> str | None:
     parts = proc_files.arguments(proc.pid)
     if parts is None:
         return None
-    # Arguments are bytes to the kernel; psutil keeps undecodable ones as surrogates,
+    # Arguments are bytes to the kernel; undecodable ones come as surrogates (as psutil),
     # which could not be printed or written as UTF-8.
-    command = " ".join(parts).encode("utf-8", "backslashreplace").decode("utf-8")
+    command = proc_files.command_line(parts).encode("utf-8", "backslashreplace").decode("utf-8")
     if len(command) > MAX_COMMAND_CHARS:
         command = command[:MAX_COMMAND_CHARS] + "…"
     return command or None

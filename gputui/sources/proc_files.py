@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
+import shlex
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 #: a mount table: a container has tens of mounts, a Kubernetes node's host a few thousand
@@ -33,6 +35,8 @@ MAX_ENVIRONMENT_BYTES: Final = 1 << 20
 #: open files looked at in a process's fd folder
 MAX_DESCRIPTORS: Final = 65536
 _PIECE: Final = 64 << 10
+#: an argument shown as it is: no space, quote or backslash in it
+_PLAIN: Final = re.compile(r"[^\s'\"\\]+")
 
 
 def head(path: str | os.PathLike[str], most: int) -> tuple[bytes, bool]:
@@ -123,6 +127,14 @@ def arguments(pid: int, proc: str = "/proc") -> list[str] | None:
     if separator == "\0" and len(parts) == 1 and " " in parts[0]:
         parts = parts[0].split(" ")  # a retitled process (setproctitle) keeps one string
     return parts
+
+
+def command_line(parts: Sequence[str]) -> str:
+    """Arguments as one line: one that holds a space, a quote or a backslash (or nothing)
+    quoted as a shell reads it, so that it reads back whole: a value of several words
+    after ``--password`` is masked whole (``core/sanitize.mask_secrets``), not its first
+    word alone, and a line copied from the screen runs as the process was run."""
+    return " ".join(p if _PLAIN.fullmatch(p) else shlex.quote(p) for p in parts)
 
 
 def environment(pid: int, proc: str = "/proc") -> list[tuple[str, str]]:

@@ -229,7 +229,7 @@ def _device_order(path: str) -> tuple[int, int, str]:
 def _command(process: psutil.Process) -> str | None:
     try:
         parts = proc_files.arguments(process.pid)
-        return _printable(" ".join(parts or ())) or process.name()
+        return _printable(proc_files.command_line(parts or ())) or process.name()
     except psutil.Error:
         return None
 

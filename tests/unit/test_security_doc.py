@@ -165,3 +165,30 @@ def test_every_test_the_table_names_exists() -> None:
         named = re.findall(r"`(test_\w+)`", row[3])
         assert named, f"{row[0]}: no test holds it"
         assert not set(named) - known, (row[0], set(named) - known)
+
+
+def _masking_table() -> list[tuple[str, str, str]]:
+    text = DOC.read_text()
+    section = text[text.index("## Secrets") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    out = []
+    for row in rows[1:]:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        if set(cells[0]) <= {"-"}:
+            continue
+        assert len(cells) == 3, row
+        ran, left = (re.fullmatch(r"`([^`]+)`", c) for c in cells[1:])
+        assert ran is not None and left is not None, row
+        out.append((cells[0], ran[1], left[1]))
+    return out
+
+
+def test_every_form_the_secrets_table_shows_is_masked_as_it_says() -> None:
+    from gputui.core.sanitize import mask_secrets
+
+    table = _masking_table()
+    assert len(table) >= 20
+    for form, ran, left in table:
+        assert mask_secrets(ran) == left, (form, ran, mask_secrets(ran))
+        assert mask_secrets(left) == left, (form, "masking twice changes it")
