@@ -20,8 +20,10 @@ A pipe or a terminal gets the blocks alone, as they are written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
+import io
 import math
 import os
 import secrets
@@ -121,6 +123,21 @@ class RecordWriter:
             self._shift()
         self._open(replace)
 
+    def _abandon(self, handle: io.BufferedWriter) -> None:
+        """A file that could not be begun (a full disk at its header) is taken back whole,
+        its journal too: an empty file left there would be refused by the next ``record -o``
+        as an earlier recording."""
+        for part in (self._sink, self._journal):
+            if part is not None:
+                with contextlib.suppress(OSError):
+                    part.close()
+        with contextlib.suppress(OSError):
+            handle.close()
+        self._sink = self._journal = None
+        for leftover in (self.path, journal_of(self.path)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
     @property
     def journal(self) -> Path | None:
         """The journal beside the file, while it holds ticks not yet in a block line."""
@@ -136,17 +153,21 @@ class RecordWriter:
             self._sink = StreamLines(handle, compressed)
             self._sink.write(header_line(self._header, self._keep_secrets, self.version))
             return
-        file = AppendFile(handle, self.path)
-        self._sink = GzipLines(file) if compressed else PlainLines(file)
         journaled = self.version >= 3
         self._run = secrets.token_hex(8) if journaled else ""
         header = dataclasses.replace(self._header, run=self._run or None)
-        self._sink.write(header_line(header, self._keep_secrets, self.version))
-        self._sink.sync()
-        sync_directory(self.path)
-        if journaled:
-            self._journal = JournalFile(journal_of(self.path), self._mark(), compressed)
-            self._journal.sync()
+        try:
+            file = AppendFile(handle, self.path)
+            self._sink = GzipLines(file) if compressed else PlainLines(file)
+            self._sink.write(header_line(header, self._keep_secrets, self.version))
+            self._sink.sync()
+            sync_directory(self.path)
+            if journaled:
+                self._journal = JournalFile(journal_of(self.path), self._mark(), compressed)
+                self._journal.sync()
+        except OSError:
+            self._abandon(handle)
+            raise
         self._encoder.reset()
 
     def _mark(self) -> Mark:

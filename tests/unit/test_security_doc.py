@@ -63,7 +63,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.sources.remote.MAX_GPUS_PER_NODE": "256 GPUs a node",
         "gputui.sources.promwire.MAX_TOKEN_BYTES": "at most 16 KiB",
     },
-    "a redirect": {},
+    "a redirect": {"gputui.sources.fetching.MAX_REDIRECTS": "at most 2 in a row"},
     "duplicate series": {},
     "a recording (`replay`, `report`)": {
         "gputui.formats.recording.MAX_LINE_BYTES": "16 MiB",
@@ -105,6 +105,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.core.config.MAX_BLOCK_TICKS": "`--block` 1 to 3,600",
         "gputui.core.config.MIN_SPEED": "`replay --speed` 0.125",
         "gputui.core.config.MAX_SPEED": "0.125 to 64",
+        "gputui.cli.parser.MAX_REPORT_DEADLINE_S": "`report --deadline` 1 to 86,400",
     },
     "keys typed in the app": {
         "gputui.view.process_table.FILTER_MAX_CHARS": "at most 200 characters",
