@@ -22,6 +22,7 @@ from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report.recorded import ONLY
+from gputui.exporters.report import segments
 from gputui.exporters.report.segments import judge_recording
 from gputui.formats import recording
 from gputui.formats.cells import (
@@ -118,9 +119,11 @@ def test_many_blocks_each_within_bounds_stop_at_the_readings_budget_with_a_notic
     back = read_recording(path)
     assert len(back.ticks) == 300
     assert any(f"more than {3 * size:,} values" in n for n in back.notices), back.notices
-    run = judge_recording(path, 10**6, processes=1, max_cells=2 * size)
-    assert run is not None and len(run.times) == 200
-    assert any(f"more than {2 * size:,} values" in n for n in run.notices), run.notices
+    monkeypatch.setattr(segments, "MIN_STRETCH_BYTES", 1000)  # side by side, this short
+    for processes in (1, 2):  # in stretches, each with its share, or in one go
+        run = judge_recording(path, 10**6, processes=processes, max_cells=2 * size)
+        assert run is not None and len(run.times) == 200
+        assert any(f"more than {2 * size:,} values" in n for n in run.notices), run.notices
 
 
 def _journal_attack(path: Path, processes: int, ticks: int) -> None:

@@ -30,7 +30,7 @@ from gputui.core.records import frozen
 from gputui.exporters.report.recorded import ONLY, recorded_collector
 from gputui.exporters.report.run import Run, RunBuilder, Track, recording_collector
 from gputui.formats.blocks import Block
-from gputui.formats.cells import REPORT_MAX_CELLS, frame_cells
+from gputui.formats.cells import MAX_BLOCK_CELLS, REPORT_MAX_CELLS, frame_cells
 from gputui.formats.recording import (
     Border,
     Header,
@@ -184,16 +184,21 @@ def judge_recording(
     run where it ends."""
     stretches = plan(path, workers() if processes is None else processes)
     if len(stretches) > 1:
+        # side by side, the budget of values shared out: a stretch that reaches its share,
+        # less a block, may have stopped short of its end, and the file is read in one go
+        share = max_cells // len(stretches)
         context = multiprocessing.get_context("fork")
         try:
             with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
                 futures = [
-                    pool.submit(judged, path, s, max_ticks, rejudge, max_cells) for s in stretches
+                    pool.submit(judged, path, s, max_ticks, rejudge, share) for s in stretches
                 ]
                 parts = [f.result() for f in futures]
         except RecordingError:
             parts = []
-        within = sum(p.ticks for p in parts) < max_ticks and sum(p.cells for p in parts) < max_cells
+        within = sum(p.ticks for p in parts) < max_ticks and all(
+            p.cells <= share - MAX_BLOCK_CELLS for p in parts
+        )
         if parts and parts[-1].run is not None and within:
             return joined([p for p in parts if p.run is not None])
     return judged(path, Stretch(Share(0, None), True), max_ticks, rejudge, max_cells).run
