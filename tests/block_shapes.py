@@ -7,6 +7,7 @@ ticks x slots x fields at their bounds together."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import zlib
 from array import array
@@ -17,6 +18,8 @@ from typing import Any
 from gputui.core.model import GpuSample, ProcessSample, SourceInfo
 from gputui.core.names import SourceKind
 from gputui.formats.blocks import stored_fields
+from gputui.formats.cells import json_values
+from gputui.formats.journal import MAX_JOURNAL_VALUES, Mark, journal_of, mark_line
 from gputui.formats.recording import Header, header_line
 
 START = 1_800_000_000.0
@@ -124,4 +127,75 @@ def write(path: Path, blocks: Sequence[dict[str, Any]]) -> Path:
     """A recording of these blocks, each on its line after the header."""
     lines = [json.dumps(b, separators=(",", ":")).encode() for b in blocks]
     path.write_bytes(HEADER + b"\n".join(lines) + b"\n")
+    return path
+
+
+# -- journals ----------------------------------------------------------------------------
+
+RUN = "52ab52ab52ab52ab"
+JOURNALED_HEADER = header_line(
+    Header(SourceInfo("SIMULATED", SourceKind.SIMULATED), (), 1.0, run=RUN)
+)
+
+
+def tick_fields(cls: type, slot: int, fields: int, turn: int = 0) -> dict[str, Any]:
+    """A slot's first ``fields`` settable fields (its required ones at least) as a journal
+    tick sets them; ``turn`` changes its readings (a tick that sets them again)."""
+    out: dict[str, Any] = {}
+    for f in _settable(cls)[: max(fields, len(_REQUIRED[cls]))]:
+        if f.code == "d":
+            out[f.name] = 1.0 + turn % 2
+        elif f.code in _COLUMN_VALUE:
+            out[f.name] = {"b": False}.get(f.code, _value(f.name, slot))
+        elif f.nullable:
+            out[f.name] = None
+    return out
+
+
+def journal_ticks(
+    ticks: int,
+    gpus: int,
+    processes: int,
+    fields: int = 1,
+    churn: int = 0,
+    wider: tuple[int, int] | None = None,
+    t0: float = START,
+    most_values: int = MAX_JOURNAL_VALUES,
+) -> list[bytes]:
+    """The tick lines of a journal of ``ticks`` ticks: the first sets ``gpus`` GPUs and
+    ``processes`` processes, each its first ``fields`` fields; every ``churn``-th tick
+    after (0: none) sets their readings again, changed, until the lines hold
+    ``most_values`` JSON values (past them a reader stops); with ``wider`` = (tick,
+    count), the processes are ``count`` from that tick, new ones set there. A few
+    kilobytes of lines can claim ticks x slots x fields at their bounds together."""
+    lines = []
+    values = 0
+    shape = {"gpus": gpus, "host": False, "processes": processes}
+    every = {"gpus": gpus, "processes": processes}
+    for k in range(ticks):
+        tick: dict[str, Any] = {"tick": k, "time": t0 + k}
+        grown = wider is not None and k == wider[0] and wider[1] != every["processes"]
+        if k == 0:
+            tick.update(shape=dict(shape), notes=[], jobs=[], settings=None, findings=[[0, []]])
+        elif grown and wider is not None:
+            every["processes"] = shape["processes"] = wider[1]
+            tick["shape"] = {"processes": wider[1]}
+        set_all = k == 0 or (churn and k % churn == 0 and values <= most_values)
+        for key, cls in (("gpus", GpuSample), ("processes", ProcessSample)):
+            first = 0 if set_all else processes if grown and key == "processes" else every[key]
+            slots = {str(j): tick_fields(cls, j, fields, k) for j in range(first, every[key])}
+            if slots:
+                tick[key] = slots
+        lines.append(json.dumps(tick, separators=(",", ":")).encode() + b"\n")
+        values += json_values(lines[-1])
+    return lines
+
+
+def write_journaled(path: Path, lines: Sequence[bytes], gzipped: bool = False) -> Path:
+    """A recording of no block yet and its journal of these tick lines, as a recorder
+    killed in its first block leaves them."""
+    path.write_bytes(JOURNALED_HEADER)
+    mark = mark_line(Mark(RUN, len(JOURNALED_HEADER)))
+    data = mark + b"".join(lines)
+    journal_of(path).write_bytes(gzip.compress(data, 6) if gzipped else data)
     return path

@@ -30,10 +30,18 @@ from gputui.core.sanitize import clean
 from gputui.core.source import SourceUnavailable
 from gputui.exporters.report.recorded import ONLY
 from gputui.formats.blocks import Block
-from gputui.formats.cells import MAX_BLOCK_CELLS, MAX_BLOCK_WIDTH, cells
+from gputui.formats.cells import (
+    MAX_BLOCK_CELLS,
+    MAX_BLOCK_WIDTH,
+    MAX_LINE_VALUES,
+    cells,
+    json_values,
+)
+from gputui.formats.journal import MAX_JOURNAL_VALUES
 from gputui.formats.recording import (
     Header,
     RecordingError,
+    Tick,
     header_line,
     read_recording,
     stream_recording,
@@ -345,8 +353,8 @@ def _replay_reading(path: Path) -> int:
 
 def _report_reading(path: Path) -> int:
     """The ticks the report's reading takes of a file (columns, the fields it shows)."""
-    blocks = stream_recording(path, [], columns=True, only=ONLY, findings=False)
-    return sum(len(b) for b in blocks if isinstance(b, Block))
+    read = stream_recording(path, [], columns=True, only=ONLY, findings=False)
+    return sum(len(b) if isinstance(b, Block) else 1 for b in read if isinstance(b, Block | Tick))
 
 
 def _unfilled(data: dict[str, Any], gpus: int, processes: int) -> bool:
@@ -355,6 +363,85 @@ def _unfilled(data: dict[str, Any], gpus: int, processes: int) -> bool:
     return (gpus > 0 and f"gpu{gpus - 1}" not in filled) or (
         processes > 0 and f"proc{processes - 1}" not in filled
     )
+
+
+@st.composite
+def wide_journals(draw: st.DrawFn) -> dict[str, Any]:
+    """A killed recorder's journal claiming ticks x slots x fields near or past their
+    bounds, each alone and together: its first tick's GPUs and processes, the ticks a
+    block of them may hold (one either side), the processes changing partway (widest
+    late, when most ticks are joined), readings set again every few ticks (the JSON
+    values a journal holds in all), its last line cut, gzip or not."""
+    gpus = draw(st.sampled_from([0, 1, 8, 64, 642, 643]) | st.integers(0, 700))
+    room = (MAX_BLOCK_WIDTH - cells(1, gpus, 0)) // cells(1, 0, 1)
+    processes = draw(st.sampled_from([0, 1, 100]) | _around(room, 0) | st.integers(0, 1300))
+    fit = MAX_BLOCK_CELLS // cells(1, gpus, processes)
+    ticks = draw(TICK_COUNTS | _around(fit, 1))
+    wider = draw(st.none() | st.tuples(st.integers(1, ticks), st.integers(0, 1300)))
+    return {
+        "gpus": gpus,
+        "processes": processes,
+        "ticks": ticks,
+        "fields": draw(st.integers(1, 60)),
+        "churn": draw(st.sampled_from([0, 1, 2, 60])),
+        "wider": wider,
+        "cut": draw(st.booleans()),
+        "gzipped": draw(st.booleans()),
+    }
+
+
+def _journal_kept(lines: list[bytes], claim: dict[str, Any]) -> int:
+    """The ticks a journal of these lines keeps, by the bounds docs/security.md gives:
+    it ends at the first line cut, past a line's or all lines' JSON values, or whose
+    tick makes the block joined so far wider or larger than a block may be."""
+    gpus, wider, values = claim["gpus"], claim["wider"], 0
+    for k, line in enumerate(lines[:MAX_BLOCK_TICKS]):
+        values += json_values(line)
+        processes = claim["processes"]
+        if wider is not None and k >= wider[0]:
+            processes = max(processes, wider[1])
+        if (
+            not line.endswith(b"\n")
+            or json_values(line) > MAX_LINE_VALUES
+            or values > MAX_JOURNAL_VALUES
+            or cells(1, gpus, processes) > MAX_BLOCK_WIDTH
+            or cells(k + 1, gpus, processes) > MAX_BLOCK_CELLS
+        ):
+            return k
+    return min(len(lines), MAX_BLOCK_TICKS)
+
+
+@fuzz_settings(16)
+@given(wide_journals())
+def test_a_journal_at_its_bounds_keeps_its_ticks_up_to_the_first_past_them_in_bounded_memory(
+    claim: dict[str, Any],
+) -> None:
+    """A journal is joined into a block tick by tick: it keeps exactly the ticks before
+    the first one past a bound (a tick refused leaves those before it standing), in a
+    replay's reading and a report's, within the memory every fuzzed input is held to."""
+    lines = block_shapes.journal_ticks(
+        claim["ticks"],
+        claim["gpus"],
+        claim["processes"],
+        claim["fields"],
+        claim["churn"],
+        claim["wider"],
+    )
+    if claim["cut"]:
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    kept = _journal_kept(lines, claim)
+    event("every tick kept" if kept == min(claim["ticks"], MAX_BLOCK_TICKS) else "cut short")
+    wider = claim["wider"]
+    shown = claim["processes"] if wider is None or kept <= wider[0] else wider[1]
+    with tempfile.TemporaryDirectory() as folder:
+        path = block_shapes.write_journaled(Path(folder) / "run.jsonl", lines, claim["gzipped"])
+        with bounded_memory():
+            ticks = read_recording(path).ticks
+        assert len(ticks) == kept
+        if ticks:
+            assert len(ticks[-1].frame.gpus) == claim["gpus"]
+            assert len(ticks[-1].frame.processes) == shown
+        assert _report_reading(path) == kept  # the same joining, its memory held above
 
 
 # -- Prometheus answers --------------------------------------------------------------------

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+from gputui.core.config import MAX_BLOCK_TICKS
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import SourceInfo
 from gputui.core.names import SourceKind
 from gputui.exporters.recorder import RecordWriter
-from gputui.exporters.report.recorded import ONLY
 from gputui.exporters.report import segments
+from gputui.exporters.report.recorded import ONLY
 from gputui.exporters.report.segments import judge_recording
 from gputui.formats import recording
 from gputui.formats.cells import (
@@ -33,7 +34,7 @@ from gputui.formats.cells import (
     block_cells,
     cells,
 )
-from gputui.formats.journal import journal_of
+from gputui.formats.journal import MAX_JOURNAL_BYTES, MAX_LINE_BYTES, journal_of
 from gputui.formats.recording import Header, RecordingError, read_recording, stream_recording
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests import block_shapes
@@ -209,3 +210,51 @@ def test_a_line_of_bare_json_structure_is_refused_before_it_is_parsed(
     for reader in READERS.values():
         with peak_below(8 * 1024 * 1024), pytest.raises(RecordingError, match=r":2: .* JSON"):
             reader(path)
+
+
+#: a tick's line that sets some of itself and then is refused: each is checked whole first
+REFUSED_LATE: dict[str, dict[str, Any]] = {
+    "wider than a block": {"shape": {"processes": 5000}},
+    "a slot past its bound": {"processes": {"0": {"pid": 1000}, "70000": {"pid": 9}}},
+    "a field's name too long": {"processes": {"0": {"pid": 1000}, "1": {"x" * 65: 1}}},
+    "findings out of order": {"shape": {"processes": 1}, "findings": [[0, []]]},
+}
+
+
+@pytest.mark.parametrize("form", sorted(REFUSED_LATE))
+def test_a_journal_tick_refused_leaves_the_ticks_before_it_standing(
+    tmp_path: Path, form: str
+) -> None:
+    """A tick refused after part of it was joined (its shape, a first slot) left that part
+    in the block, which was then refused whole: no tick of the journal read. The tick is
+    checked whole before any of it is joined; the three before it stand."""
+    lines = block_shapes.journal_ticks(6, 2, 2, fields=8)
+    tick = {"tick": 3, "time": block_shapes.START + 3, **REFUSED_LATE[form]}
+    lines[3] = json.dumps(tick).encode() + b"\n"
+    path = block_shapes.write_journaled(tmp_path / "run.jsonl", lines)
+    back = read_recording(path)
+    assert len(back.ticks) == 3, back.notices
+    assert any("journal:5: a damaged tick" in n for n in back.notices), back.notices
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_journal_is_read_a_line_at_a_time_within_the_memory_bound(
+    tmp_path: Path, gzipped: bool
+) -> None:
+    """A journal of 64 MiB (its bound; gzip: 83 KB that inflate to it) was read whole and
+    split into lines: 135 MB, twice the file. Its lines are read as they come, a line past
+    16 MiB skipped unheld: what it costs is a line, whatever the file holds after."""
+    lines = block_shapes.journal_ticks(MAX_BLOCK_TICKS + 1, 1, 0)
+    size = len(block_shapes.JOURNALED_HEADER) + sum(map(len, lines)) + 64
+    lines.append(b" " * (MAX_JOURNAL_BYTES - size) + b"\n")  # the rest of the bound
+    path = block_shapes.write_journaled(tmp_path / "run.jsonl", lines, gzipped)
+    with peak_below(32 * 1024 * 1024):
+        back = read_recording(path)
+    assert len(back.ticks) == MAX_BLOCK_TICKS
+    assert any(f"more than {MAX_BLOCK_TICKS:,} ticks" in n for n in back.notices)
+    lines[-1] = b"{" * (MAX_LINE_BYTES + 10) + b"\n"  # a line past its bound, then ticks
+    path = block_shapes.write_journaled(tmp_path / "run.jsonl", [lines[0], lines[-1], *lines[1:9]])
+    with peak_below(32 * 1024 * 1024):
+        back = read_recording(path)
+    assert len(back.ticks) == 1
+    assert any("journal:3: a damaged tick" in n and "16 MiB" in n for n in back.notices)
