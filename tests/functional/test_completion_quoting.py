@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import pty
 import select
-import shutil
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 
 from gputui.cli.completion import script
 from gputui.cli.parser import build_parser
+from tests.servers import needed_binary
 
 #: names of the class of attack: command substitution both ways, a command separator, a
 #: variable, a glob, quotes, a space, a newline-free backslash
@@ -45,15 +45,6 @@ RC = {
         "source {script}\n"
     ),
 }
-
-
-def _shell(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed: .ci/run installs it")
-        pytest.skip(f"{name} is not installed here")
-    return path
 
 
 def _argv(shell: str, path: str, rc: Path) -> list[str]:
@@ -100,7 +91,7 @@ class Pty:
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_inserts_hostile_file_names_quoted_and_whole(tmp_path: Path, shell: str) -> None:
-    path = _shell(shell)
+    path = needed_binary(shell)
     home = tmp_path / "home"
     results = tmp_path / "results"
     home.mkdir()

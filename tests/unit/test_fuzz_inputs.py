@@ -11,9 +11,7 @@ import dataclasses
 import json
 import math
 import tempfile
-import tracemalloc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,21 +57,9 @@ from gputui.sources.remote import (
 )
 from gputui.sources.simulated import SimulatedSource
 from tests import block_shapes
-from tests.hostile import fuzz_settings
+from tests.hostile import fuzz_settings, peak_below
 
-MEMORY_BOUND = 64 * 1024 * 1024  # bytes allocated at the peak of one example
 FUZZ = fuzz_settings(100)
-
-
-@contextmanager
-def bounded_memory() -> Iterator[None]:
-    tracemalloc.start()
-    try:
-        yield
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < MEMORY_BOUND, f"peak {peak / 1e6:.1f} MB"
 
 
 def assert_clean_text(obj: Any) -> None:
@@ -136,7 +122,7 @@ def pages(draw: st.DrawFn) -> str:
 @FUZZ
 @given(pages())
 def test_a_random_exporter_page_gives_an_error_or_readings_in_range(page: str) -> None:
-    with bounded_memory():
+    with peak_below():
         try:
             host, gpus = parse_exposition(page)
         except ScrapeError as exc:
@@ -276,7 +262,7 @@ def _read(lines: list[bytes], check: Callable[[Frame], None]) -> None:
 def test_a_random_recording_gives_an_error_naming_its_line_or_frames_in_range(
     lines: list[bytes],
 ) -> None:
-    with bounded_memory():
+    with peak_below():
         _read(lines, _check_frame)
 
 
@@ -336,7 +322,7 @@ def test_a_block_at_its_bounds_reads_or_is_refused_within_the_memory_bound(
     with tempfile.TemporaryDirectory() as folder:
         path = block_shapes.write(Path(folder) / "run.jsonl", [data])
         for read in (_replay_reading, _report_reading):
-            with bounded_memory():
+            with peak_below():
                 try:
                     got = read(path)
                 except RecordingError as exc:
@@ -435,7 +421,7 @@ def test_a_journal_at_its_bounds_keeps_its_ticks_up_to_the_first_past_them_in_bo
     shown = claim["processes"] if wider is None or kept <= wider[0] else wider[1]
     with tempfile.TemporaryDirectory() as folder:
         path = block_shapes.write_journaled(Path(folder) / "run.jsonl", lines, claim["gzipped"])
-        with bounded_memory():
+        with peak_below():
             ticks = read_recording(path).ticks
         assert len(ticks) == kept
         if ticks:
@@ -517,7 +503,7 @@ def test_a_random_prometheus_answer_gives_an_error_or_readings_in_range(answers:
         calls.append(url)
         return _as_matrix(answer) if "query_range" in url else answer
 
-    with bounded_memory():
+    with peak_below():
         source = PrometheusSource("http://prom:9090", clock=lambda: NOW, fetcher=fetcher, env={})
         try:
             devices = source.open()

@@ -12,9 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,20 +23,10 @@ from gputui.sources.cuda_facts import process_facts, runtime_version
 from gputui.sources.host_settings import process_limits
 from gputui.sources.placement import allowed_cpus, numa_memory
 from gputui.sources.shm import read_shm
+from tests.hostile import peak_below
 
 PID = 4242
 MB = 1 << 20
-
-
-@contextmanager
-def peak_below(bound: int) -> Iterator[None]:
-    tracemalloc.start()
-    try:
-        yield
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < bound, f"peak {peak / MB:.1f} MB"
 
 
 def _fake_proc(tmp_path: Path) -> Path:

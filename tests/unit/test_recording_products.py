@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,20 +37,7 @@ from gputui.formats.recording import Header, RecordingError, read_recording, str
 from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests import block_shapes
 from tests.block_shapes import block
-
-#: the peak the fuzz tests allow one input (tests/unit/test_fuzz_inputs.py)
-MEMORY_BOUND = 64 * 1024 * 1024
-
-
-@contextmanager
-def peak_below(bound: int = MEMORY_BOUND) -> Iterator[None]:
-    tracemalloc.start()
-    try:
-        yield
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < bound, f"peak {peak / 1e6:.1f} MB"
+from tests.hostile import peak_below
 
 
 def _report_read(path: Path) -> None:
