@@ -7,13 +7,30 @@ string does to a terminal are from the VT/xterm control-sequence documentation.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import tracemalloc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, settings
 
 from gputui.core.model import DeviceInfo, Frame, Note
 from gputui.core.names import NoteKind
 from gputui.sources.simulated import SimulatedSource
+
+#: the most one hostile input may make the reader of it allocate, at its peak
+MEMORY_BOUND = 64 * 1024 * 1024
+
+
+@contextmanager
+def peak_below(bound: int = MEMORY_BOUND) -> Iterator[None]:
+    """What the block allocates at its peak (tracemalloc) stays below ``bound`` bytes."""
+    tracemalloc.start()
+    try:
+        yield
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < bound, f"peak {peak / 1e6:.1f} MB"
 
 
 def fuzz_settings(max_examples: int) -> settings:

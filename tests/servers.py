@@ -55,14 +55,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def prometheus_binary() -> str:
-    """Debian's prometheus, or the test skips (CI, where .ci/run installs it, fails)."""
-    binary = shutil.which("prometheus")
+def needed_binary(name: str) -> str:
+    """The path of a Debian program a test needs, or the test skips (in CI, where .ci/run
+    installs it, fails)."""
+    binary = shutil.which(name)
     if binary is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI must have the prometheus binary (.ci/run installs Debian's)")
-        pytest.skip("no prometheus binary (apt-get install prometheus); CI runs this test")
+            pytest.fail(f"CI must have the {name} binary (.ci/run installs Debian's)")
+        pytest.skip(f"no {name} binary (apt-get install {name}); CI runs this test")
     return binary
+
+
+def prometheus_binary() -> str:
+    """Debian's prometheus, or the test skips (CI, where .ci/run installs it, fails)."""
+    return needed_binary("prometheus")
 
 
 def start_prometheus(

@@ -7,6 +7,7 @@ and ``report`` have their own).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import os
@@ -20,12 +21,14 @@ from gputui.cli.commands import (
     cmd_replay,
     cmd_snapshot,
 )
+from gputui.cli.output import OutputError, drop_stdout, guarded_stdout
 from gputui.cli.parser import (
     DOCTOR_EXIT_CODES,
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_NO_SOURCE,
     EXIT_NO_TERMINAL,
+    EXIT_OUTPUT,
     EXIT_USAGE,
     PROMETHEUS_INTERVAL_S,
     build_parser,
@@ -43,41 +46,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # second costs a query over the whole cluster for the same answer.
         remote = getattr(args, "prometheus", None) and getattr(args, "demo", None) is None
         args.interval = PROMETHEUS_INTERVAL_S if remote else DEFAULT_INTERVAL_S
+    headless = args.command not in (None, "replay")  # the screens need the real ones
     try:
-        if args.command == "snapshot":
-            return cmd_snapshot(args)
-        if args.command == "doctor":
-            return cmd_doctor(args)
-        if args.command == "record":
-            from gputui.cli.record import cmd_record
-
-            return cmd_record(args)
-        if args.command == "replay":
-            with _start_without_collector():
-                return cmd_replay(args)
-        if args.command == "export":
-            return cmd_export(args)
-        if args.command == "completion":
-            from gputui.cli.completion import script
-
-            print(script(args.shell, parser), end="")
-            return 0
-        if args.command == "report":
-            from gputui.cli.report import cmd_report
-
-            return cmd_report(args)
-        if args.command == "rules":
-            from gputui.cli.rules import cmd_rules
-
-            return cmd_rules(args)
-        with _start_without_collector():
-            return cmd_app(args)
+        with guarded_stdout() if headless else contextlib.nullcontext():
+            return _run(args, parser)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the output's reader went away (`| head`): nothing to tell it
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        drop_stdout()
         return EXIT_BROKEN_PIPE
+    except OutputError as exc:  # closed, a full disk: said, with a status of its own
+        drop_stdout()
+        print(f"gputui: the output could not be written: {clean(str(exc))}", file=sys.stderr)
+        return EXIT_OUTPUT
     except Exception as exc:  # a bug: say so plainly, and never with a status that means "ok"
         if os.environ.get("GPUTUI_DEBUG"):
             raise
@@ -87,6 +68,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The command the arguments name, run."""
+    if args.command == "snapshot":
+        return cmd_snapshot(args)
+    if args.command == "doctor":
+        return cmd_doctor(args)
+    if args.command == "record":
+        from gputui.cli.record import cmd_record
+
+        return cmd_record(args)
+    if args.command == "replay":
+        with _start_without_collector():
+            return cmd_replay(args)
+    if args.command == "export":
+        return cmd_export(args)
+    if args.command == "completion":
+        from gputui.cli.completion import script
+
+        print(script(args.shell, parser), end="")
+        return 0
+    if args.command == "report":
+        from gputui.cli.report import cmd_report
+
+        return cmd_report(args)
+    if args.command == "rules":
+        from gputui.cli.rules import cmd_rules
+
+        return cmd_rules(args)
+    with _start_without_collector():
+        return cmd_app(args)
 
 
 @contextlib.contextmanager

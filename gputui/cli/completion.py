@@ -77,6 +77,9 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
     if shell == "zsh":
         # bashcompinit's `complete` needs compdef, which only compinit defines: a shell
         # started without it (zsh -f, a bare ~/.zshrc) loads it here, once
+        # bashcompinit has no compopt: -o filenames for every completion, or its wrapper
+        # unquotes each name before it quotes it again (a\b.jsonl offered as ab.jsonl)
+        body = body.replace(_COMPLETE, _COMPLETE.replace("-o default", "-o default -o filenames"))
         return (
             "(( $+functions[compdef] )) || { autoload -Uz compinit && compinit -i; }\n"
             "autoload -U +X bashcompinit && bashcompinit\n" + body
@@ -100,10 +103,26 @@ def _value_cases(options: tuple[Option, ...], command: str = "*") -> list[str]:
             words = _words(o.choices)
             arms.append(f'        {pattern}) COMPREPLY=($(compgen -W {words} -- "$cur")); return;;')
         elif o.path:
-            arms.append(f'        {pattern}) COMPREPLY=($(compgen -f -- "$cur")); return;;')
+            arms.append(f"        {pattern}) _gputui_files; return;;")
         else:
             arms.append(f"        {pattern}) return;;")
     return arms
+
+
+#: file names offered whole, one a line (a space in a name makes no second one, a * in
+#: one no glob), and bash told they are file names, so that readline quotes what it
+#: inserts: a name such as ``$(touch x).jsonl`` in a shared folder is text on the line,
+#: never a command run when the line is entered. zsh's bashcompinit has no compopt and
+#: quotes by itself.
+_COMPLETE = "complete -o default -F _gputui gputui"
+_FILES = (
+    "_gputui_files() {",
+    "    local name",
+    "    COMPREPLY=()",
+    "    type compopt >/dev/null 2>&1 && compopt -o filenames",
+    '    while IFS= read -r name; do COMPREPLY+=("$name"); done < <(compgen -f -- "$cur")',
+    "}",
+)
 
 
 def _bash(top: tuple[Option, ...], commands: tuple[Command, ...]) -> str:
@@ -111,6 +130,7 @@ def _bash(top: tuple[Option, ...], commands: tuple[Command, ...]) -> str:
     top_flags = [f for o in top for f in o.flags]
     lines = [
         "# gputui completion for bash (and zsh through bashcompinit)",
+        *_FILES,
         "_gputui() {",
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
         '    local cmd="" i',
@@ -142,10 +162,10 @@ def _bash(top: tuple[Option, ...], commands: tuple[Command, ...]) -> str:
             if c.choices
         ),
         "    else",
-        '        COMPREPLY=($(compgen -f -- "$cur"))',
+        "        _gputui_files",
         "    fi",
         "}",
-        "complete -o default -F _gputui gputui",
+        _COMPLETE,
         "",
     ]
     return "\n".join(lines)

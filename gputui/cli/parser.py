@@ -45,6 +45,8 @@ EXIT_USAGE = 64
 EXIT_NO_TERMINAL = EXIT_USAGE
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader left
+#: standard output could not be written (closed, a full disk: sysexits' EX_IOERR)
+EXIT_OUTPUT = 74
 SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "rules", "completion")
 
@@ -55,6 +57,10 @@ MAX_ROTATE_MB = 1_000_000.0
 MAX_KEEP = 1000
 # snapshot/doctor: a day of readings at most; the demo's warm-up within the history window
 MAX_SAMPLES = 86_400
+#: `report --prometheus`: each query, and every query of the range together
+REPORT_QUERY_TIMEOUT_S = 30.0
+REPORT_DEADLINE_S = 300.0
+MAX_REPORT_DEADLINE_S = 86_400.0
 MAX_SAMPLING_S = 86_400.0
 MAX_WARMUP_S = 3600.0
 
@@ -462,20 +468,7 @@ def _report(sub: Commands, _common: argparse.ArgumentParser) -> None:
     report.add_argument(
         "--match", metavar="SELECTOR", default=argparse.SUPPRESS, help="label matchers"
     )
-    report.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="the range's start: 2026-12-03T22:00, --since=-8h (s, m, h, d before now), "
-        "or seconds since the epoch",
-    )
-    report.add_argument("--until", metavar="WHEN", help="the range's end (default: now)")
-    report.add_argument(
-        "--step",
-        type=_interval,
-        metavar="SECONDS",
-        help="seconds between readings asked of the server (default: the range bounded to "
-        "20,000 readings a series, fewer on a large cluster, at least 1 s)",
-    )
+    _range_options(report)
     report.add_argument(
         "--rejudge",
         action="store_true",
@@ -539,6 +532,32 @@ def _rules(sub: Commands, _common: argparse.ArgumentParser) -> None:
     )
     rules.add_argument(
         "-o", "--output", type=Path, help="file to write (default: stdout), mode 0600"
+    )
+
+
+def _range_options(parser: argparse.ArgumentParser) -> None:
+    """`report --prometheus`'s range: where it starts and ends, its step, its deadline."""
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="the range's start: 2026-12-03T22:00, --since=-8h (s, m, h, d before now), "
+        "or seconds since the epoch",
+    )
+    parser.add_argument("--until", metavar="WHEN", help="the range's end (default: now)")
+    parser.add_argument(
+        "--step",
+        type=_interval,
+        metavar="SECONDS",
+        help="seconds between readings asked of the server (default: the range bounded to "
+        "20,000 readings a series, fewer on a large cluster, at least 1 s)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=_bounded(float, 1.0, MAX_REPORT_DEADLINE_S),
+        metavar="SECONDS",
+        help="with --prometheus: the most reading the whole range may take, every query "
+        f"together (default {REPORT_DEADLINE_S:g}; each query {REPORT_QUERY_TIMEOUT_S:g} at "
+        "most); a slower server is left with a sentence, not waited for",
     )
 
 

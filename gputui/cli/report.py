@@ -8,17 +8,20 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.cli.opening import fail, write_output
-from gputui.cli.parser import EXIT_USAGE
+from gputui.cli.parser import EXIT_USAGE, REPORT_DEADLINE_S, REPORT_QUERY_TIMEOUT_S
 from gputui.core.sanitize import clean
+from gputui.formats.values import MAX_TIME
 
 if TYPE_CHECKING:
+    from gputui.core.model import DeviceInfo
     from gputui.exporters.report import Run
+    from gputui.sources.prometheus.source import PrometheusSource
 
 #: a report reads a recording one tick at a time: this many, about 8 weeks at 1 s
 REPORT_MAX_TICKS = 5_000_000
@@ -46,13 +49,23 @@ def duration_s(text: str) -> float | None:
 
 def parse_when(text: str, now: float) -> float:
     """A moment: 'now', '-8h' (before now; s, m, h, d; '-90' is seconds), seconds since
-    the epoch, or ISO 8601 ('2026-12-03T22:00', local time unless it names its offset)."""
-    text = text.strip()
+    the epoch, or ISO 8601 ('2026-12-03T22:00', local time unless it names its offset);
+    between 1970 and the year 5138, as every time gputui reads (ValueError else)."""
+    moment = _moment_of(text.strip(), now)
+    if not 0 <= moment < MAX_TIME:
+        raise ValueError(
+            f"{text.strip()!r} is {'before 1970' if moment < 0 else 'past the year 5138'}: "
+            "no time a server holds readings of"
+        )
+    return moment
+
+
+def _moment_of(text: str, now: float) -> float:
     if text == "now":
         return now
     relative = duration_s(text)
     if relative is not None and text.startswith("-"):
-        return now + relative
+        return now + relative  # -inf for a number of days past what a float holds
     try:
         number = float(text)
     except ValueError:
@@ -63,12 +76,15 @@ def parse_when(text: str, now: float) -> float:
             return now + number if number < 0 else number
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(
             f"{text!r} is no moment: 'now', -8h (s, m, h, d before now), seconds since the "
             "epoch, or a date and time such as 2026-12-03T22:00"
         ) from None
-    return moment.timestamp()
+    try:
+        return moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return -math.inf if moment.year < 1970 else math.inf
 
 
 def default_output(fmt: str, stem: str) -> Path:
@@ -136,6 +152,7 @@ def _file_conflicts(args: argparse.Namespace) -> str | None:
             ("--since", args.since),
             ("--until", args.until),
             ("--step", args.step),
+            ("--deadline", getattr(args, "deadline", None)),
             ("--match", getattr(args, "match", None)),
         )
         if value is not None
@@ -214,32 +231,90 @@ def _moment(when: float) -> str:
     return datetime.fromtimestamp(when).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
-    from gputui.core.model import SourceInfo
+class Deadline:
+    """Every query of a report's range within one deadline: each asked for at most what is
+    left of it, none once it has passed (``fetching.fetch`` bounds one query alone)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._ends = clock() + seconds
+        #: a query was left for the deadline: what the source made of it (a node not read,
+        #: no GPU found) is not what the server holds
+        self.missed = False
+
+    def fetch(self, url: str, timeout: float, headers: dict[str, str]) -> str:
+        from gputui.sources.fetching import ScrapeError, fetch
+
+        left = self._ends - self._clock()
+        if left <= 0:
+            self.missed = True
+            raise ScrapeError(self.passed())
+        try:
+            return fetch(url, min(timeout, left), headers)
+        except ScrapeError as exc:
+            if self._clock() < self._ends:
+                raise
+            self.missed = True
+            raise ScrapeError(self.passed()) from exc
+
+    def passed(self) -> str:
+        return (
+            f"the whole range was not read within --deadline {self.seconds:g} s (a slow "
+            "server: ask for a shorter range, --match fewer nodes, or a longer deadline)"
+        )
+
+
+def _opened(
+    args: argparse.Namespace, url: str, window: tuple[float, float], deadline: Deadline
+) -> tuple[PrometheusSource, tuple[DeviceInfo, ...], tuple[float, float]] | int:
+    """The server's source opened over the range, its GPUs, and the range its readings
+    span; or the status where it cannot be read."""
     from gputui.core.source import SourceUnavailable
-    from gputui.exporters.report import Collector, report_thresholds
     from gputui.sources.prometheus.source import PrometheusSource
     from gputui.sources.remote import ScrapeError
 
-    window = _window(args)
-    if isinstance(window, int):
-        return window
     start, end = window
     try:
-        source = PrometheusSource(url, args.match, timeout_s=30.0, at=end, history_s=end - start)
+        source = PrometheusSource(
+            url,
+            args.match,
+            timeout_s=REPORT_QUERY_TIMEOUT_S,
+            at=end,
+            history_s=end - start,
+            fetcher=deadline.fetch,
+        )
         devices = source.open()
     except SourceUnavailable as exc:
-        return fail(f"{exc} (the range asked: {_moment(start)} to {_moment(end)})")
+        why = deadline.passed() if deadline.missed else str(exc)
+        return fail(f"{why} (the range asked: {_moment(start)} to {_moment(end)})")
     try:
         span = source.data_span(start, end)
     except ScrapeError as exc:
         return fail(f"the Prometheus server's range could not be read: {exc}")
+    if span is None and deadline.missed:
+        return fail(f"the Prometheus server's range could not be read: {deadline.passed()}")
     if span is None:
         return fail(
             f"the Prometheus server holds no DCGM readings between {_moment(start)} and "
             f"{_moment(end)}"
         )
-    start, end = span
+    return source, devices, span
+
+
+def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
+    from gputui.core.model import SourceInfo
+    from gputui.exporters.report import Collector, report_thresholds
+    from gputui.sources.remote import ScrapeError
+
+    window = _window(args)
+    if isinstance(window, int):
+        return window
+    deadline = Deadline(getattr(args, "deadline", None) or REPORT_DEADLINE_S)
+    opened = _opened(args, url, window, deadline)
+    if isinstance(opened, int):
+        return opened
+    source, devices, (start, end) = opened
     step = choose_step(end - start, len(devices), args.step)
     detail = f"prometheus: {url}" + (f" {args.match}" if args.match else "")
     thresholds = report_thresholds(step)
@@ -255,6 +330,8 @@ def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
             collector.add_all(source.range_frames(first, last, step))
     except ScrapeError as exc:
         return fail(f"the Prometheus server's range could not be read: {exc}")
+    if deadline.missed:  # a node or a slice left out on the way: no report of part of it
+        return fail(f"the Prometheus server's range could not be read: {deadline.passed()}")
     if not len(collector):
         return fail(f"the Prometheus server holds no DCGM readings from {args.since} on")
     notices = [f"read every {step:g} s from the server (query_range step)"]

@@ -39,6 +39,7 @@ DOCTOR_EXITS: tuple[tuple[int, str], ...] = (
         "the command line cannot run as given (an unknown option, a value out of range, no "
         "terminal for a screen): no verdict at all, whatever the node's state",
     ),
+    (74, "the output could not be written (standard output closed, a full disk): no verdict"),
     (141, "the output's reader went away before it was all written (a pipe into head): no verdict"),
 )
 

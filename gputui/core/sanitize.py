@@ -65,6 +65,8 @@ _SECRET_WORDS: Final = frozenset(
         "passphrase",
         "pass",
         "pwd",
+        "pw",
+        "sshpass",
         "token",
         "secret",
         "secrets",
@@ -78,33 +80,95 @@ _SECRET_WORDS: Final = frozenset(
         "accesskey",
         "privatekey",
         "sessionkey",
+        "accountkey",
         "signature",
     }
 )
 _SECRET_PAIRS: Final = frozenset(
-    {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("session", "key")}
+    {
+        ("api", "key"),
+        ("access", "key"),
+        ("private", "key"),
+        ("secret", "key"),
+        ("session", "key"),
+        ("account", "key"),
+    }
 )
-# A value: quoted (a shell line pasted into a launcher's argument keeps its quotes) or a word
-_VALUE = r"""(?:"[^"]*"|'[^']*'|\S+)"""
+# Names that hold one of those words and no credential: the shell's working directories,
+# the SSH agent's socket (a path), the askpass helpers (programs)
+_NOT_SECRET: Final = frozenset({"pwd", "oldpwd", "ssh_auth_sock", "git_askpass", "ssh_askpass"})
+_NOT_SECRET_ENDS: Final = frozenset({"sock", "socket", "askpass"})
+# A shell word as a command line holds it: quoted parts (a value of several words, kept
+# whole by the host reader, ``sources/proc_files.command_line``) and bare characters
+_WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])+"""
 # --password=x (whatever x starts with), --api-key x, -token x, and NAME=value assignments
 _OPTION = re.compile(
     r"(?<!\S)(?P<name>--?[A-Za-z][\w.-]*)"
-    rf"(?:(?P<eq>=)(?P<value>{_VALUE})|(?P<space>\s+)(?P<word>[^\s-]\S*))"
+    rf"(?:(?P<eq>=)(?P<value>{_WORD})|(?P<space>\s+)(?P<word>(?!-){_WORD}))"
 )
-_ASSIGNMENT = re.compile(rf"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>{_VALUE})")
+# an assignment's value ends where another assignment starts after ; or & (a connection
+# string: "Server=db;User Id=sa;Password=x", a query: "a=1&token=x")
+_ASSIGNED = r"""(?:'[^']*'|"[^"]*"|(?![;&]\s*[A-Za-z_][\w .-]*=)[^\s'"])+"""
+_ASSIGNMENT = re.compile(rf"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>{_ASSIGNED})")
 # -p VALUE: a password to mysql, sshpass, redis-cli and kin; a number there is a port
-_SHORT_PASSWORD = re.compile(r"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))[^\s-]\S*)")
+_SHORT_PASSWORD = re.compile(
+    rf"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))(?!-){_WORD})"
+)
 # -pVALUE, attached, to the MySQL/MariaDB clients only (elsewhere -p starts flags: tar -pxf)
 _MYSQL_PASSWORD = re.compile(
-    r"(?P<head>(?:^|[\s/])(?:mysql\w*|mariadb\w*)\b(?:\s+\S+)*?\s-p)(?P<value>[^\s\d]\S*)"
+    r"(?P<head>(?:^|[\s/])(?:mysql\w*|mariadb\w*)\b(?:\s+\S+){0,32}?\s-p)(?P<value>[^\s\d]\S*)"
 )
+# a password flag of one tool: redis-cli -a, sqlcmd and bcp -P, the ldap tools' -w
+_TOOL_FLAGS: Final = {"redis-cli": "a", "sqlcmd": "P", "bcp": "P", "ldap[a-z]*": "w"}
+_TOOL_PASSWORD = re.compile(
+    "|".join(
+        rf"(?P<head{k}>(?:^|[\s/]){tool}\b(?:\s+\S+){{0,32}}?\s-{flag}\s+){_WORD}"
+        for k, (tool, flag) in enumerate(_TOOL_FLAGS.items())
+    )
+)
+# user:password after curl's -u/--user/-U/--proxy-user (a uid:gid of numbers stays)
+_USER_PASSWORD = re.compile(
+    r"(?<!\S)(?P<head>(?:-u|--user|-U|--proxy-user)(?:=|\s+|(?=[^\s-]))(?P<q>['\"]?)"
+    r"(?P<user>[^\s:'\"]*):)(?P<value>[^\s'\"]+)"
+)
+# openssl's -passin/-passout pass:VALUE
+_PASS_ARGUMENT = re.compile(r"(?P<head>(?<!\S)-pass(?:in|out)?\s+pass:)(?P<value>\S+)")
 # an HTTP credential in a header given on the command line (curl -H, wget --header)
 _HTTP_CREDENTIAL = re.compile(
     r"(?i)(?P<head>\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest)\s+)?"
     r"|\bbearer\s+)(?P<value>[^\s\"']+)"
 )
+# any other header named for a credential (X-Api-Key, X-Auth-Token, Cookie, Private-Token):
+# its whole value where the header is quoted, else its next word after -H/--header
+_QUOTED_HEADER = re.compile(
+    r"""(?P<head>(?P<q>['"])(?P<name>[A-Za-z][\w-]*)\s*:\s*)(?P<value>[^'"]+)(?=(?P=q))"""
+)
+_HEADER = re.compile(
+    r"(?P<head>(?:-H|--header)(?:=|\s+)(?P<name>[A-Za-z][\w-]*)\s*:\s*)(?P<value>\S+)"
+)
+# a quoted list of assignments, ; between them (a connection string): each value runs to
+# its ; whatever it holds, a space among it ("Server=db;Password=two words;Encrypt=yes")
+_QUOTED_LIST = re.compile(r"""(?P<q>['"])(?P<body>[^'"]*)(?P=q)""")
+# "password": "x" in JSON (or a Python dict's 'password': 'x')
+_JSON_FIELD = re.compile(
+    r"""(?P<head>(?P<q>["'])(?P<name>[A-Za-z_][\w.-]{0,63})(?P=q)\s*:\s*)"""
+    r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)"""
+)
 # scheme://user:password@host
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@")
+_URL_PASSWORD = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@"
+)
+# a URL: its host, and its path and query
+_URL = re.compile(
+    r"""(?P<base>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://(?P<host>[^\s/?#'"]+))(?P<rest>[/?][^\s'"]*)?"""
+)
+# a URL whose path is its credential (a webhook): Slack's hooks.slack.com/services/...,
+# Discord's /api/webhooks/..., Teams' .webhook.office.com/webhookb2/..., Mattermost's /hooks/
+_HOOK_HOST = re.compile(r"(?i)(?:^|[.@])(?:hooks?\.|[\w-]*webhook)")
+_HOOK_SEGMENT = re.compile(r"(?i)^(?:web)?hooks?(?:b\d+)?$")
+# a query parameter that carries the credential without saying so: Azure's SAS sig=, an
+# API key=
+_QUERY_SECRETS: Final = frozenset({"sig", "key", "code", "sv_sig"})
 
 
 # Words that end in these are credentials too, written as one word (PGPASSWORD, MYSQL_PWD's
@@ -112,27 +176,44 @@ _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/
 _SECRET_ENDINGS: Final = ("password", "passwd", "passphrase", "token", "secret", "apikey")
 
 
+def _words(name: str) -> list[str]:
+    """A name's words: split at - _ . and where camelCase turns (awsSecretAccessKey)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])", r"\1\3_\2\4", name)
+    return [w for w in re.split(r"[-_.\s]+", spaced.lower()) if w]
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an option or variable name says its value is a credential: one of its
-    words (split at - _ .) is one (``HF_TOKEN``, ``--db-password``, ``WANDB_API_KEY``) or
-    ends in one (``PGPASSWORD``), and not merely contains one (``max_tokens``,
-    ``--tokenizer``)."""
-    words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
+    words (split at - _ . and camelCase) is one (``HF_TOKEN``, ``--db-password``,
+    ``WANDB_API_KEY``, ``--awsSecretAccessKey``) or ends in one (``PGPASSWORD``), and not
+    merely contains one (``max_tokens``, ``--tokenizer``); not the shell's ``PWD`` or the
+    SSH agent's socket."""
+    words = _words(name)
+    if "_".join(words) in _NOT_SECRET or (words and words[-1] in _NOT_SECRET_ENDS):
+        return False
     if any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
 # An environment variable named for a key (OPENAI_KEY, SSH_KEY, WANDB_KEY) holds one; an
-# option named --key often does not (a sort key, a dictionary key), so only here.
+# option named --key often does not (a sort key, a dictionary key), so only here. Nor does
+# a word ending in "pass" say password but in a variable (SSHPASS, LDAPPASS; BYPASS not).
 _VARIABLE_SECRET_ENDS: Final = frozenset({"key", "keys", "pat", "dsn"})
+_NOT_PASS: Final = ("bypass", "compass", "surpass", "overpass", "underpass", "multipass")
 
 
 def _secret_variable(name: str) -> bool:
     """An environment variable's name that says credential: as ``is_secret_name``, or
-    ending in KEY, PAT or DSN (OPENAI_KEY, GITHUB_PAT, SENTRY_DSN)."""
-    words = [w for w in re.split(r"[-_.]+", name.lower()) if w]
-    return is_secret_name(name) or bool(words and words[-1] in _VARIABLE_SECRET_ENDS)
+    ending in KEY, PAT or DSN (OPENAI_KEY, GITHUB_PAT, SENTRY_DSN) or in PASS
+    (LDAPPASS)."""
+    words = _words(name)
+    if not words or is_secret_name(name):
+        return bool(words)
+    last = words[-1]
+    if last in _VARIABLE_SECRET_ENDS:
+        return True
+    return last.endswith("pass") and not last.endswith(("askpass", *_NOT_PASS))
 
 
 def mask_variable(entry: str) -> str:
@@ -159,15 +240,77 @@ def _masked_assignment(m: re.Match[str]) -> str:
     return f"{name}={MASK}" if secret else m[0]
 
 
+def _masked_user(m: re.Match[str]) -> str:
+    if m["user"].isdigit() and m["value"].isdigit():
+        return m[0]  # a uid:gid (docker -u 1000:1000)
+    return f"{m['head']}{MASK}"
+
+
+def _masked_named(m: re.Match[str]) -> str:
+    """A header's or a JSON field's value, where its name says credential; a quoted
+    value keeps its quotes."""
+    if not is_secret_name(m["name"]) or m["name"].lower().endswith("authorization"):
+        return m[0]
+    value = m["value"]
+    quoted = len(value) > 1 and value[0] in "'\"" and value[-1] == value[0]
+    quote = value[0] if quoted else ""
+    return f"{m['head']}{quote}{MASK}{quote}"
+
+
+def _masked_list(m: re.Match[str]) -> str:
+    if ";" not in m["body"] or "=" not in m["body"]:
+        return m[0]
+    parts = []
+    for part in m["body"].split(";"):
+        name, sep, value = part.partition("=")
+        secret = sep and value and is_secret_name(name.strip())
+        parts.append(f"{name}={MASK}" if secret else part)
+    return f"{m['q']}{';'.join(parts)}{m['q']}"
+
+
+def _masked_url(m: re.Match[str]) -> str:
+    """A webhook's path masked; a query's credentials masked."""
+    base, rest = m["base"], m["rest"] or ""
+    path, mark, query = rest.partition("?")
+    if _HOOK_HOST.search(m["host"]) and path.strip("/"):
+        path = f"/{MASK}"
+    else:
+        segments = path.split("/")
+        for k, segment in enumerate(segments):
+            if _HOOK_SEGMENT.match(segment) and k + 1 < len(segments):
+                path = "/".join([*segments[: k + 1], MASK])
+                break
+    if query:
+        query = "&".join(_masked_parameter(p) for p in query.split("&"))
+    return f"{base}{path}{mark}{query}"
+
+
+def _masked_parameter(parameter: str) -> str:
+    name, sep, value = parameter.partition("=")
+    if sep and value and (is_secret_name(name) or name.lower() in _QUERY_SECRETS):
+        return f"{name}={MASK}"
+    return parameter
+
+
 def mask_secrets(text: str) -> str:
-    """``text`` with credential-looking values replaced by ``***``: values of options and
-    assignments whose names say password, token, secret, key or auth, passwords in URLs,
-    HTTP credentials in headers, and the MySQL clients' -pPASSWORD. Names stay, so the
-    reader still sees what was passed."""
+    """``text`` with credential-looking values replaced by ``***`` (docs/security.md has
+    the table of what is and is not): values of options and assignments whose names say
+    password, token, secret, key or auth (the whole next argument where it is quoted, each
+    assignment of a connection string), passwords in URLs and the paths of webhooks,
+    credentials in query strings, headers and JSON fields, ``-u user:password``, the MySQL
+    clients' -pPASSWORD. Names stay, so the reader still sees what was passed."""
     text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}@", text)
+    text = _URL.sub(_masked_url, text)
     text = _HTTP_CREDENTIAL.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _QUOTED_HEADER.sub(_masked_named, text)
+    text = _HEADER.sub(_masked_named, text)
+    text = _JSON_FIELD.sub(_masked_named, text)
+    text = _QUOTED_LIST.sub(_masked_list, text)
+    text = _USER_PASSWORD.sub(_masked_user, text)
+    text = _PASS_ARGUMENT.sub(lambda m: f"{m['head']}{MASK}", text)
     text = _SHORT_PASSWORD.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", text)
     text = _MYSQL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
+    text = _TOOL_PASSWORD.sub(lambda m: f"{next(g for g in m.groups() if g)}{MASK}", text)
     text = _OPTION.sub(_masked_option, text)
     return _ASSIGNMENT.sub(_masked_assignment, text)
 

@@ -115,7 +115,9 @@ class GputuiCollector(Collector):
 MAX_CONNECTIONS = 32  # requests served at once; more complete ones are answered 503
 # Connections still sending their request line and headers: each has a thread for at most
 # HEADER_TIMEOUT_S, and they never hold one of the MAX_CONNECTIONS slots, so a crowd of
-# idle or dripping clients cannot turn a real scrape away. Past MAX_PENDING: 503.
+# idle or dripping clients cannot turn a real scrape away. Past MAX_PENDING the oldest of
+# them is cut to let the new one in: a crowd that reopens what is cut cannot keep the
+# slots full either (a scrape sends its request at once; the crowd's oldest waits longest).
 MAX_PENDING = 128
 HEADER_TIMEOUT_S = 2.0
 REQUEST_TIMEOUT_S = 10.0  # a whole request once its headers are in, slow client included
@@ -130,7 +132,8 @@ class _Server(ThreadingMixIn, WSGIServer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pending = threading.BoundedSemaphore(MAX_PENDING)
+        #: connections still sending their request, oldest first
+        self._waiting: dict[socket.socket, None] = {}
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._serving: set[socket.socket] = set()
         # One thread watches every request's deadline (not a timer thread per request).
@@ -141,14 +144,16 @@ class _Server(ThreadingMixIn, WSGIServer):
         reaper.start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._pending.acquire(blocking=False):
-            with contextlib.suppress(OSError):
-                request.settimeout(1.0)
-                request.sendall(_BUSY)
-            self.shutdown_request(request)
-            return
         with self._deadlines_lock:
+            oldest = next(iter(self._waiting)) if len(self._waiting) >= MAX_PENDING else None
+            if oldest is not None:  # no longer counted: its thread ends as it is cut
+                del self._waiting[oldest]
+                self._deadlines.pop(oldest, None)
+            self._waiting[request] = None
             self._deadlines[request] = time.monotonic() + HEADER_TIMEOUT_S
+        if oldest is not None:
+            with contextlib.suppress(OSError):
+                oldest.shutdown(socket.SHUT_RDWR)
         try:
             super().process_request(request, client_address)
         except BaseException:
@@ -175,6 +180,7 @@ class _Server(ThreadingMixIn, WSGIServer):
         if not self._slots.acquire(blocking=False):
             return False
         with self._deadlines_lock:
+            self._waiting.pop(request, None)
             self._serving.add(request)
             self._deadlines[request] = time.monotonic() + REQUEST_TIMEOUT_S
         request.settimeout(REQUEST_TIMEOUT_S)
@@ -183,11 +189,11 @@ class _Server(ThreadingMixIn, WSGIServer):
     def _done(self, request: socket.socket) -> None:
         with self._deadlines_lock:
             self._deadlines.pop(request, None)
+            self._waiting.pop(request, None)
             serving = request in self._serving
             self._serving.discard(request)
         if serving:
             self._slots.release()
-        self._pending.release()
 
     def _reap(self) -> None:
         """A client that drips its request a byte at a time is cut at its deadline."""

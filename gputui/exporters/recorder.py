@@ -20,8 +20,10 @@ A pipe or a terminal gets the blocks alone, as they are written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
+import io
 import math
 import os
 import secrets
@@ -41,6 +43,7 @@ from gputui.exporters.durable import (
 )
 from gputui.exporters.files import open_new, stream_target
 from gputui.formats.block_writer import block_lines
+from gputui.formats.cells import MAX_BLOCK_CELLS, cells
 from gputui.formats.journal import MAX_JOURNAL_BYTES, Mark, TickEncoder, journal_of
 from gputui.formats.recording import MAX_LINE_BYTES, VERSION, Header, header_line, tick_line
 
@@ -86,6 +89,8 @@ class RecordWriter:
         self.sync_s = sync_s
         #: the ticks of the block being filled (version 3)
         self._block: list[tuple[Frame, tuple[Finding, ...]]] = []
+        #: the most GPUs and processes a tick of the block holds
+        self._widest = (0, 0)
         #: bytes a tick of the last block took in the file (unknown before the first)
         self._tick_bytes = math.inf
         self._header = header
@@ -118,6 +123,21 @@ class RecordWriter:
             self._shift()
         self._open(replace)
 
+    def _abandon(self, handle: io.BufferedWriter) -> None:
+        """A file that could not be begun (a full disk at its header) is taken back whole,
+        its journal too: an empty file left there would be refused by the next ``record -o``
+        as an earlier recording."""
+        for part in (self._sink, self._journal):
+            if part is not None:
+                with contextlib.suppress(OSError):
+                    part.close()
+        with contextlib.suppress(OSError):
+            handle.close()
+        self._sink = self._journal = None
+        for leftover in (self.path, journal_of(self.path)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
     @property
     def journal(self) -> Path | None:
         """The journal beside the file, while it holds ticks not yet in a block line."""
@@ -133,17 +153,21 @@ class RecordWriter:
             self._sink = StreamLines(handle, compressed)
             self._sink.write(header_line(self._header, self._keep_secrets, self.version))
             return
-        file = AppendFile(handle, self.path)
-        self._sink = GzipLines(file) if compressed else PlainLines(file)
         journaled = self.version >= 3
         self._run = secrets.token_hex(8) if journaled else ""
         header = dataclasses.replace(self._header, run=self._run or None)
-        self._sink.write(header_line(header, self._keep_secrets, self.version))
-        self._sink.sync()
-        sync_directory(self.path)
-        if journaled:
-            self._journal = JournalFile(journal_of(self.path), self._mark(), compressed)
-            self._journal.sync()
+        try:
+            file = AppendFile(handle, self.path)
+            self._sink = GzipLines(file) if compressed else PlainLines(file)
+            self._sink.write(header_line(header, self._keep_secrets, self.version))
+            self._sink.sync()
+            sync_directory(self.path)
+            if journaled:
+                self._journal = JournalFile(journal_of(self.path), self._mark(), compressed)
+                self._journal.sync()
+        except OSError:
+            self._abandon(handle)
+            raise
         self._encoder.reset()
 
     def _mark(self) -> Mark:
@@ -167,6 +191,8 @@ class RecordWriter:
             self.held_until = frame.time
             self._sync_due(frame.time, self._sink)
         else:
+            if not self._room_for(frame):
+                self._flush_block()  # read back, the block would expand past its bound
             self._block.append((frame, found))
             if self._journal is not None:
                 self._journal.append(self._encoder.line(frame, found))
@@ -229,6 +255,16 @@ class RecordWriter:
         if self._keep > 0:
             self.path.rename(rotated_name(self.path, 1))
         sync_directory(self.path)
+
+    def _room_for(self, frame: Frame) -> bool:
+        """Whether the block, ``frame`` added, still expands to at most ``MAX_BLOCK_CELLS``
+        values when read back (``formats/cells``); the block's widest tick kept."""
+        gpus, processes = self._widest if self._block else (0, 0)
+        self._widest = (max(gpus, len(frame.gpus)), max(processes, len(frame.processes)))
+        if not self._block or cells(len(self._block) + 1, *self._widest) <= MAX_BLOCK_CELLS:
+            return True
+        self._widest = (len(frame.gpus), len(frame.processes))
+        return False
 
     def _block_full(self) -> bool:
         """Whether the block holds enough: ``block_ticks`` ticks or seconds, a journal near

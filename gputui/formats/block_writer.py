@@ -12,6 +12,7 @@ from typing import Any
 
 from gputui.core.model import Finding, Frame, GpuSample, HostSample, ProcessSample
 from gputui.formats.blocks import stored_fields
+from gputui.formats.cells import MAX_BLOCK_CELLS, MAX_LINE_VALUES, block_cells, json_values
 from gputui.formats.columns import BlobWriter
 from gputui.formats.values import finding_dict, masked, note_dict, plain, record
 
@@ -64,13 +65,18 @@ def block_lines(
     ticks: Sequence[tuple[Frame, Sequence[Finding]]], keep_secrets: bool, most: int
 ) -> list[tuple[bytes, int]]:
     """Ticks as block lines, each with its count of ticks: one line, or the ticks halved
-    until each line holds at most ``most`` bytes (one tick a line at the least)."""
+    until each line holds at most ``most`` bytes and ``MAX_LINE_VALUES`` JSON values and
+    expands to at most ``MAX_BLOCK_CELLS`` values (one tick a line at the least)."""
     out: list[tuple[bytes, int]] = []
     pending = [ticks]
     while pending:
         part = pending.pop(0)
+        if len(part) > 1 and block_cells([f for f, _ in part]) > MAX_BLOCK_CELLS:
+            half = len(part) // 2
+            pending[:0] = [part[:half], part[half:]]
+            continue
         line = block_line(part, keep_secrets)
-        if len(line) > most and len(part) > 1:
+        if (len(line) > most or json_values(line) > MAX_LINE_VALUES) and len(part) > 1:
             half = len(part) // 2
             pending[:0] = [part[:half], part[half:]]
             continue

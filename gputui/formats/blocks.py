@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final, NamedTuple
 
 from gputui.core.config import MAX_BLOCK_TICKS
@@ -32,6 +32,7 @@ from gputui.core.model import (
 )
 from gputui.core.ranges import RANGES, within_ranges
 from gputui.core.records import frozen
+from gputui.formats.cells import MAX_BLOCK_CELLS, bounded_cells, cells
 from gputui.formats.columns import Spec, code_of, parse_spec, read_column, unpack_blob
 from gputui.formats.values import (
     MAX_GPUS,
@@ -136,12 +137,14 @@ def parse_columns(
     ticks = data.get("block")
     if isinstance(ticks, bool) or not isinstance(ticks, int) or not 0 < ticks <= MAX_BLOCK_TICKS:
         raise FormatError(f"a block of {ticks!r} ticks")
-    columns = _columns(data, ticks, only)
-    times = _times(data.get("t0"), columns.pop(("time", "time"), None), ticks)
     shape = data.get("shape")
     if not isinstance(shape, Mapping):
         raise FormatError("a block without its shape")
     counts = _expand(shape.get("gpus"), ticks, _count)
+    running = _expand(shape.get("processes"), ticks, _process_count)
+    bounded_cells(ticks, max(counts), max(running))
+    columns = _columns(data, ticks, (max(counts), max(running)), only)
+    times = _times(data.get("t0"), columns.pop(("time", "time"), None), ticks)
     gpus = _slot_lists(
         GpuSample, "gpu", columns, data.get("gpus"), counts, None if only is None else only.gpu
     )
@@ -151,7 +154,6 @@ def parse_columns(
         if only is None
         else [None] * ticks
     )
-    running = _expand(shape.get("processes"), ticks, _process_count)
     processes = _slot_lists(
         ProcessSample,
         "proc",
@@ -211,6 +213,7 @@ class Block:
         "_processes",
         "_running",
         "_slots",
+        "cells",
         "counts",
         "gpus",
         "hosts",
@@ -223,9 +226,9 @@ class Block:
         self,
         times: list[float],
         counts: list[int],
-        gpus: list[list[list[Any]]],
+        gpus: list[list[Sequence[Any]]],
         hosts: list[Any],
-        processes: tuple[list[list[list[Any]]], list[int]],
+        processes: tuple[list[list[Sequence[Any]]], list[int]],
         parts: tuple[list[Any], list[Any], list[Any], list[Any]],
     ) -> None:
         self.times = times
@@ -238,6 +241,8 @@ class Block:
         self._processes: list[tuple[ProcessSample, ...]] | None = None
         #: read in part (``Only``): the fields not read are None, no records are built
         self.partial = False
+        #: the values it expands to (``formats/cells``), as its shape says
+        self.cells = cells(len(times), max(counts, default=0), max(processes[1], default=0))
         #: notes, jobs, settings and findings, one value a tick
         self.parts = parts
 
@@ -267,7 +272,7 @@ class Block:
             return list(zip(*slots, strict=True))
         return [tuple(slot[k] for slot in slots[: running[k]]) for k in range(len(self.times))]
 
-    def field(self, slot: int, name: str) -> list[Any]:
+    def field(self, slot: int, name: str) -> Sequence[Any]:
         """A GPU slot's values of one field, one a tick (whatever where it holds none)."""
         return self.gpus[slot][_POSITION[name]]
 
@@ -299,7 +304,7 @@ def _slot_lists(
     listed: Any,
     counts: list[int],
     wanted: frozenset[str] | None = None,
-) -> list[list[list[Any]]]:
+) -> list[list[Sequence[Any]]]:
     """Each slot's fields as lists (``_lists``), every value checked."""
     changes = mapping_of(listed, prefix)
     return [
@@ -319,14 +324,20 @@ def mapping_of(value: Any, what: str) -> Mapping[str, Any]:
 
 
 def _columns(
-    data: Mapping[str, Any], ticks: int, only: Only | None = None
+    data: Mapping[str, Any], ticks: int, slots: tuple[int, int], only: Only | None = None
 ) -> dict[tuple[str, str], Any]:
     """Every column of the block by (part, field), unpacked and checked (of ``only``'s,
-    with the ticks' times)."""
+    with the ticks' times): none for a slot past the most GPUs and processes (``slots``)
+    its shape holds, and no more of them than two a field of its slots (a newer writer's
+    fields among them)."""
     listed = data.get("columns")
-    if not isinstance(listed, list) or len(listed) > 100 * (MAX_GPUS + MAX_PROCESSES):
-        raise FormatError("a block's columns are not a list")
-    total, taken = _layout(listed, ticks, only)
+    if not isinstance(listed, list) or len(listed) > 2 * cells(1, *slots):
+        raise FormatError("a block's columns are not a list of its slots' fields")
+    total, taken, reach = _layout(listed, ticks, only)
+    if reach[0] > slots[0] or reach[1] > slots[1]:
+        raise FormatError("a column of a slot the block's shape does not hold")
+    if reach[2] > MAX_BLOCK_CELLS:
+        raise FormatError(f"columns of more than {MAX_BLOCK_CELLS:,} values")
     view = unpack_blob(data.get("data"), total)
     return {
         (spec.part, spec.field): read_column(view[start:end], spec, ticks, expected.bounds)
@@ -334,7 +345,9 @@ def _columns(
     }
 
 
-_Layout = tuple[int, list[tuple[int, int, Spec, _Field]]]
+#: the blob's size, the columns read (where, spec, field), and their reach: how many GPU
+#: and process slots they fill, and how many values their tuples hold
+_Layout = tuple[int, list[tuple[int, int, Spec, _Field]], tuple[int, int, int]]
 #: a column list's layout for a block of so many ticks read by a reader of so much
 #: (``_layout``), by the list's ``repr`` as ``_PLANS``: a recording's blocks repeat it
 _LAYOUTS: dict[tuple[str, int, Only | None], _Layout] = {}
@@ -357,11 +370,23 @@ def _layout(listed: list[Any], ticks: int, only: Only | None) -> _Layout:
                 raise FormatError(f"column {spec.field}: code {spec.code}, not {expected.code}")
             taken.append((offset, offset + size, spec, expected))
         offset += size
+    layout = (offset, taken, _reach([spec for _, _, spec, _ in taken]))
     if key:
         if len(_LAYOUTS) >= _PLANS_MOST:
             _LAYOUTS.clear()
-        _LAYOUTS[(key, ticks, only)] = (offset, taken)
-    return offset, taken
+        _LAYOUTS[(key, ticks, only)] = layout
+    return layout
+
+
+def _reach(specs: list[Spec]) -> tuple[int, int, int]:
+    """How many GPU and process slots columns fill (the highest one's number and one),
+    and how many values their tuple columns hold."""
+    top = {"gpu": 0, "proc": 0}
+    for spec in specs:
+        kind = spec.part.rstrip("0123456789")
+        if kind in top:
+            top[kind] = max(top[kind], int(spec.part[len(kind) :]) + 1)
+    return top["gpu"], top["proc"], sum(spec.count for spec in specs)
 
 
 def _takes(only: Only, spec: Spec) -> bool:
@@ -473,7 +498,7 @@ def _build(
     return _assembled(cls, _lists(cls, columns, part, changes, present), present)
 
 
-def _assembled(cls: type, lists: list[list[Any]], present: Sequence[bool]) -> list[Any]:
+def _assembled(cls: type, lists: list[Sequence[Any]], present: Sequence[bool]) -> list[Any]:
     """A record a tick from its fields' lists, None where ``present`` says it has none."""
     rows = zip(*lists, strict=True)
     return [cls(*row) if here else None for row, here in zip(rows, present, strict=True)]
@@ -486,14 +511,14 @@ def _lists(
     changes: Mapping[str, Any],
     present: Sequence[bool],
     wanted: frozenset[str] | None = None,
-) -> list[list[Any]]:
+) -> list[Sequence[Any]]:
     """One slot's fields, each one value a tick, in field order, every value checked; of
     a field not ``wanted`` (None: every one is), None at every tick, unread."""
     ticks = len(present)
-    lists = []
+    lists: list[Sequence[Any]] = []
     for f in stored_fields(cls):
         if wanted is not None and f.name not in wanted:
-            lists.append([None] * ticks)
+            lists.append(_repeated("NoneType", None, ticks))
             continue
         column = columns.get((part, f.name))
         if column is not None:
@@ -507,9 +532,16 @@ def _lists(
         elif f.default is _MISSING:
             raise FormatError(f"{cls.__name__}.{f.name}: missing")
         else:
-            values = [f.default] * ticks
+            values = _repeated(type(f.default).__name__, f.default, ticks)
         lists.append(values)
     return lists
+
+
+@lru_cache(maxsize=256)
+def _repeated(kind: str, value: Any, ticks: int) -> tuple[Any, ...]:
+    """``value`` at every tick, one tuple for every slot and block that never sets the
+    field (``kind`` keeps 0, 0.0 and False apart): a field left out costs nothing a slot."""
+    return (value,) * ticks
 
 
 def _nullable(f: _Field) -> Callable[[Any], Any]:

@@ -34,7 +34,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress
 from pathlib import Path
 from typing import Any, Final
@@ -45,6 +45,7 @@ from gputui.core.records import frozen
 from gputui.core.units import fmt_time
 from gputui.formats.block_writer import findings_shown, time_origin
 from gputui.formats.blocks import mapping_of, stored_fields
+from gputui.formats.cells import MAX_LINE_VALUES, bounded_cells, json_values
 from gputui.formats.columns import BlobWriter
 from gputui.formats.values import (
     MAX_GPUS,
@@ -62,6 +63,9 @@ SUFFIX: Final = ".journal"
 #: the most a journal may hold; a writer closes its block before the journal grows past it
 MAX_JOURNAL_BYTES: Final = 64 * 1024 * 1024
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+#: the JSON values its ticks may hold in all (``formats/cells.json_values``): one a field
+#: that changed, about, so twice what the block they join may expand to
+MAX_JOURNAL_VALUES: Final = 1 << 20
 #: while only their words change, a block's findings are journaled at least this often
 #: (frame time): what a tail read from a journal may hold of stale words
 REFRESH_S: Final = 15.0
@@ -86,6 +90,8 @@ _NOT_YET: Final[Any] = object()
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 #: a gzip journal is inflated this many bytes at a time: a damaged stream loses no more
 _PIECE: Final = 4096
+#: no more lines
+_END: Final[Any] = object()
 
 
 def journal_of(path: Path) -> Path:
@@ -283,57 +289,126 @@ def read_journal(recording: Path, run: str, notices: list[str]) -> Journal | Non
     except OSError as exc:
         notices.append(f"{path}: cannot be read ({exc.strerror or exc}): not read")
         return None
+    said: list[str] = []
     with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_JOURNAL_BYTES + 1)
-    if data[:2] == _GZIP_MAGIC:
-        data = _inflated(data)
-    if len(data) > MAX_JOURNAL_BYTES:
-        notices.append(f"{path}: more than {MAX_JOURNAL_BYTES >> 20} MiB: not read")
-        return None
-    lines = data.splitlines(keepends=True)
-    if not lines:
+        pieces = _Pieces(handle)
+        journal = _joined(path, run, _lines(pieces), said)
+        if pieces.drained() > MAX_JOURNAL_BYTES:
+            notices.append(f"{path}: more than {MAX_JOURNAL_BYTES >> 20} MiB: not read")
+            return None
+    notices.extend(said)
+    return journal
+
+
+def _joined(
+    path: Path, run: str, lines: Iterator[bytes | None], notices: list[str]
+) -> Journal | None:
+    """A journal's lines read and joined as far as they are whole ticks of run ``run``,
+    each parsed as it comes: what a journal costs is a line or two and the block joined,
+    never the file."""
+    first = next(lines, _END)
+    if first is _END:
         return None
     try:
-        mark = parse_mark(_loads(lines[0]))
+        mark = parse_mark(_loads(first))
     except (FormatError, ValueError, RecursionError) as exc:
         notices.append(f"{path}:1: not a journal ({exc}): not read")
         return None
     if mark.run != run:
         return None  # an older recording's, in the place of this one: not this one's
     joiner = _Joiner()
-    if len(lines) > MAX_BLOCK_TICKS + 1:
-        notices.append(f"{path}: more than {MAX_BLOCK_TICKS:,} ticks: the rest left out")
-    for number, raw in enumerate(lines[1 : MAX_BLOCK_TICKS + 1], start=2):
+    values = 0
+    for number, raw in enumerate(lines, start=2):
+        if number > MAX_BLOCK_TICKS + 1:
+            notices.append(f"{path}: more than {MAX_BLOCK_TICKS:,} ticks: the rest left out")
+            break
+        values += json_values(raw or b"")
         try:
-            joiner.add(_loads(raw) if raw.endswith(b"\n") else None)
+            if values > MAX_JOURNAL_VALUES:
+                raise FormatError(f"more than {MAX_JOURNAL_VALUES:,} JSON values in all")
+            cut = raw is not None and not raw.endswith(b"\n")
+            joiner.add(None if cut else _loads(raw))
         except (FormatError, ValueError, RecursionError) as exc:
-            notices.append(_cut(path, number, len(lines), joiner.times, exc))
+            last = next(lines, _END) is _END
+            notices.append(_cut(path, number, last, joiner.times, exc))
             break
     return Journal(path, mark, joiner.block())
 
 
-def _inflated(data: bytes) -> bytes:
-    """What a gzip journal holds, up to where its stream ends, is cut or breaks (the line
-    there is then a cut one), and never past the bound by more than a piece."""
-    inflate = zlib.decompressobj(wbits=31)
-    out: list[bytes] = []
-    size = 0
-    for start in range(0, len(data), _PIECE):
+class _Pieces:
+    """A journal's bytes a piece at a time (inflated, for a gzip one), up to where its
+    stream ends, is cut or breaks (the line there is then a cut one), and never more than
+    a piece past ``MAX_JOURNAL_BYTES``; ``drained`` reads what is left, to count it."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self.size = 0
+        head = handle.read(len(_GZIP_MAGIC))
+        self._inflate = zlib.decompressobj(wbits=31) if head == _GZIP_MAGIC else None
+        self._head = head
+
+    def __iter__(self) -> Iterator[bytes]:
+        raw, self._head = self._head, b""
+        while self.size <= MAX_JOURNAL_BYTES:
+            raw += self._handle.read(_PIECE)
+            if not raw:
+                return
+            piece = raw if self._inflate is None else self._inflated(raw)
+            raw = b""
+            if piece is None:
+                return
+            self.size += len(piece)
+            yield piece
+
+    def _inflated(self, raw: bytes) -> bytes | None:
+        inflate = self._inflate
+        assert inflate is not None
+        if inflate.eof:
+            return None
         try:
-            piece = inflate.decompress(data[start : start + _PIECE], MAX_JOURNAL_BYTES + 1 - size)
+            piece = inflate.decompress(raw, MAX_JOURNAL_BYTES + 1 - self.size)
         except zlib.error:
-            break
-        out.append(piece)
-        size += len(piece)
-        if inflate.eof or size > MAX_JOURNAL_BYTES or inflate.unconsumed_tail:
-            break
-    return b"".join(out)
+            return None
+        if inflate.unconsumed_tail:  # more than the bound: counted as past it
+            self.size = MAX_JOURNAL_BYTES + 1
+        return piece
+
+    def drained(self) -> int:
+        """The journal's size, reading what no line took (and holding none of it)."""
+        for _ in self:
+            pass
+        return self.size
 
 
-def _cut(path: Path, number: int, count: int, times: list[float], exc: Exception) -> str:
-    """What the reader says of the line that ended the journal."""
+def _lines(pieces: Iterable[bytes]) -> Iterator[bytes | None]:
+    """The lines of a journal as its pieces come, each with its newline (the last one
+    perhaps without: cut); None for a line past ``MAX_LINE_BYTES``, whose bytes are
+    skipped, never held."""
+    buffer = bytearray()
+    skipping = False
+    for piece in pieces:
+        start = 0
+        while (end := piece.find(b"\n", start)) >= 0:
+            if not skipping:
+                buffer += piece[start : end + 1]
+                yield bytes(buffer) if len(buffer) <= MAX_LINE_BYTES else None
+            buffer.clear()
+            skipping = False
+            start = end + 1
+        if not skipping:
+            buffer += piece[start:]
+            if len(buffer) > MAX_LINE_BYTES:
+                buffer.clear()
+                skipping = True
+                yield None
+    if buffer:
+        yield bytes(buffer)
+
+
+def _cut(path: Path, number: int, last: bool, times: list[float], exc: Exception) -> str:
+    """What the reader says of the line that ended the journal (``last``: the file's)."""
     after = f", after the tick of {fmt_time(times[-1])}" if times else ""
-    if number == count:
+    if last:
         return (
             f"{path}:{number}: its last tick{after} was cut short (the recorder stopped while "
             "writing it): skipped"
@@ -341,9 +416,11 @@ def _cut(path: Path, number: int, count: int, times: list[float], exc: Exception
     return f"{path}:{number}: a damaged tick{after} ({exc}): it and the ticks after it left out"
 
 
-def _loads(raw: bytes) -> Any:
-    if len(raw) > MAX_LINE_BYTES:
+def _loads(raw: bytes | None) -> Any:
+    if raw is None or len(raw) > MAX_LINE_BYTES:
         raise FormatError("a line longer than 16 MiB")
+    if json_values(raw) > MAX_LINE_VALUES:
+        raise FormatError(f"more than {MAX_LINE_VALUES:,} JSON values in a line")
     return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
 
 
@@ -356,6 +433,9 @@ class _Joiner:
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        #: the most GPU and process slots the ticks so far hold (their shape, or a slot
+        #: they set): what the block joined expands to (``formats/cells``)
+        self._widest = [0, 0]
         self._changes: dict[str, Any] = {
             "shape": {"gpus": [], "host": [], "processes": []},
             "gpus": {},
@@ -368,7 +448,8 @@ class _Joiner:
         }
 
     def add(self, data: Any) -> None:
-        """One tick's line (None: a line cut short), checked as far as it is joined."""
+        """One tick's line (None: a line cut short), checked whole before any of it is
+        joined: a tick refused leaves the ticks before it as they were."""
         if not isinstance(data, dict):
             raise FormatError("a tick cut short" if data is None else "a tick is not an object")
         k = len(self.times)
@@ -377,28 +458,45 @@ class _Joiner:
         time = data.get("time")
         if not isinstance(time, int | float) or isinstance(time, bool) or not 0 <= time < MAX_TIME:
             raise FormatError("a tick's time is not a time")
+        shape = mapping_of(data.get("shape"), "shape")
+        widest = list(self._widest)
+        slots: list[tuple[str, str, Mapping[str, Any]]] = []
+        for n, (key, _kind, _cls, most) in enumerate(_PARTS):
+            if type(shape.get(key)) is int:
+                widest[n] = max(widest[n], shape[key])
+            for slot, fields in mapping_of(data.get(key), key).items():
+                if not slot.isdigit() or int(slot) >= most:
+                    raise FormatError(f"{key}: slot {slot!r}")
+                widest[n] = max(widest[n], int(slot) + 1)
+                slots.append((key, slot, _fields_of(fields)))
+        host = _fields_of(data.get("host"))
+        bounded_cells(k + 1, *widest)  # as the block joined will be read: checked here
+        found = self._findings(k, _listed(data.get("findings")))
         changes = self._changes
         for key in ("notes", "jobs", "settings"):
             if key in data:
                 changes[key].append([k, data[key]])
-        shape = mapping_of(data.get("shape"), "shape")
         for key in ("gpus", "host", "processes"):
             if key in shape:
                 changes["shape"][key].append([k, shape[key]])
-        for key, _kind, _cls, most in _PARTS:
-            for slot, fields in mapping_of(data.get(key), key).items():
-                if not slot.isdigit() or int(slot) >= most:
-                    raise FormatError(f"{key}: slot {slot!r}")
-                _join_fields(changes[key].setdefault(slot, {}), fields, k)
-        _join_fields(changes["host"], data.get("host"), k)
-        written = changes["findings"]
-        for item in _listed(data.get("findings")):
+        for key, slot, fields in slots:
+            _join_fields(changes[key].setdefault(slot, {}), fields, k)
+        _join_fields(changes["host"], host, k)
+        changes["findings"].extend(found)
+        self._widest = widest
+        self.times.append(float(time))
+
+    def _findings(self, k: int, items: list[Any]) -> list[Any]:
+        """A tick's findings, each where a block writes them (this tick or the one
+        before, after the last written)."""
+        written = self._changes["findings"]
+        after = written[-1][0] if written else -1
+        for item in items:
             at = item[0] if isinstance(item, list) and len(item) == 2 else None
-            after = written[-1][0] if written else -1
             if not isinstance(at, int) or not max(k - 1, after + 1) <= at <= k:
                 raise FormatError("findings out of order")
-            written.append(item)
-        self.times.append(float(time))
+            after = at
+        return items
 
     def block(self) -> dict[str, Any] | None:
         """The ticks as a block line's dict (what ``formats/blocks`` reads), None if none:
@@ -453,10 +551,16 @@ def _each_tick(changes: list[list[Any]], ticks: int, tuples: bool) -> list[Any]:
     return out
 
 
-def _join_fields(lists: dict[str, Any], fields: Any, k: int) -> None:
-    for name, value in mapping_of(fields, "a record").items():
-        if len(name) > 64:
-            raise FormatError("a field's name is too long")
+def _fields_of(fields: Any) -> Mapping[str, Any]:
+    """A record's fields in a tick, their names checked."""
+    checked = mapping_of(fields, "a record")
+    if any(len(name) > 64 for name in checked):
+        raise FormatError("a field's name is too long")
+    return checked
+
+
+def _join_fields(lists: dict[str, Any], fields: Mapping[str, Any], k: int) -> None:
+    for name, value in fields.items():
         lists.setdefault(name, []).append([k, value])
 
 

@@ -27,6 +27,7 @@ from gputui.core.records import frozen, record
 from gputui.core.sanitize import clean
 from gputui.core.units import fmt_time
 from gputui.formats.blocks import Block, Only, parse_block, parse_columns
+from gputui.formats.cells import MAX_LINE_VALUES, MAX_READ_CELLS, frame_cells, json_values
 from gputui.formats.journal import RUN_ID, read_journal
 from gputui.formats.values import (
     MAX_GPUS,
@@ -159,6 +160,11 @@ def _lines(
             number += 1
             if len(line) > MAX_LINE_BYTES:
                 raise RecordingError(f"{path}:{number}: a line longer than 16 MiB: not a recording")
+            if json_values(line) > MAX_LINE_VALUES:
+                raise RecordingError(
+                    f"{path}:{number}: a line of more than {MAX_LINE_VALUES:,} JSON values: "
+                    "not a recording"
+                )
             yield number, line, line.endswith(b"\n")
 
 
@@ -196,6 +202,7 @@ def stream_recording(
     share: Share | None = None,
     columns: bool = False,
     only: Only | None = None,
+    max_cells: int | None = None,
 ) -> Iterator[Header | Tick | Block | Border]:
     """The header, then each tick as read, checked as ``read_recording`` does; what the
     reader had to say in ``notices`` by the end. ``findings=False``: recorded findings
@@ -203,16 +210,23 @@ def stream_recording(
     ``Border``, its ticks: ``max_ticks`` counts those alone). ``columns=True``: a block
     comes whole, a ``Block`` (one past ``max_ticks`` tick by tick, up to it); ``only``:
     those fields of it alone (``blocks.Only``; one past ``max_ticks`` left out). Read to
-    its end, a file's journal follows: the ticks after its last block (``_journal``)."""
+    its end, a file's journal follows: the ticks after its last block (``_journal``).
+    ``max_cells``: the values the ticks kept may expand to in all (``formats/cells``;
+    ``MAX_READ_CELLS`` unless given), as ``max_ticks`` bounds their count, the rest left
+    out with a notice."""
+    warm = share is not None and share.begin
     state = _State(
         MAX_TICKS if max_ticks is None else max_ticks,
-        count=-math.inf if share is not None and share.begin else 0,  # warm-up: no cap
+        count=-math.inf if warm else 0,  # warm-up: no cap
+        max_cells=MAX_READ_CELLS if max_cells is None else max_cells,
+        cells=-math.inf if warm else 0,
     )
     header: Header | None = None
     for document in _documents(path, notices, share, state):
         if isinstance(document, Border):
             yield document
-            state.count = state.skipped = 0  # warm-up before: the share's own count from here
+            # warm-up before: the share's own count from here
+            state.count = state.skipped = state.cells = 0
             continue
         number, data = document
         if header is None:
@@ -238,6 +252,9 @@ class _State:
 
     max_ticks: int
     count: float = 0
+    #: the values the ticks kept expand to (``formats/cells``), and the most they may
+    cells: float = 0
+    max_cells: int = MAX_READ_CELLS
     #: the last tick's time
     last: float | None = None
     #: recorded findings not understood
@@ -254,28 +271,43 @@ def _taken(
     """A line's ticks (a block whole where ``max_ticks`` leaves room for it), in order;
     past ``max_ticks``, a notice and ``state.stopped``."""
     if isinstance(ticks, Block):
-        if state.count + len(ticks) <= state.max_ticks:
+        fits = state.cells + ticks.cells <= state.max_cells
+        if fits and state.count + len(ticks) <= state.max_ticks:
             if state.last is not None and ticks.times[0] < state.last:
                 raise RecordingError(f"{path}:{number}: time goes backwards")
             state.last = ticks.times[-1]
             state.count += len(ticks)
+            state.cells += ticks.cells
             yield ticks
             return
         if ticks.partial:
-            notices.append(f"{path}: more than {state.max_ticks:,} ticks; the rest was left out")
-            state.stopped = True
+            _stop(path, state, notices, fits)
             return
         ticks = [Tick(frame, found) for frame, found in ticks.pairs()]
     for tick in ticks:
-        if state.count >= state.max_ticks:
-            notices.append(f"{path}: more than {state.max_ticks:,} ticks; the rest was left out")
-            state.stopped = True
+        size = frame_cells(tick.frame)
+        fits = state.cells + size <= state.max_cells
+        if state.count >= state.max_ticks or not fits:
+            _stop(path, state, notices, fits)
             return
         if state.last is not None and tick.frame.time < state.last:
             raise RecordingError(f"{path}:{number}: time goes backwards")
         state.last = tick.frame.time
         state.count += 1
+        state.cells += size
         yield tick
+
+
+def _stop(path: Path, state: _State, notices: list[str], fits: bool) -> None:
+    """The reading stops at a bound: past its ticks, or (``fits`` False) its values."""
+    if fits:
+        notices.append(f"{path}: more than {state.max_ticks:,} ticks; the rest was left out")
+    else:
+        notices.append(
+            f"{path}: its ticks expand to more than {state.max_cells:,} values (each GPU's "
+            "and process's fields a tick); the rest was left out"
+        )
+    state.stopped = True
 
 
 def _journal(

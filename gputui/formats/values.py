@@ -271,7 +271,7 @@ def parse_finding(data: Any) -> Finding:
         raise FormatError("a finding's title, evidence and remedies must be text")
     _finding_gpu(data)
     for key in ("since", "updated"):
-        _checked(Finding, key, "float", data.get(key))
+        _finding_time(data.get(key))
     return Finding.from_dict(dict(data))
 
 
@@ -286,6 +286,14 @@ def _finding_gpu(data: Mapping[str, Any]) -> int | None:
 _TIME_CHECK: Final = _checker(Finding, "since", "float")
 
 
+def _finding_time(value: Any) -> float:
+    """A recorded finding's since or updated: a time, as a frame's is (1e17 is none)."""
+    time = float(_TIME_CHECK(value))
+    if not 0 <= time < MAX_TIME:
+        raise FormatError(f"a finding's time {time!r} is not a time")
+    return time
+
+
 class PendingFinding:
     """A recorded finding read as far as which it is: its rule and GPU (``key``), since
     when and when last seen, checked; its words parsed and checked (``parse_finding``)
@@ -298,8 +306,8 @@ class PendingFinding:
         if not isinstance(raw, Mapping):
             raise FormatError("a finding is not an object")
         self.key: Final = (RuleId(raw.get("rule")), _finding_gpu(raw))
-        self.since: Final = float(_TIME_CHECK(raw.get("since")))
-        self.updated: Final = float(_TIME_CHECK(raw.get("updated")))
+        self.since: Final = _finding_time(raw.get("since"))
+        self.updated: Final = _finding_time(raw.get("updated"))
         self._raw = raw
 
     def finding(self) -> Finding:

@@ -16,6 +16,7 @@ from dataclasses import field
 from pathlib import Path
 
 from gputui.core.records import frozen, record
+from gputui.sources import proc_files
 
 #: a memory limit at or above this is "no limit" (cgroup v1 writes 2^63 rounded to a page)
 _NO_LIMIT = 1 << 62
@@ -166,9 +167,21 @@ def _ancestry(leaf: Path, top: Path) -> Iterator[Path]:
 
 def _text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="ascii", errors="replace")
+        return proc_files.text(path)
     except FileNotFoundError:
         return None
+
+
+def mount_table(pid: int | str, proc: Path = Path("/proc")) -> tuple[list[Mount], bool]:
+    """The mounts ``pid`` ("self": gputui's own) sees, as far as the bound of a mount
+    table (``proc_files``), and whether the table held more (the rest not read). OSError
+    where it cannot be read."""
+    found, cut = proc_files.lines(
+        proc / str(pid) / "mountinfo",
+        proc_files.MAX_MOUNTINFO_BYTES,
+        proc_files.MAX_MOUNTINFO_LINES,
+    )
+    return parse_mountinfo("\n".join(found)), cut
 
 
 def _keyed(text: str | None) -> dict[str, int]:
@@ -190,8 +203,8 @@ def read_cgroup(pid: int | str, proc: Path = Path("/proc")) -> CgroupReading:
     read is named in ``unreadable`` rather than guessed."""
     out = CgroupReading()
     try:
-        memberships = parse_proc_cgroup((proc / str(pid) / "cgroup").read_text())
-        mounts = parse_mountinfo((proc / "self" / "mountinfo").read_text())
+        memberships = parse_proc_cgroup(proc_files.text(proc / str(pid) / "cgroup"))
+        mounts, _cut = mount_table("self", proc)  # gputui's own: its cgroup mounts come first
     except OSError as exc:
         why = f"{proc / str(pid) / 'cgroup'}: {_why(exc)}"
         out.unreadable += [f"cpu: {why}", f"memory: {why}", f"cpuset: {why}"]

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from gputui.core.records import frozen
+from gputui.sources import proc_files
 
 # The only environment variables gputui reads (the rest may hold secrets).
 CUDA_ENV_VARS = (
@@ -121,7 +122,7 @@ def _site_packages(lib: Path) -> Path | None:
 
 def _version_in(file: Path, pattern: re.Pattern[str] | None, major: str) -> str | None:
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")[:20000]
+        text = proc_files.regular_head(file, 20000).decode("utf-8", "replace")
     except OSError:
         return None
     if pattern is None:  # package metadata: "Version: 12.4.127"
@@ -133,35 +134,31 @@ def _version_in(file: Path, pattern: re.Pattern[str] | None, major: str) -> str 
     return found if found is not None and found.split(".")[0] == major else None
 
 
-def process_facts(pid: int) -> CudaFacts:
+def process_facts(pid: int, proc: str = "/proc") -> CudaFacts:
     """The runtime (and where its version was read), CUDA libraries and the few variables
     gputui reads of a process; empty where not permitted."""
     runtime = evidence = None
     libraries: list[str] = []
     try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.split(None, 5)[-1].strip() if line.count(" ") >= 5 else ""
-                if not path.startswith("/"):
-                    continue
-                name = path.rsplit("/", 1)[-1]
-                if not any(key in name for key in _KEEP_LIBS) or path in libraries:
-                    continue
-                if len(libraries) < _MAX_LIBS:
-                    libraries.append(path)
-                if runtime is None and "libcudart" in name:
-                    runtime, evidence = runtime_version(path)
+        maps, _cut = proc_files.lines(
+            f"{proc}/{pid}/maps", proc_files.MAX_MAPS_BYTES, proc_files.MAX_MAPS_LINES
+        )
     except OSError:
-        pass
-    env: list[str] = []
+        maps = iter(())
+    for line in maps:
+        path = line.split(None, 5)[-1].strip() if line.count(" ") >= 5 else ""
+        if not path.startswith("/"):
+            continue
+        name = path.rsplit("/", 1)[-1]
+        if not any(key in name for key in _KEEP_LIBS) or path in libraries:
+            continue
+        if len(libraries) < _MAX_LIBS:
+            libraries.append(path)
+        if runtime is None and "libcudart" in name:
+            runtime, evidence = runtime_version(path)
     try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            raw = handle.read()
-        for item in raw.split(b"\0"):
-            raw_name, _, value = item.partition(b"=")
-            key = raw_name.decode("ascii", "replace")
-            if key in CUDA_ENV_VARS:
-                env.append(f"{key}={value.decode('utf-8', 'replace')}")
+        variables = proc_files.environment(pid, proc)
     except OSError:
-        pass
+        variables = []
+    env = [f"{key}={value}" for key, value in variables if key in CUDA_ENV_VARS]
     return CudaFacts(runtime, evidence, tuple(libraries), tuple(sorted(env)))

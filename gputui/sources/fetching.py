@@ -22,6 +22,8 @@ from gputui.core.records import frozen
 MAX_BYTES = 10 * 1024 * 1024  # the body, once decompressed (and on the wire)
 #: of an error answer's body, what is kept to show (Prometheus says why in it)
 MAX_ERROR_BYTES = 64 * 1024
+#: redirects followed (within the same scheme, host and port) before the answer is due
+MAX_REDIRECTS = 2
 
 
 class ScrapeError(Exception):
@@ -55,7 +57,7 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
     MAX_BYTES once decompressed (gzip is asked for: a cluster's answer shrinks twentyfold),
     and a redirect is followed only within the same scheme, host and port."""
     deadline = time.monotonic() + timeout
-    for _hop in range(3):
+    for _hop in range(MAX_REDIRECTS + 1):
         parts = urllib.parse.urlsplit(url)
         try:
             port = parts.port
@@ -64,12 +66,13 @@ def fetch(url: str, timeout: float, headers: dict[str, str] | None = None) -> st
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ScrapeError(f"not an http(s) URL: {url}")
         if deadline - time.monotonic() <= 0:
-            break
+            raise ScrapeError(f"no complete answer within {timeout:g} s")
         got = _get(url, parts, port, deadline, timeout, headers or {})
         if isinstance(got, str):
             return got
         url = got.target
-    raise ScrapeError(f"no complete answer within {timeout:g} s")
+    # not a timeout: the server sent a redirect where an answer was due (a loop, say)
+    raise ScrapeError(f"redirected more than {MAX_REDIRECTS} times (a loop?): not followed")
 
 
 @frozen

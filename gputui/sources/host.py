@@ -21,6 +21,7 @@ from gputui.core.config import WORKER_ACTIVE_PCT
 from gputui.core.model import HostSample, Note, ProcessSample
 from gputui.core.names import NoteKind
 from gputui.core.records import frozen
+from gputui.sources import proc_files
 from gputui.sources.cuda_facts import CudaFacts, process_facts
 from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_memory, parse_cpu_list
 from gputui.sources.proc_stat import CpuMeter, after_command, read_small, read_stat
@@ -81,7 +82,7 @@ def _uses_nvidia_device(pid: int) -> bool | None:
     """Whether ``pid`` holds an NVIDIA device open; None if we may not look."""
     fd_dir = f"/proc/{pid}/fd"
     try:
-        names = os.listdir(fd_dir)
+        names = proc_files.entries(fd_dir)
     except (PermissionError, FileNotFoundError, ProcessLookupError, NotADirectoryError):
         return None
     except OSError:
@@ -484,13 +485,12 @@ def _safe(getter: Callable[[], str]) -> str | None:
 
 
 def _command(proc: psutil.Process) -> str | None:
-    try:
-        parts = proc.cmdline()
-    except psutil.Error:
+    parts = proc_files.arguments(proc.pid)
+    if parts is None:
         return None
-    # Arguments are bytes to the kernel; psutil keeps undecodable ones as surrogates,
+    # Arguments are bytes to the kernel; undecodable ones come as surrogates (as psutil),
     # which could not be printed or written as UTF-8.
-    command = " ".join(parts).encode("utf-8", "backslashreplace").decode("utf-8")
+    command = proc_files.command_line(parts).encode("utf-8", "backslashreplace").decode("utf-8")
     if len(command) > MAX_COMMAND_CHARS:
         command = command[:MAX_COMMAND_CHARS] + "…"
     return command or None

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from gputui.core.model import DeviceWaiter
 from gputui.core.records import record
+from gputui.sources import proc_files
 from gputui.sources.proc_stat import read_small
+
+#: open files counted a process, at most: the kernel's own ceiling (fs.nr_open by default)
+MAX_OPEN_FILES = 1 << 20
 
 
 @record
@@ -37,7 +41,7 @@ class ProcessLimits:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="ascii", errors="replace").strip()
+        return proc_files.text(path).strip()
     except OSError:
         return None
 
@@ -139,8 +143,8 @@ def process_limits(pids: Iterable[int], proc: Path = Path("/proc")) -> ProcessLi
             swapped, swap_known = swapped + swap, True
         if limit is None:
             continue
-        try:
-            count = len(os.listdir(proc / str(pid) / "fd"))
+        try:  # counted up to its limit: more is as near it as a count can say
+            count = proc_files.count(proc / str(pid) / "fd", min(limit, MAX_OPEN_FILES) + 1)
         except FileNotFoundError:
             continue  # gone meanwhile
         except OSError as exc:
@@ -196,7 +200,7 @@ def device_waiters(
         if pid in skip:
             continue
         try:
-            fds = os.listdir(proc / name / "fd")
+            fds = proc_files.entries(proc / name / "fd")
         except PermissionError:
             hidden += 1
             continue
@@ -225,7 +229,7 @@ def _held(fd_dir: Path, fds: list[str], wanted: dict[str, int]) -> int | None:
 
 def _maps_libcuda(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as maps:
-            return any("libcuda.so" in line for line in maps)
+        maps, _cut = proc_files.lines(path, proc_files.MAX_MAPS_BYTES, proc_files.MAX_MAPS_LINES)
     except OSError:
         return False
+    return any("libcuda.so" in line for line in maps)

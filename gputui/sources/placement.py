@@ -6,6 +6,8 @@ import contextlib
 import re
 from pathlib import Path
 
+from gputui.sources import proc_files
+
 _NUMA_NODE = re.compile(r"\bN(\d+)=(\d+)")
 
 
@@ -37,12 +39,12 @@ def node_cpus(root: Path = Path("/sys")) -> dict[int, set[int]]:
 def allowed_cpus(pid: int, proc: Path = Path("/proc")) -> str | None:
     """Cpus_allowed_list of /proc/PID/status (readable for every process)."""
     try:
-        with open(proc / str(pid) / "status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("Cpus_allowed_list:"):
-                    return line.split(":", 1)[1].strip() or None
+        status = proc_files.text(proc / str(pid) / "status")
     except OSError:
         return None
+    for line in status.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip() or None
     return None
 
 
@@ -51,14 +53,16 @@ def numa_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, ...]:
     (its owner or root only); () where not readable."""
     per_node: dict[int, int] = {}
     try:
-        with open(proc / str(pid) / "numa_maps", encoding="ascii", errors="replace") as maps:
-            for line in maps:
-                page = _PAGE_KB.search(line)
-                size = int(page.group(1)) * 1024 if page else 4096
-                for node, pages in _NUMA_NODE.findall(line):
-                    per_node[int(node)] = per_node.get(int(node), 0) + int(pages) * size
+        maps, _cut = proc_files.lines(
+            proc / str(pid) / "numa_maps", proc_files.MAX_MAPS_BYTES, proc_files.MAX_MAPS_LINES
+        )
     except OSError:
         return ()
+    for line in maps:
+        page = _PAGE_KB.search(line)
+        size = int(page.group(1)) * 1024 if page else 4096
+        for node, pages in _NUMA_NODE.findall(line):
+            per_node[int(node)] = per_node.get(int(node), 0) + int(pages) * size
     if not per_node:
         return ()
     return tuple(per_node.get(n, 0) for n in range(max(per_node) + 1))

@@ -9,24 +9,40 @@ rather than an error; root may signal anyone. gputui itself is never a target.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 
 from gputui.core.process_access import Outcome, ProcessDetails, Relative, SignalResult
+from gputui.sources import proc_files
+from gputui.sources.proc_files import MAX_DESCRIPTORS
 from gputui.sources.proc_stat import CpuMeter, read_stat
 
 # A process page shows this many children (a data loader has a few dozen at most).
 MAX_CHILDREN = 64
 # Environment and descriptor tables can be large; the page needs what a person reads.
 MAX_ENVIRONMENT = 512
-MAX_DESCRIPTORS = 65536
 # create_time is the boot time plus the start in clock ticks: exact for one process
 START_TOLERANCE_S = 0.05
+
+
+@contextlib.contextmanager
+def _pinned(pid: int | None) -> Iterator[int | None]:
+    """A pidfd of ``pid`` (None where there is no such call, or no process), closed after."""
+    try:
+        fd = os.pidfd_open(pid) if pid is not None and hasattr(os, "pidfd_open") else None
+    except OSError:
+        fd = None
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def signal_name(signum: int) -> str:
@@ -38,12 +54,14 @@ def signal_name(signum: int) -> str:
 
 class LocalProcesses:
     """``ProcessAccess`` on this machine. ``kill`` and the user ids are injectable so the
-    refusals can be tested without being another user."""
+    refusals can be tested without being another user; without ``kill`` a signal goes
+    through a pidfd opened before the checks (``_pinned``): the process checked is the one
+    signalled, even where its PID is taken in the moment between."""
 
     def __init__(
         self,
         *,
-        kill: Callable[[int, int], None] = os.kill,
+        kill: Callable[[int, int], None] | None = None,
         ids: Callable[[], tuple[int, int]] = lambda: (os.getuid(), os.geteuid()),
         own_pid: int | None = None,
         clock: Callable[[], float] | None = None,
@@ -94,13 +112,27 @@ class LocalProcesses:
         return f"PID {pid} belongs to {owner}: only its owner or root may signal it"
 
     def send(self, pid: int, started: float | None, signum: int) -> SignalResult:
+        with _pinned(pid if self._kill is None else None) as pinned:
+            return self._send(pid, started, signum, pinned)
+
+    def _send(
+        self, pid: int, started: float | None, signum: int, pinned: int | None
+    ) -> SignalResult:
+        """The checks, then the signal: through ``pinned`` (a pidfd opened before the
+        checks, so the process checked is the one signalled even if its PID is taken
+        between) where there is one."""
         name = signal_name(signum)
         why = self.refusal(pid, started)
         if why is not None:
             gone = "has ended" in why
             return SignalResult(Outcome.GONE if gone else Outcome.REFUSED, f"Not sent: {why}")
         try:
-            self._kill(pid, signum)
+            if self._kill is not None:
+                self._kill(pid, signum)
+            elif pinned is not None:
+                signal.pidfd_send_signal(pinned, signum)
+            else:
+                os.kill(pid, signum)
         except ProcessLookupError:
             return SignalResult(Outcome.GONE, f"Not sent: PID {pid} has ended")
         except PermissionError as exc:
@@ -133,12 +165,12 @@ class LocalProcesses:
         self, process: psutil.Process, unreadable: list[tuple[str, str]]
     ) -> tuple[str, ...]:
         try:
-            environ = process.environ()
-        except psutil.AccessDenied:
+            environ = dict(proc_files.environment(process.pid, str(self._proc)))
+        except PermissionError:
             unreadable.append(("environment", _denied(process, "its environment")))
             return ()
-        except psutil.Error as exc:
-            unreadable.append(("environment", type(exc).__name__))
+        except OSError as exc:
+            unreadable.append(("environment", exc.strerror or type(exc).__name__))
             return ()
         pairs = [f"{k}={v}" for k, v in sorted(environ.items())[:MAX_ENVIRONMENT]]
         return tuple(_printable(p) for p in pairs)
@@ -170,7 +202,7 @@ class LocalProcesses:
     def _gpu_devices(self, pid: int, unreadable: list[tuple[str, str]]) -> tuple[str, ...]:
         folder = self._proc / str(pid) / "fd"
         try:
-            names = os.listdir(folder)[:MAX_DESCRIPTORS]
+            names = proc_files.entries(folder, MAX_DESCRIPTORS)
         except PermissionError:
             unreadable.append(("GPU devices", "permission denied (another user's process)"))
             return ()
@@ -196,7 +228,8 @@ def _device_order(path: str) -> tuple[int, int, str]:
 
 def _command(process: psutil.Process) -> str | None:
     try:
-        return _printable(" ".join(process.cmdline())) or process.name()
+        parts = proc_files.arguments(process.pid)
+        return _printable(proc_files.command_line(parts or ())) or process.name()
     except psutil.Error:
         return None
 

@@ -139,7 +139,10 @@ def checked(
     if started is not None and process.started is not None and process.started != started:
         return f"PID {pid} is now another process (started later than the one shown)"
     why = access.refusal(pid, started)
-    return process if why is None else why
+    if why is not None:
+        return why
+    # the confirmation names the process asked for: its PID and the start it was shown with
+    return process if started is None else replace(process, started=started)
 
 
 def ask_signal(

@@ -15,6 +15,7 @@ import pytest
 
 from gputui import __version__
 from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
+from gputui.cli.parser import EXIT_OUTPUT
 from gputui.formats.snapshot import parse_snapshot
 from tests.nvml_double import install
 
@@ -159,3 +160,36 @@ def test_a_snapshot_dir_that_cannot_take_the_files_is_refused_at_the_start(
         assert exited.value.code == EXIT_USAGE
         err = capsys.readouterr().err
         assert "argument --snapshot-dir" in err and said[made] in err, err
+
+
+OUTPUT_COMMANDS = [
+    ["completion", "bash"],
+    ["snapshot", "--demo"],
+    ["doctor", "--config", "--demo"],
+    ["report", "{recording}", "--format", "md"],
+]
+
+
+@pytest.mark.parametrize("where", ["closed", "/dev/full"])
+def test_output_that_cannot_be_written_is_said_with_its_own_status(
+    tmp_path: Path, where: str
+) -> None:
+    """Issue 52: a full disk (``> /dev/full``) ended in "internal error", exit 70, and a
+    closed standard output (``>&-``) wrote nothing while `completion` said 0. Each says
+    the output could not be written, and exits 74 (documented, never a verdict)."""
+    recording = tmp_path / "run.jsonl"
+    assert main(["record", "--demo", "--duration", "2", "-o", str(recording)]) == 0
+    for command in OUTPUT_COMMANDS:
+        argv = [sys.executable, "-m", "gputui", *(w.format(recording=recording) for w in command)]
+        if where == "closed":
+            done = subprocess.run(
+                ["sh", "-c", 'exec "$@" >&-', "sh", *argv], capture_output=True, timeout=60
+            )
+        else:
+            with open("/dev/full", "w") as full:
+                done = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, timeout=60)
+        err = done.stderr.decode()
+        assert done.returncode == EXIT_OUTPUT, (command, done.returncode, err)
+        why = "standard output is closed" if where == "closed" else "No space left on device"
+        assert f"gputui: the output could not be written: {why}" in err, (command, err)
+        assert "internal error" not in err and "Traceback" not in err

@@ -16,10 +16,12 @@ import pwd
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -424,3 +426,34 @@ def test_doctor_config_reads_its_own_environment_while_a_job_holds_a_gpu(
     found = {(f["rule"], f["gpu"]) for f in document["findings"]}
     assert ("cuda-launch-blocking", None) in found
     assert status == document["exit_status"] >= 1
+
+
+def test_a_dev_shm_that_never_answers_leaves_doctor_config_a_line_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: a /dev/shm on a filesystem that never answers (a FUSE mount the job made)
+    hung `doctor --config` and `record` in statvfs, beyond SIGKILL. The call runs off
+    the caller's thread with a deadline: doctor ends, and says what did not answer."""
+    _node(monkeypatch)
+    release = threading.Event()
+    real = os.statvfs
+
+    def never_answers(path: Any) -> os.statvfs_result:
+        if str(path).endswith("dev/shm"):
+            release.wait(60)
+        return real(path)
+
+    monkeypatch.setattr(os, "statvfs", never_answers)
+    status: list[int] = []
+    doctor = threading.Thread(target=lambda: status.append(main(["doctor", "--config"])))
+    try:
+        started = time.monotonic()
+        doctor.start()
+        doctor.join(20)
+        assert not doctor.is_alive(), "doctor --config hung on statvfs"
+        assert time.monotonic() - started < 20 and status
+        out = capsys.readouterr().out
+        assert "dev/shm: its filesystem gives no answer within 0.5 s" in out, out
+    finally:
+        release.set()
+        doctor.join(5)

@@ -596,6 +596,27 @@ def test_redirects_to_another_port_are_not_followed() -> None:
         other.shutdown()
 
 
+def test_a_redirect_loop_is_said_as_one_not_as_a_timeout() -> None:
+    """Issue 52: a redirect loop was reported as "no complete answer within 30 s" after
+    0.3 s. After two redirects it is refused as what it is, at once."""
+
+    def loop(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(302)
+        request.send_header("Location", request.path + "x")
+        request.end_headers()
+
+    url, server = serve(loop)
+    try:
+        from gputui.sources.remote import ScrapeError
+
+        started = time.monotonic()
+        with pytest.raises(ScrapeError, match=r"redirected more than 2 times \(a loop\?\)"):
+            fetch(url, 30.0)
+        assert time.monotonic() - started < 5.0
+    finally:
+        server.shutdown()
+
+
 def test_a_remote_node_without_gpus_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
     page = b"# HELP up up\n# TYPE up gauge\nup 1\n"
     url, server = serve(answer(page))

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.containers import VerticalScroll
 from textual.widgets import Input
 
 from gputui.core.config import Config
@@ -54,6 +55,12 @@ def trainer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
 def _node_app(
     monkeypatch: pytest.MonkeyPatch, pid: int, access: LocalProcesses, tmp_path: Path
 ) -> GpuTuiApp:
+    return _node(monkeypatch, pid, access, tmp_path)[0]
+
+
+def _node(
+    monkeypatch: pytest.MonkeyPatch, pid: int, access: LocalProcesses, tmp_path: Path
+) -> tuple[GpuTuiApp, NvmlSource]:
     gpus = [FakeGpu(processes=[FakeProcess(pid, 2000 * MIB)] if i == 0 else []) for i in range(8)]
     install(monkeypatch, FakeNvmlLib(gpus))
     # a real GPU process holds /dev/nvidia*, which this machine may not have
@@ -64,7 +71,7 @@ def _node_app(
     )
     for _ in range(2):  # the second reading has the process's CPU share
         app.monitor.ingest(source.read())
-    return app
+    return app, source
 
 
 def _table(app: GpuTuiApp) -> str:
@@ -318,3 +325,69 @@ async def test_a_demo_process_is_never_signalled() -> None:
 
 def _title(app: GpuTuiApp) -> str:
     return str(app.query_one("#procs", LineView).border_title)
+
+
+NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+
+
+def _take_pid(pid: int, argv: list[str]) -> subprocess.Popen[bytes]:
+    """A new process with PID ``pid``, as a PID is reused on a busy machine: the kernel
+    gives the PID after ``ns_last_pid`` next (what CRIU restores processes with; root in
+    the PID namespace may set it). Skips where this kernel does not let the test choose."""
+    for _ in range(50):
+        try:
+            NS_LAST_PID.write_text(str(pid - 1))
+        except OSError as exc:
+            pytest.skip(f"a PID cannot be chosen here ({NS_LAST_PID}: {exc.strerror})")
+        proc = subprocess.Popen(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()  # another process forked in between: try again
+        proc.wait()
+    pytest.skip(f"PID {pid} could not be taken again (the machine forks too busily)")
+
+
+@pytest.mark.parametrize("when", ["before T", "between T and y"])
+async def test_a_process_page_never_signals_the_process_that_took_its_pid(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    trainer: subprocess.Popen[bytes],
+    when: str,
+) -> None:
+    """Issue 52: a page (i) opened for a process that then ended, its PID taken by a new
+    GPU process: T then y signalled the new one. The page's process is its PID and start
+    time: the new process is never signalled, and the screen says why."""
+    sent: list[tuple[int, int]] = []
+    access = LocalProcesses(kill=lambda pid, sig: sent.append((pid, sig)))
+    app, source = _node(monkeypatch, trainer.pid, access, tmp_path)
+    pid = trainer.pid
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("down", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == pid
+        assert app.monitor.latest is not None
+        (opened,) = [p for p in app.monitor.latest.processes if p.pid == pid]
+        if when == "between T and y":
+            await pilot.press("T")
+            assert isinstance(app.screen, SignalScreen)
+        trainer.kill()
+        trainer.wait()
+        newcomer = _take_pid(pid, [sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            for _ in range(2):  # NVML's list still names the PID: now the newcomer's
+                app.monitor.ingest(source.read())
+            (shown,) = [p for p in app.monitor.latest.processes if p.pid == pid]
+            assert shown.started is not None and shown.started != opened.started
+            if when == "before T":
+                await pilot.press("T")
+                await pilot.pause()
+                assert not isinstance(app.screen, SignalScreen)  # nothing to confirm
+            await pilot.press("y")
+            await pilot.pause()
+            assert sent == [] and newcomer.poll() is None
+            said = str(app.screen.query_one("#dialog", VerticalScroll).border_subtitle)
+            assert isinstance(app.screen, ProcessScreen), "the page stays, for its process"
+            assert said.startswith("SIGTERM: Not sent: PID") and "another process" in said, said
+        finally:
+            newcomer.kill()
+            newcomer.wait()

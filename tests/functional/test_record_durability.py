@@ -11,6 +11,7 @@ findings its live advisor gave with them.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import itertools
 import os
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,6 +219,32 @@ def test_a_full_disk_ends_the_recording_saying_up_to_when_the_file_holds(
     last = fmt_time(recording.ticks[-1].frame.time)
     assert f"{small / name} holds every tick up to {last}" in err
     assert not any("cut short" in n or "damaged" in n for n in recording.notices)
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
+def test_a_disk_full_before_the_header_leaves_no_file_the_next_record_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Issue 52: `record` on a full disk left a 0-byte file, and the next `record -o` to
+    the same name refused it as an earlier recording. A file whose header cannot be
+    written is taken back, its journal too; the next recording there simply starts."""
+    path = tmp_path / name
+    pwrite = os.pwrite
+
+    def full(fd: int, data: Any, offset: int) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", full)
+    argv = ["record", "--demo", "--duration", "1", "--interval", "0.25", "-o", str(path)]
+    assert cli.main(argv) == EXIT_CANNOT_WRITE
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "Traceback" not in err
+    assert not path.exists() and not journal_of(path).exists()
+    monkeypatch.undo()  # room again
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert read_recording(path).ticks
 
 
 def test_an_earlier_recording_that_cannot_be_rotated_away_is_refused(

@@ -13,11 +13,12 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from gputui.cli import main
+from gputui.cli import EXIT_NO_SOURCE, main
 from gputui.sources.prometheus.source import PrometheusSource
 from tests.prom_cluster import (
     THERMAL,
@@ -28,6 +29,8 @@ from tests.prom_cluster import (
     start_prometheus,
     start_victoria,
 )
+from tests.prom_fake import FakeProm, gpu_series
+from tests.servers import serve
 
 NODES = ["sxm-node-01", "sxm-node-02", "pcie-node-03"]
 DYING = NODES[2]
@@ -108,3 +111,31 @@ def test_a_node_that_died_mid_range_keeps_its_own_limits(
     throttled = [line for line in text.splitlines() if re.match(r"- from .* thermally", line)]
     assert throttled, text
     assert all(re.search(r"-20 % SM clock", line) for line in throttled), throttled
+
+
+def test_a_slow_server_is_left_at_the_reports_deadline(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52: `report --prometheus` had no overall deadline: answers each well within
+    the 30 s a query may take made a 3-minute range take 150 s. Every query together now
+    ends within --deadline (300 s by default), said in a sentence."""
+    fake = FakeProm(gpu_series("node-1", 2))
+
+    def slow(request: BaseHTTPRequestHandler) -> None:
+        time.sleep(0.3)
+        body = fake(f"http://prom{request.path}", 30.0).encode()
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.end_headers()
+        request.wfile.write(body)
+
+    url, server = serve(slow)
+    try:
+        argv = ["report", "--prometheus", url.removesuffix("/metrics"), "--since=-20m"]
+        started = time.monotonic()
+        status = main([*argv, "--deadline", "1", "--format", "md"])
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    assert status == EXIT_NO_SOURCE and took < 3.0, (status, took, err)
+    assert "was not read within --deadline 1 s" in err and "Traceback" not in err
+    assert len(fake.asked) >= 3  # it was reading, slowly, when the deadline came

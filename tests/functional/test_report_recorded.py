@@ -13,10 +13,15 @@ import pytest
 
 from gputui import __version__, cli
 from gputui.core.config import Thresholds
+from gputui.core.manual_clock import ManualClock
+from gputui.core.model import Finding, SourceInfo
+from gputui.core.names import RuleId, Severity, SourceKind
+from gputui.exporters.recorder import RecordWriter
 from gputui.exporters.report import account, segments
 from gputui.exporters.report.run import REPORT_JUDGE_EVERY_S, Run
-from gputui.formats.recording import read_header, stream_size
+from gputui.formats.recording import Header, read_header, stream_size
 from gputui.sampling.monitor import Monitor
+from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from tests.live_recording import record_live
 
 MINUTES = 50
@@ -134,3 +139,28 @@ def test_a_slow_recordings_stretches_warm_up_on_the_block_before_them(
     assert split.episodes == whole.episodes
     assert _spans(split) == _spans(whole)
     assert split.notices == whole.notices
+
+
+@pytest.mark.parametrize("since", [1e17, -1e17, 1e11])
+def test_a_recorded_finding_whose_times_are_no_times_is_skipped_with_a_notice(
+    tmp_path: Path, since: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: a recorded finding's since of 1e17 (a valid float, no time) ended the
+    report with exit 70 where it was put on the page's time line. A finding's times are
+    checked as a frame's are: one that is no time is not understood, and said."""
+    clock = ManualClock(1.8e9)
+    source = SimulatedSource(resolve_scenarios("mix", 2), clock=clock)
+    info = SourceInfo("SIMULATED", SourceKind.SIMULATED)
+    path = tmp_path / "run.jsonl"
+    writer = RecordWriter(path, Header(info, source.open(), 1.0, live_findings=True))
+    for k in range(40):
+        found = Finding(
+            RuleId("thermal-throttle"), Severity.WARNING, 0, "hot", (), (), since, 1.8e9
+        )
+        writer.write(source.read(), (found,) if k > 20 else ())
+        clock.advance(1.0)
+    writer.close()
+    for fmt in ("html", "md"):
+        assert cli.main(["report", str(path), "--format", fmt, "-o", str(tmp_path / "r")]) == 0
+        err = capsys.readouterr().err
+        assert "recorded finding(s) not understood, skipped" in err and "internal" not in err

@@ -5,7 +5,6 @@ fish where installed (CI installs them: absent there is a failure, not a skip)."
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from gputui.cli.completion import script
 from gputui.cli.parser import COMMANDS, build_parser
+from tests.servers import needed_binary
 
 CASES = [  # (words typed, the word being completed, what must be offered)
     (["gputui", ""], "", set(COMMANDS)),
@@ -26,15 +26,6 @@ CASES = [  # (words typed, the word being completed, what must be offered)
 ]
 
 
-def _needs(shell: str) -> str:
-    path = shutil.which(shell)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{shell} is not installed: .ci/run installs it")
-        pytest.skip(f"{shell} is not installed here")
-    return path
-
-
 def _bash_like(shell: str, words: list[str], setup: str = "") -> set[str]:
     text = script(shell, build_parser())
     quoted = " ".join(f"'{w}'" for w in words)
@@ -43,7 +34,11 @@ def _bash_like(shell: str, words: list[str], setup: str = "") -> set[str]:
         'COMPREPLY=(); _gputui; printf "%s\\n" "${COMPREPLY[@]}"'
     )
     out = subprocess.run(
-        [_needs(shell), "-c", program], capture_output=True, text=True, check=True, timeout=30
+        [needed_binary(shell), "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
     )
     return {line for line in out.stdout.splitlines() if line}
 
@@ -69,7 +64,7 @@ def test_zsh_loads_it_in_a_shell_without_compinit(tmp_path: Path) -> None:
     text = script("zsh", build_parser())
     env = {**os.environ, "HOME": str(tmp_path), "ZDOTDIR": str(tmp_path)}
     out = subprocess.run(
-        [_needs("zsh"), "-f", "-c", f"{text}\nprint -r -- ${{_comps[gputui]}}"],
+        [needed_binary("zsh"), "-f", "-c", f"{text}\nprint -r -- ${{_comps[gputui]}}"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -81,7 +76,7 @@ def test_zsh_loads_it_in_a_shell_without_compinit(tmp_path: Path) -> None:
 
 
 def test_fish_completes_commands_options_and_choices() -> None:
-    fish = _needs("fish")
+    fish = needed_binary("fish")
     text = script("fish", build_parser())
     for line, offered in (
         ("gputui ", set(COMMANDS)),

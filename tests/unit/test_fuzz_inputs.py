@@ -11,15 +11,14 @@ import dataclasses
 import json
 import math
 import tempfile
-import tracemalloc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
+from gputui.core.config import MAX_BLOCK_TICKS
 from gputui.core.dcgm import BY_NAME
 from gputui.core.manual_clock import ManualClock
 from gputui.core.model import DeviceInfo, Frame, GpuSample, SourceInfo
@@ -27,28 +26,34 @@ from gputui.core.names import SourceKind
 from gputui.core.ranges import within_ranges
 from gputui.core.sanitize import clean
 from gputui.core.source import SourceUnavailable
-from gputui.formats.recording import Header, RecordingError, header_line, read_recording
-from gputui.formats.values import frame_dict
+from gputui.exporters.report.recorded import ONLY
+from gputui.formats.blocks import Block
+from gputui.formats.cells import (
+    MAX_BLOCK_CELLS,
+    MAX_BLOCK_WIDTH,
+    MAX_LINE_VALUES,
+    cells,
+    json_values,
+)
+from gputui.formats.journal import MAX_JOURNAL_VALUES
+from gputui.formats.recording import (
+    Header,
+    RecordingError,
+    Tick,
+    header_line,
+    read_recording,
+    stream_recording,
+)
+from gputui.formats.values import MAX_GPUS, MAX_PROCESSES, frame_dict
 from gputui.sources.node_readings import device_of, sample_of
 from gputui.sources.prometheus.queries import REF, TAG
 from gputui.sources.prometheus.source import PrometheusSource
 from gputui.sources.remote import MAX_GPUS_PER_NODE, MAX_LABEL_CHARS, ScrapeError, parse_exposition
 from gputui.sources.simulated import SimulatedSource
-from tests.hostile import fuzz_settings
+from tests import block_shapes
+from tests.hostile import fuzz_settings, peak_below
 
-MEMORY_BOUND = 64 * 1024 * 1024  # bytes allocated at the peak of one example
 FUZZ = fuzz_settings(100)
-
-
-@contextmanager
-def bounded_memory() -> Iterator[None]:
-    tracemalloc.start()
-    try:
-        yield
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < MEMORY_BOUND, f"peak {peak / 1e6:.1f} MB"
 
 
 def assert_clean_text(obj: Any) -> None:
@@ -111,7 +116,7 @@ def pages(draw: st.DrawFn) -> str:
 @FUZZ
 @given(pages())
 def test_a_random_exporter_page_gives_an_error_or_readings_in_range(page: str) -> None:
-    with bounded_memory():
+    with peak_below():
         try:
             host, gpus = parse_exposition(page)
         except ScrapeError as exc:
@@ -251,8 +256,172 @@ def _read(lines: list[bytes], check: Callable[[Frame], None]) -> None:
 def test_a_random_recording_gives_an_error_naming_its_line_or_frames_in_range(
     lines: list[bytes],
 ) -> None:
-    with bounded_memory():
+    with peak_below():
         _read(lines, _check_frame)
+
+
+# -- recording blocks at their bounds together (issue 52) --------------------------------
+
+TICK_COUNTS = st.sampled_from([1, 2, 60, 512, 3599, 3600, 3601]) | st.integers(1, 3601)
+GPU_COUNTS = st.sampled_from([0, 1, 8, 64, 1023, 1024, 1025]) | st.integers(0, 1025)
+PROCESS_COUNTS = st.sampled_from([0, 1, 8, 511, 2500, 65536, 65537]) | st.integers(0, 3000)
+
+
+def _around(value: int, least: int) -> st.SearchStrategy[int]:
+    return st.sampled_from([max(least, value + d) for d in (-1, 0, 1)])
+
+
+@st.composite
+def wide_blocks(draw: st.DrawFn) -> dict[str, Any]:
+    """A block claiming ticks x slots x fields near or past their bounds, each alone and
+    together (the processes a tick's width leaves room for, the ticks its values do, one
+    either side): as columns or as changes, its slots coming and going."""
+    gpus = draw(GPU_COUNTS)
+    room = (MAX_BLOCK_WIDTH - cells(1, gpus, 0)) // cells(1, 0, 1)
+    processes = draw(PROCESS_COUNTS | _around(room, 0))
+    ticks = draw(TICK_COUNTS | _around(MAX_BLOCK_CELLS // cells(1, gpus, processes), 1))
+    event("refused by its shape" if _past(ticks, gpus, processes) else "within its bounds")
+    return block_shapes.block(
+        ticks,
+        gpus,
+        processes,
+        fields=draw(st.integers(1, 60)),
+        as_changes=draw(st.booleans()),
+        fewer_from=draw(st.none() | st.integers(1, ticks)),
+    )
+
+
+def _past(ticks: int, gpus: int, processes: int) -> bool:
+    """Whether a block of this shape is past a bound of the reader's."""
+    return (
+        ticks > MAX_BLOCK_TICKS
+        or gpus > MAX_GPUS
+        or processes > MAX_PROCESSES
+        or cells(1, gpus, processes) > MAX_BLOCK_WIDTH
+        or cells(ticks, gpus, processes) > MAX_BLOCK_CELLS
+    )
+
+
+@fuzz_settings(24)
+@given(wide_blocks())
+def test_a_block_at_its_bounds_reads_or_is_refused_within_the_memory_bound(
+    data: dict[str, Any],
+) -> None:
+    """Replay's reading (every frame built) and the report's (columns): refused naming the
+    line exactly where the block's values or a tick's width pass their bound, else read
+    whole; either way within the memory every other fuzzed input is held to."""
+    ticks, shape = data["block"], data["shape"]
+    gpus, processes = shape["gpus"][0][1], shape["processes"][0][1]
+    past = _past(ticks, gpus, processes)
+    with tempfile.TemporaryDirectory() as folder:
+        path = block_shapes.write(Path(folder) / "run.jsonl", [data])
+        for read in (_replay_reading, _report_reading):
+            with peak_below():
+                try:
+                    got = read(path)
+                except RecordingError as exc:
+                    assert str(exc).startswith(f"{path}:2: "), exc
+                    got = None
+            assert (got is None) == (past or _unfilled(data, gpus, processes)), got
+            if got is not None:
+                assert got == ticks
+
+
+def _replay_reading(path: Path) -> int:
+    return len(read_recording(path).ticks)
+
+
+def _report_reading(path: Path) -> int:
+    """The ticks the report's reading takes of a file (columns, the fields it shows)."""
+    read = stream_recording(path, [], columns=True, only=ONLY, findings=False)
+    return sum(len(b) if isinstance(b, Block) else 1 for b in read if isinstance(b, Block | Tick))
+
+
+def _unfilled(data: dict[str, Any], gpus: int, processes: int) -> bool:
+    """Whether the builder left slots unset (a claim past its content budget)."""
+    filled = {c[0] for c in data["columns"]}
+    return (gpus > 0 and f"gpu{gpus - 1}" not in filled) or (
+        processes > 0 and f"proc{processes - 1}" not in filled
+    )
+
+
+@st.composite
+def wide_journals(draw: st.DrawFn) -> dict[str, Any]:
+    """A killed recorder's journal claiming ticks x slots x fields near or past their
+    bounds, each alone and together: its first tick's GPUs and processes, the ticks a
+    block of them may hold (one either side), the processes changing partway (widest
+    late, when most ticks are joined), readings set again every few ticks (the JSON
+    values a journal holds in all), its last line cut, gzip or not."""
+    gpus = draw(st.sampled_from([0, 1, 8, 64, 642, 643]) | st.integers(0, 700))
+    room = (MAX_BLOCK_WIDTH - cells(1, gpus, 0)) // cells(1, 0, 1)
+    processes = draw(st.sampled_from([0, 1, 100]) | _around(room, 0) | st.integers(0, 1300))
+    fit = MAX_BLOCK_CELLS // cells(1, gpus, processes)
+    ticks = draw(TICK_COUNTS | _around(fit, 1))
+    wider = draw(st.none() | st.tuples(st.integers(1, ticks), st.integers(0, 1300)))
+    return {
+        "gpus": gpus,
+        "processes": processes,
+        "ticks": ticks,
+        "fields": draw(st.integers(1, 60)),
+        "churn": draw(st.sampled_from([0, 1, 2, 60])),
+        "wider": wider,
+        "cut": draw(st.booleans()),
+        "gzipped": draw(st.booleans()),
+    }
+
+
+def _journal_kept(lines: list[bytes], claim: dict[str, Any]) -> int:
+    """The ticks a journal of these lines keeps, by the bounds docs/security.md gives:
+    it ends at the first line cut, past a line's or all lines' JSON values, or whose
+    tick makes the block joined so far wider or larger than a block may be."""
+    gpus, wider, values = claim["gpus"], claim["wider"], 0
+    for k, line in enumerate(lines[:MAX_BLOCK_TICKS]):
+        values += json_values(line)
+        processes = claim["processes"]
+        if wider is not None and k >= wider[0]:
+            processes = max(processes, wider[1])
+        if (
+            not line.endswith(b"\n")
+            or json_values(line) > MAX_LINE_VALUES
+            or values > MAX_JOURNAL_VALUES
+            or cells(1, gpus, processes) > MAX_BLOCK_WIDTH
+            or cells(k + 1, gpus, processes) > MAX_BLOCK_CELLS
+        ):
+            return k
+    return min(len(lines), MAX_BLOCK_TICKS)
+
+
+@fuzz_settings(16)
+@given(wide_journals())
+def test_a_journal_at_its_bounds_keeps_its_ticks_up_to_the_first_past_them_in_bounded_memory(
+    claim: dict[str, Any],
+) -> None:
+    """A journal is joined into a block tick by tick: it keeps exactly the ticks before
+    the first one past a bound (a tick refused leaves those before it standing), in a
+    replay's reading and a report's, within the memory every fuzzed input is held to."""
+    lines = block_shapes.journal_ticks(
+        claim["ticks"],
+        claim["gpus"],
+        claim["processes"],
+        claim["fields"],
+        claim["churn"],
+        claim["wider"],
+    )
+    if claim["cut"]:
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    kept = _journal_kept(lines, claim)
+    event("every tick kept" if kept == min(claim["ticks"], MAX_BLOCK_TICKS) else "cut short")
+    wider = claim["wider"]
+    shown = claim["processes"] if wider is None or kept <= wider[0] else wider[1]
+    with tempfile.TemporaryDirectory() as folder:
+        path = block_shapes.write_journaled(Path(folder) / "run.jsonl", lines, claim["gzipped"])
+        with peak_below():
+            ticks = read_recording(path).ticks
+        assert len(ticks) == kept
+        if ticks:
+            assert len(ticks[-1].frame.gpus) == claim["gpus"]
+            assert len(ticks[-1].frame.processes) == shown
+        assert _report_reading(path) == kept  # the same joining, its memory held above
 
 
 # -- Prometheus answers --------------------------------------------------------------------
@@ -328,7 +497,7 @@ def test_a_random_prometheus_answer_gives_an_error_or_readings_in_range(answers:
         calls.append(url)
         return _as_matrix(answer) if "query_range" in url else answer
 
-    with bounded_memory():
+    with peak_below():
         source = PrometheusSource("http://prom:9090", clock=lambda: NOW, fetcher=fetcher, env={})
         try:
             devices = source.open()

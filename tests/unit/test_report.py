@@ -414,6 +414,24 @@ def test_a_ranges_moments_and_a_future_end() -> None:
     assert live._window_s(15.0) == MAX_HISTORY_S
 
 
+@pytest.mark.parametrize(
+    "moment",
+    ["-99999999999d", "-9" + "9" * 400 + "d", "0001-01-01", "9999-12-31", "1e300", "-1e300"],
+)
+def test_a_moment_no_server_holds_is_a_usage_error_not_an_internal_one(
+    moment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: ``--since=-99999999999d`` ended `report --prometheus` with exit 70 (a year
+    out of range). A moment before 1970 or past the year 5138 is refused, in words."""
+    from gputui import cli
+
+    argv = ["report", "--prometheus", "http://127.0.0.1:9", f"--since={moment}"]
+    assert cli.main(argv) == EXIT_USAGE
+    assert cli.main([*argv[:3], "--since=-5m", f"--until={moment}"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--since/--until:" in err and "internal" not in err
+
+
 def test_a_long_prometheus_range_is_read_in_slices_that_cover_it_once() -> None:
     from gputui.cli.report import RANGE_FIELDS_PER_GPU, RANGE_POINTS, choose_step, range_slices
 

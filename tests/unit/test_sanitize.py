@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
+import subprocess
+import sys
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +24,7 @@ from gputui.core.model import (
 from gputui.core.names import NoteKind, RuleId, Severity, SourceKind
 from gputui.core.sanitize import MAX_TEXT, clean, is_secret_name, mask_secrets
 from gputui.formats.values import parse_frame
+from gputui.sources.host import GpuProcess, HostReader
 from tests.hostile import CORPUS, FORBIDDEN, SECRET_COMMAND, SECRET_VALUES
 
 
@@ -208,3 +213,25 @@ def test_the_texts_remembered_as_plain_stay_few_and_short() -> None:
         for texts in model_checks._PLAIN
     )
     assert longest <= model_checks._PLAIN_CHARS
+
+
+def test_an_argument_of_several_words_is_masked_whole_as_the_host_reads_it() -> None:
+    """Issue 52: the host joined argv with spaces, so only the first word of
+    ``--password "correct horse battery"`` was masked. It now shows such an argument
+    quoted, and the mask takes the whole of it; each assignment of a connection string
+    is masked to its ``;``, a space in it or not."""
+    argv = ["-c", "import time; time.sleep(30)", "--password", "correct horse battery"]
+    argv += ["--conn", "Server=db;Password=two words;Encrypt=yes", "--x", "it's"]
+    child = subprocess.Popen([sys.executable, *argv])
+    try:
+        time.sleep(0.2)
+        host = HostReader(device_check=lambda pid: True)
+        (sample,), _notes = host.join_processes([GpuProcess(child.pid, 0, 1 << 30, "compute")])
+        assert sample.command is not None
+        assert shlex.split(sample.command)[1:] == argv  # each argument reads back whole
+        masked = mask_secrets(sample.command)
+        assert not any(word in masked for word in ("correct", "horse", "battery", "two words"))
+        assert "--password *** --conn 'Server=db;Password=***;Encrypt=yes'" in masked
+    finally:
+        child.kill()
+        child.wait()

@@ -29,6 +29,22 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.sources.process_access.MAX_CHILDREN": "64 children",
         "gputui.sources.process_access.MAX_DESCRIPTORS": "65,536 descriptors",
     },
+    "another process's `/proc` files (mount table, memory maps, command line, environment, "
+    "status, limits, cgroup, open files)": {
+        "gputui.sources.proc_files.MAX_MOUNTINFO_BYTES": "a mount table 1 MiB",
+        "gputui.sources.proc_files.MAX_MOUNTINFO_LINES": "8,192 lines",
+        "gputui.sources.proc_files.MAX_MAPS_BYTES": "memory maps 4 MiB",
+        "gputui.sources.proc_files.MAX_MAPS_LINES": "32,768 lines",
+        "gputui.sources.proc_files.MAX_SMALL_BYTES": "a cgroup's files 64 KiB",
+        "gputui.sources.proc_files.MAX_ARGUMENTS_BYTES": "a command line 64 KiB",
+        "gputui.sources.proc_files.MAX_ENVIRONMENT_BYTES": "an environment 1 MiB",
+        "gputui.sources.proc_files.MAX_DESCRIPTORS": "65,536 open files",
+        "gputui.sources.host_settings.MAX_OPEN_FILES": "at most 1,048,576",
+    },
+    "calls that can block in the kernel on a job's filesystem (`statvfs` of its /dev/shm)": {
+        "gputui.sources.deadline.STATVFS_DEADLINE_S": "answered within 0.5 s",
+        "gputui.sources.deadline.MAX_STUCK": "at most 64",
+    },
     "a remote page (`--source`)": {
         "gputui.sources.fetching.MAX_BYTES": "10 MiB",
         "gputui.sources.exposition.MAX_LINE_CHARS": "line at most 64 KiB",
@@ -47,7 +63,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.sources.remote.MAX_GPUS_PER_NODE": "256 GPUs a node",
         "gputui.sources.prometheus.wire.MAX_TOKEN_BYTES": "at most 16 KiB",
     },
-    "a redirect": {},
+    "a redirect": {"gputui.sources.fetching.MAX_REDIRECTS": "at most 2 in a row"},
     "duplicate series": {},
     "a recording (`replay`, `report`)": {
         "gputui.formats.recording.MAX_LINE_BYTES": "16 MiB",
@@ -56,10 +72,19 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.formats.values.MAX_GPUS": "1,024 GPUs",
         "gputui.formats.values.MAX_PROCESSES": "65,536 processes",
         "gputui.formats.recording.MAX_TICKS": "500,000 ticks",
+        "gputui.cli.report.REPORT_MAX_TICKS": "5,000,000 for a report",
         "gputui.formats.values.MAX_INT": "below 2^64",
         "gputui.formats.values.MAX_FLOAT": "below 1e18",
         "gputui.formats.recording.MAX_INTERVAL_S": "at most 3,600 s",
         "gputui.formats.journal.MAX_JOURNAL_BYTES": "a journal (`FILE.journal`) of at most 64 MiB",
+    },
+    "what a recording expands to (`replay`, `report`, a journal)": {
+        "gputui.formats.cells.MAX_BLOCK_CELLS": "a block at most 524,288",
+        "gputui.formats.cells.MAX_BLOCK_WIDTH": "a tick at most 32,768",
+        "gputui.formats.cells.MAX_LINE_VALUES": "a line at most 262,144",
+        "gputui.formats.journal.MAX_JOURNAL_VALUES": "at most 1,048,576 JSON values in all",
+        "gputui.formats.cells.MAX_READ_CELLS": "a replay at most 67,108,864",
+        "gputui.formats.cells.REPORT_MAX_CELLS": "a report 536,870,912",
     },
     "the exporter's clients (`export`)": {
         "gputui.exporters.prometheus.HEADER_TIMEOUT_S": "2 s to send",
@@ -80,6 +105,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "gputui.core.config.MAX_BLOCK_TICKS": "`--block` 1 to 3,600",
         "gputui.core.config.MIN_SPEED": "`replay --speed` 0.125",
         "gputui.core.config.MAX_SPEED": "0.125 to 64",
+        "gputui.cli.parser.MAX_REPORT_DEADLINE_S": "`report --deadline` 1 to 86,400",
     },
     "keys typed in the app": {
         "gputui.view.process_table.FILTER_MAX_CHARS": "at most 200 characters",
@@ -140,3 +166,30 @@ def test_every_test_the_table_names_exists() -> None:
         named = re.findall(r"`(test_\w+)`", row[3])
         assert named, f"{row[0]}: no test holds it"
         assert not set(named) - known, (row[0], set(named) - known)
+
+
+def _masking_table() -> list[tuple[str, str, str]]:
+    text = DOC.read_text()
+    section = text[text.index("## Secrets") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    out = []
+    for row in rows[1:]:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        if set(cells[0]) <= {"-"}:
+            continue
+        assert len(cells) == 3, row
+        ran, left = (re.fullmatch(r"`([^`]+)`", c) for c in cells[1:])
+        assert ran is not None and left is not None, row
+        out.append((cells[0], ran[1], left[1]))
+    return out
+
+
+def test_every_form_the_secrets_table_shows_is_masked_as_it_says() -> None:
+    from gputui.core.sanitize import mask_secrets
+
+    table = _masking_table()
+    assert len(table) >= 20
+    for form, ran, left in table:
+        assert mask_secrets(ran) == left, (form, ran, mask_secrets(ran))
+        assert mask_secrets(left) == left, (form, "masking twice changes it")

@@ -39,7 +39,7 @@ class Columns:
 
     gpus: GpuColumns
     host: list[array[float]]
-    utilisation: tuple[tuple[int, list[tuple[float, ...]]], ...]
+    utilisation: tuple[tuple[int, Sequence[tuple[float, ...]]], ...]
 
 
 def plain_slots(block: Block, xids: bool = True) -> list[int] | None:

@@ -30,6 +30,7 @@ from gputui.core.records import frozen
 from gputui.exporters.report.recorded import ONLY, recorded_collector
 from gputui.exporters.report.run import Run, RunBuilder, Track, recording_collector
 from gputui.formats.blocks import Block
+from gputui.formats.cells import MAX_BLOCK_CELLS, REPORT_MAX_CELLS, frame_cells
 from gputui.formats.recording import (
     Border,
     Header,
@@ -112,9 +113,17 @@ class Part:
     spans: list[Span]
     notices: list[str]
     ticks: int = 0
+    #: the values those ticks expand to (``formats/cells``), as the reader counts them
+    cells: int = 0
 
 
-def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) -> Part:
+def judged(
+    path: Path,
+    stretch: Stretch,
+    max_ticks: int,
+    rejudge: bool = False,
+    max_cells: int = REPORT_MAX_CELLS,
+) -> Part:
     """One stretch's run: its recorded findings taken where this gputui's advisor gave
     them live (``recorded``), else the advisor run over it again."""
     notices: list[str] = []
@@ -130,6 +139,7 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
         share=share,
         columns=True,
         only=ONLY if recorded else None,
+        max_cells=max_cells,
     )
     header = next(stream)
     assert isinstance(header, Header)
@@ -140,45 +150,58 @@ def judged(path: Path, stretch: Stretch, max_ticks: int, rejudge: bool = False) 
         if recorded
         else recording_collector(header, path.name, record_from=first)
     )
-    read = 0
+    read = size = 0
     for tick in stream:
         if isinstance(tick, Block):
             collector.add_block(tick)
-            read += len(tick)
+            read, size = read + len(tick), size + tick.cells
         elif isinstance(tick, Tick):
             collector.add_tick(tick)
-            read += 1
+            read, size = read + 1, size + frame_cells(tick.frame)
         elif isinstance(tick, Border):
             collector.begins_at(tick.time)
-            read = 0
+            read = size = 0
     if not len(collector):
-        return Part(None, [], [], notices, read)
+        return Part(None, [], [], notices, read, size)
     episodes, spans = collector.carried()
     run = collector.finish(notices if stretch.last else (), last=stretch.last)
-    return Part(run, episodes, spans, notices, read)
+    return Part(run, episodes, spans, notices, read, size)
 
 
 def judge_recording(
-    path: Path, max_ticks: int, processes: int | None = None, rejudge: bool = False
+    path: Path,
+    max_ticks: int,
+    processes: int | None = None,
+    rejudge: bool = False,
+    max_cells: int = REPORT_MAX_CELLS,
 ) -> Run | None:
     """A recording's run, judged in stretches side by side where it is long enough; None
     when it holds no frames. A damaged file raises the reader's error. Where a stretch
-    met what it could not read, the stretches read ``max_ticks`` or more in all, or the
-    last of them found nothing (the stream is shorter than its size said: a file still
-    being written), the file is read again in one go: only that reading cuts it where a
-    report stops, says what is wrong with it, and ends the run where it ends."""
+    met what it could not read, the stretches read ``max_ticks`` or more in all (or
+    ``max_cells`` values), or the last of them found nothing (the stream is shorter than
+    its size said: a file still being written), the file is read again in one go: only
+    that reading cuts it where a report stops, says what is wrong with it, and ends the
+    run where it ends."""
     stretches = plan(path, workers() if processes is None else processes)
     if len(stretches) > 1:
+        # side by side, the budget of values shared out: a stretch that reaches its share,
+        # less a block, may have stopped short of its end, and the file is read in one go
+        share = max_cells // len(stretches)
         context = multiprocessing.get_context("fork")
         try:
             with ProcessPoolExecutor(len(stretches), mp_context=context) as pool:
-                futures = [pool.submit(judged, path, s, max_ticks, rejudge) for s in stretches]
+                futures = [
+                    pool.submit(judged, path, s, max_ticks, rejudge, share) for s in stretches
+                ]
                 parts = [f.result() for f in futures]
         except RecordingError:
             parts = []
-        if parts and parts[-1].run is not None and sum(p.ticks for p in parts) < max_ticks:
+        within = sum(p.ticks for p in parts) < max_ticks and all(
+            p.cells <= share - MAX_BLOCK_CELLS for p in parts
+        )
+        if parts and parts[-1].run is not None and within:
             return joined([p for p in parts if p.run is not None])
-    return judged(path, Stretch(Share(0, None), True), max_ticks, rejudge).run
+    return judged(path, Stretch(Share(0, None), True), max_ticks, rejudge, max_cells).run
 
 
 def joined(parts: Sequence[Part]) -> Run | None:
