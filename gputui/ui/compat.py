@@ -49,9 +49,14 @@ Private name (who uses it): why / public fallback
   rows of a panel nothing covers are written to the terminal as the cells that changed
   (terminal_cells.py: the shortest cursor moves, only the SGR changes between cells),
   through the app's own write with its synchronized update (DEC mode 2026, where the
-  terminal answers that it has it); ``FastPaint.watch`` wraps the app's ``_display`` to
-  learn where anything else draws (a partial update's ``spans``, a layout update's
-  ``region``; anything else: everywhere), where rows are then written whole again once. The
+  terminal answers that it has it); ``FastPaint.watch`` wraps the app's ``_display``, and
+  sends the compositor's own updates (``textual._compositor.ChopsUpdate`` and
+  ``LayoutUpdate``, their lines read from ``chops``, ``spans`` and ``chop_ends``, and
+  ``strips`` and ``region``: ``compositor_rows``) as the cells that changed too (the
+  advisor pane, a page, a panel the compositor paints: each line with a reset and a
+  restate for every run of text before); of anything else it learns where it draws (a
+  partial update's ``spans``, a layout update's ``region``; else everywhere), where rows
+  are then written whole again once. The
   compositor's partial update asks every panel between the first and the last changed
   row for all its rows, cuts each line at every panel's edge and joins the pieces again,
   and writes whole runs with a full SGR reset and restate each: a twentieth of gputui's
@@ -113,7 +118,8 @@ STRIP_SLOTS: Final = frozenset(
 #: gputui touches, with the module that touches it; the list above says why
 PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "textual._xterm_parser": "compat.py (the quiet driver's parser)",
-    "textual._compositor": "compat.py (CompositorUpdate, Written's base)",
+    "textual._compositor": "compat.py (CompositorUpdate, Written's base; ChopsUpdate and "
+    "LayoutUpdate, read by compositor_rows)",
     "_timeout_time": "compat.py (escape_pending)",
     "_debug": "compat.py (driver_debug)",
     "_sigtstp_application": "driver.py (overridden)",
@@ -169,6 +175,27 @@ def _update_type() -> type[Any] | None:
 
 
 _UPDATE: Final = None if PUBLIC_ONLY else _update_type()
+
+
+def _update_kinds() -> tuple[type[Any] | None, type[Any] | None]:
+    """The compositor's partial and layout updates, each None where missing or not of the
+    shape ``compositor_rows`` reads."""
+    try:
+        from textual._compositor import ChopsUpdate, LayoutUpdate
+    except ImportError:
+        return None, None
+    chops = ChopsUpdate if {"chops", "spans", "chop_ends"} <= _init_names(ChopsUpdate) else None
+    layout = LayoutUpdate if {"strips", "region"} <= _init_names(LayoutUpdate) else None
+    return chops, layout
+
+
+def _init_names(kind: type[Any]) -> set[str]:
+    """The attributes ``kind.__init__`` sets on ``self``."""
+    code = getattr(kind.__init__, "__code__", None)
+    return set(code.co_names) if code is not None else set()
+
+
+_CHOPS, _LAYOUT = (None, None) if _UPDATE is None else _update_kinds()
 
 FAST_WRITE: Final[bool] = FAST_PAINT and _UPDATE is not None
 """A tick's changed rows go to the terminal without the compositor (``write_rows``)."""
@@ -350,6 +377,18 @@ class FastPaint:
         terminal = self.terminal
 
         def watched(screen: Screen[object], renderable: RenderableType | None) -> None:
+            rows = None if app.is_inline else compositor_rows(renderable)
+            if rows is not None and not isinstance(renderable, Written):
+                # the compositor's rows as the cells that changed, like the panels' own
+                console = app.console
+                system = COLOR_SYSTEMS.get(console.color_system or "")
+                width = screen.size.width
+                for y, x, strip in rows:
+                    terminal.drawn(y, x, strip, system, width, partial(strip.render, console))
+                text = terminal.take()
+                if text:
+                    display(screen, Written(text))
+                return
             if not isinstance(renderable, Written):
                 _drawn_over(terminal, renderable)
                 reset = terminal.reset()  # Textual's output begins from a reset pen
@@ -374,6 +413,26 @@ class FastPaint:
         """End ``app`` over ``error`` raised in a call its loop made for it, as Textual ends
         it over an error in a message handler: the traceback shown, the return code 1."""
         app._handle_exception(error)
+
+
+def compositor_rows(update: object) -> list[tuple[int, int, Strip]] | None:
+    """What a compositor ``update`` draws, as (screen line, column, row) in the order it
+    draws them: a partial update's pieces of lines (each chop from its column to the end of
+    its span, as Textual writes it), a layout update's lines; None for anything else."""
+    if _CHOPS is not None and isinstance(update, _CHOPS):
+        rows: list[tuple[int, int, Strip]] = []
+        for y, x1, x2 in update.spans:
+            for end, (x, strip) in zip(update.chop_ends[y], update.chops[y].items(), strict=False):
+                if strip is None or x > x2 or end <= x1:
+                    continue
+                piece = strip if end <= x2 else strip.crop(0, min(end, x2) - x)
+                if piece.cell_length:
+                    rows.append((y, x, piece))
+        return rows
+    if _LAYOUT is not None and isinstance(update, _LAYOUT):
+        x = update.region.x
+        return [(y, x, Strip.join(line)) for y, line in enumerate(update.strips, update.region.y)]
+    return None
 
 
 def _drawn_over(terminal: TerminalRows, update: object) -> None:

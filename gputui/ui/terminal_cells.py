@@ -274,6 +274,29 @@ class TerminalRows:
             if x < end and x + len(self._known[key].text) > start:
                 del self._known[key]
 
+    def drawn(
+        self,
+        y: int,
+        x: int,
+        segments: Iterable[Segment],
+        system: ColorSystem | None,
+        screen_width: int,
+        whole: Callable[[], str],
+    ) -> None:
+        """Another writer's row (the compositor's) brought to the terminal through here, as
+        ``write`` brings a row: the stretches of line ``y`` it covers that are known under
+        another first column or length are forgotten first, so each cell has one owner."""
+        cells = list(segments)
+        end = x + sum(len(text) for text, _, control in cells if not control)
+        known = self._known.get((y, x))
+        for key in [k for k in self._known if k[0] == y and k != (y, x)]:
+            start = key[1]
+            if start < end and start + len(self._known[key].text) > x:
+                del self._known[key]
+        if known is not None and x + len(known.text) != end:
+            del self._known[(y, x)]
+        self.write(y, x, cells, system, screen_width, whole)
+
     def write(
         self,
         y: int,
@@ -358,14 +381,35 @@ def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> 
 
 
 def _shorter_path(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> list[_Run]:
-    """The runs line by line (as they come), or column by column where that moves the
-    cursor for fewer bytes (a column of figures down the GPU list: one short move each)."""
-    if len(runs) < 3:
+    """The order of ``runs`` whose cursor moves cost the fewest bytes of three: line by
+    line (as they come), column by column (a column of figures down the GPU list: one
+    short move each), or each time the run nearest in bytes from where the cursor is."""
+    if len(runs) < 2:
         return runs
-    by_column = sorted(runs, key=lambda run: (run.x + run.start, run.y))
-    if _path_cost(by_column, cursor, width) < _path_cost(runs, cursor, width):
-        return by_column
-    return runs
+    paths = [runs, sorted(runs, key=lambda run: (run.x + run.start, run.y))]
+    if len(runs) <= NEAREST_UP_TO:
+        paths.append(_nearest_first(runs, cursor, width))
+    return min(paths, key=lambda path: _path_cost(path, cursor, width))
+
+
+#: the runs of a pen past which the nearest-first order is not tried (its cost grows with
+#: their square; a screen changed that much is a new page, not a tick)
+NEAREST_UP_TO: Final = 48
+
+
+def _nearest_first(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> list[_Run]:
+    """The runs visited each time the cheapest move away first (ties: screen order)."""
+    left = list(runs)
+    path: list[_Run] = []
+    while left:
+        best = min(
+            range(len(left)), key=lambda i: len(_move(left[i].y, left[i].x + left[i].start, cursor))
+        )
+        run = left.pop(best)
+        path.append(run)
+        right = run.x + run.end
+        cursor = None if right >= width else (run.y, right)
+    return path
 
 
 def _by_pen(runs: list[_Run]) -> dict[Pen, list[_Run]]:

@@ -166,3 +166,34 @@ async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
                 terminal.feed(update.render_segments(app.console))
             assert terminal.visible() == _drawn(app).visible()
         assert written == 4
+
+
+async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() -> None:
+    """What the compositor paints (a panel refreshed the public way, a page, the advisor
+    pane) goes to the terminal through the same cells as the panels' rows: a line it
+    repaints with one digit changed sends that digit, not the line with a reset and a
+    restate for every run of text; the screen left is the one it draws."""
+    app = _Panels(covered=False)
+    async with app.run_test(size=(80, 12)) as pilot:
+        app.show(0)
+        await pilot.pause()
+        beneath: list[Any] = []  # what reaches the terminal, under the fast paint's watch
+        # (None: Textual's "nothing to draw")
+        app._display = lambda screen, update: update is None or beneath.append(update)  # type: ignore[method-assign,func-returns-value]
+        app.fast_paint.watch(app)
+        terminal = _drawn(app)
+        for shift in (0, 1):  # unknown at first: written whole; then only what changed
+            beneath.clear()
+            palette = Palette()
+            app.left.set_rows(
+                _rows(*(f"gpu {i} util {10 * i}%" for i in range(5)), "gpu 5 util 5" + str(shift)),
+                30,
+                palette,
+            )
+            await pilot.pause()
+            assert beneath and all(isinstance(u, compat.Written) for u in beneath)
+            for update in beneath:
+                terminal.feed(update.render_segments(app.console))
+            assert terminal.visible() == _drawn(app).visible()
+        sent = "".join(u.render_segments(app.console) for u in beneath)
+        assert "1" in sent and "gpu" not in sent and len(sent) < 24, repr(sent)

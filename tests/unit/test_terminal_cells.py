@@ -110,6 +110,25 @@ def test_what_something_else_drew_over_is_written_whole_again() -> None:
     assert "right" in rows.take()
 
 
+def test_a_row_another_writer_draws_owns_its_cells() -> None:
+    """The compositor's line over two panels' stretches: they are forgotten (written whole
+    next), the line itself is known, and drawn again unchanged it sends nothing."""
+    rows = TerminalRows()
+    left, right = [Segment("left ", STYLES[0])], [Segment("right", STYLES[2])]
+    rows.write(1, 0, left, SYSTEM, WIDTH, partial(_render, left))
+    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
+    rows.take()
+    line = [Segment("a toast over both panels", STYLES[1])]
+    rows.drawn(1, 2, line, SYSTEM, WIDTH, partial(_render, line))
+    assert "toast" in rows.take()
+    rows.drawn(1, 2, line, SYSTEM, WIDTH, partial(_render, line))
+    assert rows.take() == ""
+    rows.write(1, 0, left, SYSTEM, WIDTH, partial(_render, left))
+    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
+    out = rows.take()
+    assert "left" in out and "right" in out
+
+
 cells = st.tuples(st.sampled_from("ab █▍·9"), st.integers(0, len(STYLES) - 1))
 panel_rows = st.lists(cells, min_size=12, max_size=12)
 # a tick: new rows for some of the panels' lines (two panels side by side, 12 cells each)
