@@ -178,8 +178,12 @@ async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() ->
         app.show(0)
         await pilot.pause()
         beneath: list[Any] = []  # what reaches the terminal, under the fast paint's watch
-        # (None: Textual's "nothing to draw")
-        app._display = lambda screen, update: update is None or beneath.append(update)  # type: ignore[method-assign,func-returns-value]
+
+        def terminal_write(screen: Any, update: Any) -> None:
+            if update is not None:  # None: Textual's "nothing to draw"
+                beneath.append(update)
+
+        app._display = terminal_write  # type: ignore[method-assign]
         app.fast_paint.watch(app)
         terminal = _drawn(app)
         for shift in (0, 1):  # unknown at first: written whole; then only what changed
