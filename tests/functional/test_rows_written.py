@@ -183,7 +183,7 @@ async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() ->
             if update is not None:  # None: Textual's "nothing to draw"
                 beneath.append(update)
 
-        app._display = terminal_write  # type: ignore[method-assign]
+        app._display = terminal_write  # type: ignore[method-assign,assignment]
         app.fast_paint.watch(app)
         terminal = _drawn(app)
         for shift in (0, 1):  # unknown at first: written whole; then only what changed
