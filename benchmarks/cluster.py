@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/cluster.py [--nodes 64 256 1024] [--gpus 8] [--interval 15]
                                     [--history 900] [--ticks 10] [--modes screen doctor]
-                                    [--rules] [--tree DIR]
+                                    [--rules] [--tree DIR] [--pin]
 
 For each size, Debian's `prometheus` scrapes a synthetic dcgm-exporter page a node
 (``tests/prom_cluster.py``: one local HTTP server plays every node, with thermal
@@ -24,6 +24,9 @@ written at once with promtool. Then, each in a fresh process so its memory is it
 evaluation of the group took and the alerts it fires are printed, and doctor reads their
 verdict. Only gputui's own process is measured; the server and the exporters run beside
 it, and the last two columns say what they cost meanwhile (% of one core over the run).
+``--pin``: the server's threads and the exporters on the first CPU, doctor alone on the
+second, as on a cluster whose server has cores of its own (on two shared cores the
+server's evaluation of the rules is doctor's wall time otherwise).
 """
 
 from __future__ import annotations
@@ -175,10 +178,19 @@ class _Beside:
         }
 
 
-def _doctor(url: str, tree: Path | None) -> dict[str, float]:
+def _pin(server: int) -> None:
+    """The server's threads and this process's (the exporters) on the first CPU: doctor
+    gets the second to itself."""
+    for task in os.listdir(f"/proc/{server}/task"):
+        os.sched_setaffinity(int(task), {0})
+    os.sched_setaffinity(0, {0})
+
+
+def _doctor(url: str, tree: Path | None, pin: bool = False) -> dict[str, float]:
     """``gputui doctor --prometheus URL --json`` as a user runs it (of ``tree``, another
     checkout such as ``git archive`` of an earlier commit, when given): its wall time, CPU
-    and peak memory from the child's own resource usage, its exit status and findings."""
+    and peak memory from the child's own resource usage, its exit status and findings
+    (``pin``: alone on the second CPU)."""
     env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
     measure = (
         "import json, resource, subprocess, sys, time; t = time.perf_counter(); "
@@ -190,6 +202,8 @@ def _doctor(url: str, tree: Path | None) -> dict[str, float]:
     command = [sys.executable, "-c", measure, sys.executable, "-m", "gputui", "doctor"]
     command += ["--prometheus", url, "--json"]
     # python -m puts the working directory first on the path: the tree's own, or this one's
+    if pin:
+        command = ["taskset", "-c", "1", *command]
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=tree)
     got = json.loads(done.stdout)
     document = json.loads(got["out"])
@@ -231,6 +245,12 @@ def main() -> int:
         help="the server evaluates `gputui rules` (doctor reads them)",
     )
     parser.add_argument("--tree", type=Path, help="doctor of another checkout, on the same server")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server and the exporters on the first CPU, doctor alone on the second (as "
+        "on a cluster, where the server has cores of its own)",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--follow", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -256,11 +276,13 @@ def main() -> int:
                 if rules is not None:
                     _wait_alerts(server.url, 600.0)
                     print(_rules_cost(server.url), file=sys.stderr)
+                if args.pin:
+                    _pin(server.process.pid)
                 for mode in args.modes:
                     beside = _Beside(server.process.pid)
                     if mode == "doctor":
                         r = dict.fromkeys(("tick_cpu_ms", "core_pct", "requests_tick"), 0.0)
-                        r |= {"kb_tick": 0.0, **_doctor(server.url, args.tree)}
+                        r |= {"kb_tick": 0.0, **_doctor(server.url, args.tree, args.pin)}
                     else:
                         r = _child(server.url, True, args.ticks, args.interval)
                     r.update(beside.shares())
