@@ -384,7 +384,8 @@ class FastPaint:
                 system = COLOR_SYSTEMS.get(console.color_system or "")
                 width = screen.size.width
                 for y, x, strip in rows:
-                    terminal.drawn(y, x, strip, system, width, partial(strip.render, console))
+                    whole = partial(strip.render, console)
+                    terminal.write(y, x, strip, system, width, whole, over=True)
                 text = terminal.take()
                 if text:
                     display(screen, Written(text))

@@ -274,29 +274,6 @@ class TerminalRows:
             if x < end and x + len(self._known[key].text) > start:
                 del self._known[key]
 
-    def drawn(
-        self,
-        y: int,
-        x: int,
-        segments: Iterable[Segment],
-        system: ColorSystem | None,
-        screen_width: int,
-        whole: Callable[[], str],
-    ) -> None:
-        """Another writer's row (the compositor's) brought to the terminal through here, as
-        ``write`` brings a row: the stretches of line ``y`` it covers that are known under
-        another first column or length are forgotten first, so each cell has one owner."""
-        cells = list(segments)
-        end = x + sum(len(text) for text, _, control in cells if not control)
-        known = self._known.get((y, x))
-        for key in [k for k in self._known if k[0] == y and k != (y, x)]:
-            start = key[1]
-            if start < end and start + len(self._known[key].text) > x:
-                del self._known[key]
-        if known is not None and x + len(known.text) != end:
-            del self._known[(y, x)]
-        self.write(y, x, cells, system, screen_width, whole)
-
     def write(
         self,
         y: int,
@@ -305,12 +282,18 @@ class TerminalRows:
         system: ColorSystem | None,
         screen_width: int,
         whole: Callable[[], str],
+        over: bool = False,
     ) -> None:
         """Bring screen line ``y`` from column ``x`` to ``segments`` at the next ``take``:
         the cells that changed, or ``whole()`` (the row as Rich renders it, from a reset
-        pen) where the row cannot be told cell by cell."""
+        pen) where the row cannot be told cell by cell. ``over``: another writer's row
+        (the compositor's), whose stretch need not be one written here before: what it
+        covers of the stretches known under another first column or length is forgotten
+        first, so that each cell has one owner."""
         self._width = screen_width
         new = row_of(segments, system, self._pens)
+        if over:
+            self._forget_under(y, x, x + len(new.text) if new is not None else self._width)
         old = self._known.get((y, x))
         if new is None:
             self._known.pop((y, x), None)
@@ -331,6 +314,14 @@ class TerminalRows:
                     self._runs.append(_Run(y, x, new, run, column))
                     run = column
             self._runs.append(_Run(y, x, new, run, end))
+
+    def _forget_under(self, y: int, x: int, end: int) -> None:
+        """The stretches of line ``y`` that columns ``x`` to ``end`` cover, but for the one
+        from ``x`` to ``end`` itself, forgotten."""
+        for key in [k for k in self._known if k[0] == y]:
+            start, length = key[1], len(self._known[key].text)
+            if start < end and start + length > x and (start, start + length) != (x, end):
+                del self._known[key]
 
     def reset(self) -> str:
         """The SGR reset the terminal needs before anyone else writes to it (Textual's

@@ -119,9 +119,9 @@ def test_a_row_another_writer_draws_owns_its_cells() -> None:
     rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
     rows.take()
     line = [Segment("a toast over both panels", STYLES[1])]
-    rows.drawn(1, 2, line, SYSTEM, WIDTH, partial(_render, line))
+    rows.write(1, 2, line, SYSTEM, WIDTH, partial(_render, line), over=True)
     assert "toast" in rows.take()
-    rows.drawn(1, 2, line, SYSTEM, WIDTH, partial(_render, line))
+    rows.write(1, 2, line, SYSTEM, WIDTH, partial(_render, line), over=True)
     assert rows.take() == ""
     rows.write(1, 0, left, SYSTEM, WIDTH, partial(_render, left))
     rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
