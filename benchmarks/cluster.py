@@ -209,6 +209,14 @@ def _doctor(url: str, tree: Path | None, pin: bool = False) -> dict[str, float]:
     document = json.loads(got["out"])
     found = sorted({f["rule"] for f in document["findings"]})
     print(f"doctor: exit {got['status']}, found: {', '.join(found)}", file=sys.stderr)
+    for note in document["latest"]["notes"]:  # what doctor said of its reading
+        print(f"  note: {str(note.get('text', note))[:300]}", file=sys.stderr)
+    judged = document["judgement"]
+    print(
+        f"  judgement: complete {judged['complete']}, sampled {judged['sampled_s']} s, "
+        f"not judged {len(judged['not_judged'])}",
+        file=sys.stderr,
+    )
     return {
         "gpus": float(len(document["devices"])),
         "first_s": got["wall"],
