@@ -233,8 +233,14 @@ def _rules_cost(url: str) -> str:
     with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=30) as answer:
         groups = json.load(answer)["data"]["groups"]
     group = next(g for g in groups if g["name"] == "gputui")
-    firing = sorted({a["labels"]["alertname"] for r in group["rules"] for a in r.get("alerts", [])})
-    return f"rules: one evaluation {group['evaluationTime']:.2f} s; alerts: {', '.join(firing)}"
+    alerts = [a for r in group["rules"] for a in r.get("alerts", [])]
+    by_state = {
+        state: sorted({a["labels"]["alertname"] for a in alerts if a.get("state") == state})
+        for state in ("firing", "pending")
+    }
+    firing, pending = (", ".join(by_state[state]) or "none" for state in ("firing", "pending"))
+    took = group["evaluationTime"]
+    return f"rules: one evaluation {took:.2f} s; firing: {firing}; pending: {pending}"
 
 
 def main() -> int:
