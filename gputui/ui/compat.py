@@ -353,15 +353,22 @@ class FastPaint:
             rows += [(at.y + y, at.x, strip) for y, strip in found if 0 <= y < at.height]
         if self._watched is not app:
             self.terminal.forget()  # what else draws on this app's screen goes unseen
-        console = app.console
-        system = COLOR_SYSTEMS.get(console.color_system or "")
-        width = screen.size.width
-        for y, x, strip in rows:
-            self.terminal.write(y, x, strip, system, width, partial(strip.render, console))
-        text = self.terminal.take()
+        text = self._cells(screen, rows, over=False)
         if text:
             app._display(screen, Written(text))
         return True
+
+    def _cells(self, screen: Screen[object], rows: list[tuple[int, int, Strip]], over: bool) -> str:
+        """The output that brings the terminal to ``rows`` (screen line, column, row): the
+        cells that changed. ``over``: rows another writer drew (the compositor's), which
+        take their cells over from the stretches written here before."""
+        console = screen.app.console
+        system = COLOR_SYSTEMS.get(console.color_system or "")
+        width = screen.size.width
+        for y, x, strip in rows:
+            whole = partial(strip.render, console)
+            self.terminal.write(y, x, strip, system, width, whole, over=over)
+        return self.terminal.take()
 
     def forget(self) -> None:
         """The terminal was away (a suspend): the next rows are written whole."""
@@ -378,15 +385,8 @@ class FastPaint:
 
         def watched(screen: Screen[object], renderable: RenderableType | None) -> None:
             rows = None if app.is_inline else compositor_rows(renderable)
-            if rows is not None and not isinstance(renderable, Written):
-                # the compositor's rows as the cells that changed, like the panels' own
-                console = app.console
-                system = COLOR_SYSTEMS.get(console.color_system or "")
-                width = screen.size.width
-                for y, x, strip in rows:
-                    whole = partial(strip.render, console)
-                    terminal.write(y, x, strip, system, width, whole, over=True)
-                text = terminal.take()
+            if rows is not None:  # the compositor's rows as the cells that changed
+                text = self._cells(screen, rows, over=True)
                 if text:
                     display(screen, Written(text))
                 return

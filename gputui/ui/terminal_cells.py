@@ -266,12 +266,13 @@ class TerminalRows:
         self._known.clear()
         self._pen = None
 
-    def drawn_over(self, y: int, start: int, end: int) -> None:
+    def drawn_over(self, y: int, start: int, end: int, keep_same: bool = False) -> None:
         """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
-        there are written whole next time."""
+        there are written whole next time (``keep_same``: but for a row known from exactly
+        ``start`` to ``end``, which the drawing is compared with)."""
         for key in [k for k in self._known if k[0] == y]:
-            x = key[1]
-            if x < end and x + len(self._known[key].text) > start:
+            x, right = key[1], key[1] + len(self._known[key].text)
+            if x < end and right > start and not (keep_same and (x, right) == (start, end)):
                 del self._known[key]
 
     def write(
@@ -293,7 +294,8 @@ class TerminalRows:
         self._width = screen_width
         new = row_of(segments, system, self._pens)
         if over:
-            self._forget_under(y, x, x + len(new.text) if new is not None else self._width)
+            end = x + len(new.text) if new is not None else self._width
+            self.drawn_over(y, x, end, keep_same=True)
         old = self._known.get((y, x))
         if new is None:
             self._known.pop((y, x), None)
@@ -314,14 +316,6 @@ class TerminalRows:
                     self._runs.append(_Run(y, x, new, run, column))
                     run = column
             self._runs.append(_Run(y, x, new, run, end))
-
-    def _forget_under(self, y: int, x: int, end: int) -> None:
-        """The stretches of line ``y`` that columns ``x`` to ``end`` cover, but for the one
-        from ``x`` to ``end`` itself, forgotten."""
-        for key in [k for k in self._known if k[0] == y]:
-            start, length = key[1], len(self._known[key].text)
-            if start < end and start + length > x and (start, start + length) != (x, end):
-                del self._known[key]
 
     def reset(self) -> str:
         """The SGR reset the terminal needs before anyone else writes to it (Textual's

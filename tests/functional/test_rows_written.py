@@ -168,7 +168,9 @@ async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
         assert written == 4
 
 
-async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() -> None:
+async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """What the compositor paints (a panel refreshed the public way, a page, the advisor
     pane) goes to the terminal through the same cells as the panels' rows: a line it
     repaints with one digit changed sends that digit, not the line with a reset and a
@@ -177,13 +179,7 @@ async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() ->
     async with app.run_test(size=(80, 12)) as pilot:
         app.show(0)
         await pilot.pause()
-        beneath: list[Any] = []  # what reaches the terminal, under the fast paint's watch
-
-        def terminal_write(screen: Any, update: Any) -> None:
-            if update is not None:  # None: Textual's "nothing to draw"
-                beneath.append(update)
-
-        app._display = terminal_write  # type: ignore[method-assign,assignment]
+        beneath = _captured(app, monkeypatch)  # what reaches the terminal, under the watch
         app.fast_paint.watch(app)
         terminal = _drawn(app)
         for shift in (0, 1):  # unknown at first: written whole; then only what changed
@@ -195,6 +191,7 @@ async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed() ->
                 palette,
             )
             await pilot.pause()
+            beneath[:] = [u for u in beneath if u is not None]  # None: "nothing to draw"
             assert beneath and all(isinstance(u, compat.Written) for u in beneath)
             for update in beneath:
                 terminal.feed(update.render_segments(app.console))
