@@ -90,18 +90,18 @@ def _from_form(alert: EngineAlert, form: Alert | None, ctx: Context) -> Candidat
 def _nodes(
     rule: RuleId, alerts: Iterable[EngineAlert], forms: Mapping[str, Alert], now: float
 ) -> Candidate:
-    """Alerts on nodes as a whole (they stopped reporting), as one candidate."""
+    """Alerts on nodes as a whole (they stopped reporting), as one candidate: a node
+    counted once however many of its alerts fire (its target down, its GPUs silent)."""
     alerts = list(alerts)
-    names = ", ".join(a.node for a in alerts[:5]) + (
-        f" and {len(alerts) - 5} more" if len(alerts) > 5 else ""
-    )
+    nodes = list(dict.fromkeys(a.node for a in alerts))
+    names = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
     form = forms.get(alerts[0].name)
     worst = max(alerts, key=lambda a: a.severity.rank)
     return Candidate(
         rule=rule,
         severity=worst.severity,
         gpu=None,
-        title=f"{len(alerts)} node(s) not reporting: {names}"
+        title=f"{len(nodes)} node(s) not reporting: {names}"
         if rule is RuleId.NOT_REPORTING
         else f"{form.title if form else rule}: {names}",
         evidence=tuple(f"node {a.node}: {_said(a, now)}" for a in alerts[:5]),

@@ -17,6 +17,7 @@ from gputui.advisor.promrules import Engine, Terms, not_in_engine
 from gputui.advisor.promrules.alert import Alert, Recording
 from gputui.advisor.promrules.promql import duration
 from gputui.core.units import fmt_duration
+from gputui.sources.prometheus.alerts import INFO, MATCH_LABEL, match_tag
 
 #: the engines a file is written for, and what each adds to every group
 ENGINES: Mapping[str, Mapping[str, object]] = {
@@ -27,8 +28,6 @@ ENGINES: Mapping[str, Mapping[str, object]] = {
     # vmalert: the same, and past vmselect's cache (rules read the newest samples)
     "vmalert": {"params": {"nocache": ["1"], "denyPartialResponse": ["true"]}},
 }
-#: the series whose presence tells gputui these rules are loaded, and which
-INFO = "gputui_rules_info"
 
 
 def _q(text: str) -> str:
@@ -53,14 +52,15 @@ def _recording(rule: Recording) -> list[str]:
     return [f"      - record: {rule.name}", f"        expr: {_q(rule.expr)}"]
 
 
-def _alert(alert: Alert) -> list[str]:
+def _alert(alert: Alert, terms: Terms) -> list[str]:
     lines = [f"      - alert: {alert.name}", f"        expr: {_q(alert.expr)}"]
     if alert.for_s:
         lines.append(f"        for: {duration(alert.for_s)}")
     if alert.keep_s:
         lines.append(f"        keep_firing_for: {duration(alert.keep_s)}")
     lines.append("        labels:")
-    lines += _mapping(alert.labels, 10)
+    tag = match_tag(terms.match)
+    lines += _mapping({**alert.labels, **({MATCH_LABEL: tag} if tag else {})}, 10)
     lines.append("        annotations:")
     lines += _mapping(alert.annotations, 10)
     return lines
@@ -107,5 +107,5 @@ def rules_yaml(engine: Engine, terms: Terms, flavour: str = "prometheus") -> str
     lines += _mapping(ENGINES[flavour], 4)
     lines += ["    rules:", *_info(engine, terms)]
     lines += [line for rule in engine.recordings for line in _recording(rule)]
-    lines += [line for alert in engine.alerts for line in _alert(alert)]
+    lines += [line for alert in engine.alerts for line in _alert(alert, terms)]
     return "\n".join(lines) + "\n"

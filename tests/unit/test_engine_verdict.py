@@ -13,8 +13,15 @@ from gputui.advisor.promrules import Terms, covers, engine
 from gputui.core.judgement import EngineAlert, EngineVerdict
 from gputui.core.model import Frame, NodeStatus
 from gputui.core.names import RuleId, Severity
+from gputui.exporters.rules_file import rules_yaml
 from gputui.sampling.history import History
-from gputui.sources.prometheus.alerts import alerts_of, annotations_of, rules_loaded
+from gputui.sources.prometheus.alerts import (
+    MATCH_LABEL,
+    alerts_of,
+    annotations_of,
+    match_tag,
+    rules_loaded,
+)
 from gputui.sources.prometheus.nodes import ClusterNode, Tagged, status_of, suspicion
 from gputui.sources.prometheus.queries import TAG, NodeKey
 from tests.advisor_kit import BUSY, H100
@@ -51,7 +58,10 @@ def test_alerts_land_on_their_gpu_or_node_with_what_the_engine_said() -> None:
     gpu |= {"Hostname": "node-a", "instance": "node-a:9400", "gpu": "1"}
     node = {"alertname": "GputuiNodeNotReporting", "gputui_rule": "not-reporting"}
     node |= {"severity": "warning", "Hostname": "node-b", "instance": "node-b:9400"}
-    other = {**gpu, "Hostname": "node-z"}  # a node this source does not read
+    # a node of this selection the source holds no GPUs of: the alert is about it whole;
+    # one of another rules file's selection (its digest) is that file's business
+    other = {**gpu, "Hostname": "node-z", "instance": "node-z:9400"}
+    elsewhere = {**other, "Hostname": "node-y", MATCH_LABEL: match_tag('cluster="b"')}
     said = annotations_of(
         [
             {
@@ -65,7 +75,12 @@ def test_alerts_land_on_their_gpu_or_node_with_what_the_engine_said() -> None:
         ]
     )
     alerts = alerts_of(
-        [_series(gpu, NOW - 120), _series(node, NOW - 60), _series(other, NOW)],
+        [
+            _series(gpu, NOW - 120),
+            _series(node, NOW - 60),
+            _series(other, NOW),
+            _series(elsewhere, NOW),
+        ],
         _nodes(),
         NOW,
         said,
@@ -73,9 +88,44 @@ def test_alerts_land_on_their_gpu_or_node_with_what_the_engine_said() -> None:
     assert [(a.name, a.gpu, a.node, a.since) for a in alerts] == [
         ("GputuiClocksHeld", 1, "node-a", NOW - 120),
         ("GputuiNodeNotReporting", None, "node-b", NOW - 60),
+        ("GputuiClocksHeld", None, "node-z GPU 1", NOW),
     ]
     assert alerts[0].description == "SM clock at 55 % of its maximum"
     assert alerts[0].remedies == ("a", "b")
+
+
+def test_a_node_down_since_long_before_is_found_by_any_name_its_alerts_carry() -> None:
+    """A node whose exporter stopped long before the window the source read: known by its
+    target alone (``up == 0``), or not at all where that query failed on a loaded server.
+    The engine's silence alerts name it by its target (``GputuiExporterDown``: ``up``'s
+    labels) or by the names it last reported under (``GputuiNodeNotReporting``): either
+    way it is a finding, never left out for want of a GPU of it in the window."""
+    target = ClusterNode(NodeKey("instance", "node-c:9400"), "node-c:9400", "node-c:9400")
+    nodes = {**_nodes(), target.key: target}
+    rule = {"gputui_rule": "not-reporting", "severity": "warning"}
+    exporter = {"alertname": "GputuiExporterDown", "instance": "node-c:9400", **rule}
+    remembered = {"alertname": "GputuiNodeNotReporting", "Hostname": "node-c", **rule}
+    remembered["instance"] = "node-c:9400"
+    unlisted = {**remembered, "Hostname": "node-d", "instance": "node-d:9400"}
+    match = 'cluster="a"'
+    tagged = [_series({**s, MATCH_LABEL: match_tag(match)}, NOW) for s in (exporter, unlisted)]
+    alerts = alerts_of([_series(remembered, NOW - 30), *tagged], nodes, NOW, match=match)
+    assert [(a.name, a.node, a.gpu) for a in alerts] == [
+        ("GputuiNodeNotReporting", "node-c:9400", None),
+        ("GputuiExporterDown", "node-c:9400", None),
+        ("GputuiNodeNotReporting", "node-d", None),
+    ]
+    # the rules for that selection carry its digest, which the source matches
+    rules = rules_yaml(engine(Terms(30.0, match=match)), Terms(30.0, match=match))
+    assert f'{MATCH_LABEL}: "{match_tag(match)}"' in rules
+    assert MATCH_LABEL not in rules_yaml(engine(Terms(30.0)), Terms(30.0))
+    advisor = make_advisor([replace(H100, index=0, node="node-a", node_index=0)], remote=True)
+    advisor.set_engine(EngineVerdict(ALL, alerts, 30.0))
+    history = History(40)
+    history.add(Frame(time=NOW, gpus=(replace(BUSY, index=0),)))
+    (down,) = advisor.update(history, force=True)
+    assert down.rule is RuleId.NOT_REPORTING and down.gpu is None
+    assert down.title == "2 node(s) not reporting: node-c:9400, node-d"
 
 
 def test_the_advisor_takes_the_engines_alerts_and_its_verdict_is_complete() -> None:

@@ -531,7 +531,7 @@ class PrometheusSource(RangeReads):
             said = annotations_of(self._get("/api/v1/alerts", {}, "alerts", fresh=False))
         except ScrapeError:
             said = {}
-        alerts = alerts_of(firing, self._nodes, now, said)
+        alerts = alerts_of(firing, self._nodes, now, said, self._queries.match)
         verdict = EngineVerdict(loaded[0], alerts, loaded[1])
         self._notes_once.append(verdict_note(verdict))
         return verdict
