@@ -316,15 +316,26 @@ def main() -> int:
 
 
 def _wait_alerts(url: str, seconds: float) -> None:
-    """Until the server has evaluated the rules and written their alerts' series (a server
-    that has just started writes them an evaluation or two after it sends them)."""
-    query = urllib.parse.urlencode({"query": 'count(ALERTS_FOR_STATE{gputui_rule!=""})'})
+    """Until the server's alerts have settled: the same active alerts after two evaluations
+    of the group in a row (a server that has just started writes its ALERTS series an
+    evaluation or two after it sends them, and at 1,024 nodes an evaluation takes longer
+    than the interval, so the alerts with the longer holds come evaluations later)."""
     deadline = time.monotonic() + seconds
+    seen: list[tuple[str, frozenset[tuple[str, ...]]]] = []
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=30) as answer:
-            if json.load(answer)["data"]["result"]:
-                return
-        time.sleep(5)
+        with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=30) as answer:
+            groups = json.load(answer)["data"]["groups"]
+        group = next(g for g in groups if g["name"] == "gputui")
+        active = frozenset(
+            tuple(a["labels"].get(k, "") for k in ("alertname", "Hostname", "instance", "gpu"))
+            for r in group["rules"]
+            for a in r.get("alerts", [])
+        )
+        if not seen or seen[-1][0] != group["lastEvaluation"]:
+            seen.append((group["lastEvaluation"], active))
+        if len(seen) >= 3 and seen[-1][1] and seen[-1][1] == seen[-2][1]:
+            return
+        time.sleep(2)
 
 
 def _rules_file(work: Path, interval: float) -> Path:

@@ -153,6 +153,10 @@ class Pane:
         self.screen.reset()
         for y, line in enumerate(captured.split("\n")[: self.screen.lines]):
             self.stream.feed(f"\x1b[{y + 1};1H{line}\x1b[0m".encode())
+        # and its cursor where tmux has it: a program's next output may move from there
+        at = tmux("display-message", "-p", "-t", self.session, "#{cursor_y};#{cursor_x}")
+        y, x = (int(n) for n in at.strip().split(";"))
+        self.stream.feed(f"\x1b[{y + 1};{x + 1}H".encode())
 
     def cells(self) -> dict[tuple[int, int], Any]:
         return {

@@ -43,6 +43,7 @@ _OFF = {
 _SEQUENCE = re.compile(
     r"(?P<cup>\x1b\[(?P<line>\d*);?(?P<column>\d*)H)"
     r"|\x1b\[(?P<count>\d*)(?P<move>[ABCDGd])"
+    r"|\x1b(?P<index>[DM])"
     r"|\x1b\[(?P<codes>[0-9;]*)m"
     r"|\x1b\[(?P<erase>[0-3]?)(?P<erases>[JK])"
     # what draws nothing: modes, queries, keyboard protocols, titles and other OSC strings
@@ -81,6 +82,8 @@ class Terminal:
                 self.wrap_pending = False
             elif found.group("move") is not None:
                 self._move(found.group("move"), int(found.group("count") or 1))
+            elif found.group("index") is not None:
+                self._index(found.group("index") == "D")
             elif found.group("erases") is not None:
                 self._erase(found.group("erases"), int(found.group("erase") or 0))
             elif codes is not None:
@@ -110,6 +113,18 @@ class Terminal:
             self.x = min(right, count - 1)
         else:
             self.y = min(top, count - 1)
+        self.wrap_pending = False
+
+    def _index(self, down: bool) -> None:
+        """IND (down a line) and RI (up a line), same column: past the bottom or the top
+        line the screen scrolls instead (what a mistaken one shows as)."""
+        edge = self.height - 1 if down else 0
+        if self.y != edge:
+            self.y += 1 if down else -1
+        else:
+            step = -1 if down else 1
+            moved = {(y + step, x): c for (y, x), c in self.cells.items()}
+            self.cells = {k: c for k, c in moved.items() if 0 <= k[0] < self.height}
         self.wrap_pending = False
 
     def _erase(self, what: str, mode: int) -> None:

@@ -89,7 +89,8 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 
-from rich.segment import Segment
+from rich.control import Control
+from rich.segment import ControlType, Segment
 from textual.app import App
 from textual.dom import NoScreen
 from textual.driver import Driver
@@ -101,7 +102,7 @@ from textual.widget import Widget
 from gputui.ui.terminal_cells import COLOR_SYSTEMS, TerminalRows
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from textual._xterm_parser import XTermParser as _XTermParser
 
 #: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
@@ -118,8 +119,8 @@ STRIP_SLOTS: Final = frozenset(
 #: gputui touches, with the module that touches it; the list above says why
 PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "textual._xterm_parser": "compat.py (the quiet driver's parser)",
-    "textual._compositor": "compat.py (CompositorUpdate, Written's base; ChopsUpdate and "
-    "LayoutUpdate, read by compositor_rows)",
+    "textual._compositor": "compat.py (CompositorUpdate, which says App._display writes "
+    "updates whole; ChopsUpdate and LayoutUpdate, read by compositor_rows)",
     "_timeout_time": "compat.py (escape_pending)",
     "_debug": "compat.py (driver_debug)",
     "_sigtstp_application": "driver.py (overridden)",
@@ -368,7 +369,11 @@ class FastPaint:
         for y, x, strip in rows:
             whole = partial(strip.render, console)
             self.terminal.write(y, x, strip, system, width, whole, over=over)
-        return self.terminal.take()
+        text = self.terminal.take()
+        out = parked(screen.app, text)
+        if out != text:
+            self.terminal.moved()  # the next take starts from a place it does not know
+        return out
 
     def forget(self) -> None:
         """The terminal was away (a suspend): the next rows are written whole."""
@@ -394,7 +399,9 @@ class FastPaint:
                 _drawn_over(terminal, renderable)
                 reset = terminal.reset()  # Textual's output begins from a reset pen
                 if reset and _UPDATE is not None and isinstance(renderable, _UPDATE):
-                    renderable = Written(reset + renderable.render_segments(app.console))
+                    renderable = Written(
+                        parked(app, reset + renderable.render_segments(app.console))
+                    )
                 elif reset:
                     display(screen, Written(reset))
             display(screen, renderable)
@@ -482,14 +489,31 @@ class PaintsFast(Protocol):
     fast_paint: FastPaint
 
 
-class Written(_UPDATE or object):  # type: ignore[misc]
-    """Finished terminal output, as App._display takes its compositor's updates."""
+class Written:
+    """Finished terminal output, which App._display writes as it is: Rich passes a control
+    segment's text through untouched. Not one of the compositor's updates, after each of
+    which Textual parks the cursor where the app's cursor is (6 bytes a tick at the top
+    left, where nothing asked for a cursor): ``parked`` adds that move where something did
+    (an input's cursor, which the terminal shows an IME's window at)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def render_segments(self, console: Console) -> str:
         return self.text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment(self.text, None, [(ControlType.BELL,)])
+
+
+def parked(app: App[Any], text: str) -> str:
+    """``text`` and the cursor moved where the app's cursor is, as Textual moves it after
+    its own updates, unless that is the top left corner: nothing there asks for it."""
+    cursor = app.cursor_position
+    if not text or (cursor.x, cursor.y) == (0, 0):
+        return text
+    at = app.screen.outer_size.clamp_offset(cursor)
+    return text + Control.move_to(at.x, at.y).segment.text
 
 
 def can_suspend(app: App[Any]) -> bool:

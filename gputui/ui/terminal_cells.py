@@ -205,8 +205,20 @@ def _move(y: int, x: int, cursor: tuple[int, int] | None) -> str:
     from_y, from_x = cursor
     if from_y == y:
         return min(place, _across(from_x, x), key=len)
-    vertical = _count(y - from_y, "B") if from_y < y else _count(from_y - y, "A")
-    return min(place, vertical + _across(from_x, x), key=len)
+    return min(place, _vertical(y - from_y) + _across(from_x, x), key=len)
+
+
+def _vertical(lines: int) -> str:
+    """The cursor ``lines`` down (up where negative), same column. One line is IND or RI
+    (ESC D, ESC M: two bytes where CUD and CUU take three; a column of changed figures
+    down the GPU list is one each): they scroll only when they leave the bottom or top
+    margin, and the cursor never leaves the screen here, whose margins are the whole
+    screen (nothing sets a scroll region: Textual draws every line where it goes)."""
+    if lines == 1:
+        return "\x1bD"
+    if lines == -1:
+        return "\x1bM"
+    return _count(lines, "B") if lines > 0 else _count(-lines, "A")
 
 
 #: attributes a space shows (its foreground, bold, dim, italics and blink show nothing)
@@ -259,12 +271,20 @@ class TerminalRows:
         #: None: not known (the terminal was away: a suspend), so reset first. On leaving,
         #: the alternate screen's exit (DECRC) gives the shell back its own.
         self._pen: Pen | None = PLAIN
+        #: where the cursor is after the last take, while nothing else has moved it: the
+        #: next take's first move is from there (None: not known, so a move to the place)
+        self._cursor: tuple[int, int] | None = None
 
     def forget(self) -> None:
         """Something else drew on the screen, or the terminal was away: nothing known is
-        trusted any more, its pen included."""
+        trusted any more, its pen and the cursor included."""
         self._known.clear()
         self._pen = None
+        self._cursor = None
+
+    def moved(self) -> None:
+        """The cursor was moved after the last take (parked elsewhere)."""
+        self._cursor = None
 
     def drawn_over(self, y: int, start: int, end: int, keep_same: bool = False) -> None:
         """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
@@ -319,7 +339,9 @@ class TerminalRows:
 
     def reset(self) -> str:
         """The SGR reset the terminal needs before anyone else writes to it (Textual's
-        output assumes a reset pen); "" where it has one."""
+        output assumes a reset pen); "" where it has one. What else writes moves the
+        cursor too."""
+        self._cursor = None
         if self._pen == PLAIN:
             return ""
         self._pen = PLAIN
@@ -327,12 +349,13 @@ class TerminalRows:
 
     def take(self) -> str:
         """The output for everything written since the last take. The pen it leaves set
-        is the next take's start (``reset`` gives it back)."""
+        and the cursor where it leaves it are the next take's start (``reset`` gives the
+        pen back and forgets the cursor)."""
         out = [RESET] if self._pen is None or (self._whole and self._pen != PLAIN) else []
         out += self._whole
         pen = PLAIN if self._whole or self._pen is None else self._pen
+        cursor = None if self._whole else self._cursor
         self._whole.clear()
-        cursor = None
         groups = _by_pen(self._runs)
         while groups:  # the pen the fewest bytes away next
             group = min(groups, key=lambda other: len(change(pen, other)))
@@ -340,7 +363,7 @@ class TerminalRows:
             pen = group
             cursor = self._visit(_shorter_path(groups.pop(group), cursor, self._width), cursor, out)
         self._runs.clear()
-        self._pen = pen
+        self._pen, self._cursor = pen, cursor
         return "".join(out)
 
     def _visit(

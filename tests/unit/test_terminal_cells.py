@@ -75,7 +75,12 @@ def test_an_unchanged_row_sends_nothing_and_a_changed_digit_a_few_bytes() -> Non
     changed = [*text[:2], Segment(" 98 %", STYLES[0])]
     rows.write(3, 10, changed, SYSTEM, WIDTH, partial(_render, changed))
     out = rows.take()
-    assert out == "\x1b[4;24H8"  # the pen the last write left set is this digit's
+    # the pen the last write left set is this digit's, and the cursor it left after the
+    # row's end is 7 columns on
+    assert out == "\x1b[7C8"
+    rows.reset()  # something else wrote: the cursor is not known any more
+    rows.write(3, 10, text, SYSTEM, WIDTH, partial(_render, text))
+    assert rows.take().endswith("\x1b[4;24H7")
     assert len(out) * 4 < len(_whole(3, 10, changed))
     assert len(first) < len(_whole(3, 10, text))
 
@@ -177,3 +182,24 @@ def test_a_row_at_the_right_edge_moves_the_cursor_anew_after_it() -> None:
     terminal.feed(rows.take())
     assert terminal.plain.splitlines()[0].endswith("x" * 10)
     assert terminal.plain.splitlines()[1].endswith("y" * 10)
+
+
+def test_a_column_of_changed_figures_goes_down_and_up_a_line_at_a_time() -> None:
+    """A figure changed on each GPU row: one line down (IND) or up (RI) and back a column
+    between them, three bytes a figure, never a scroll (the test terminal scrolls where an
+    IND leaves the bottom line or an RI the top)."""
+    rows = TerminalRows()
+    terminal = Terminal(WIDTH, HEIGHT)
+
+    def tick(digit: str) -> str:
+        for y in range(HEIGHT):
+            figure = [Segment(f"GPU{y} ", STYLES[0]), Segment(digit, STYLES[0])]
+            rows.write(y, 0, figure, SYSTEM, WIDTH, partial(_render, figure))
+        return rows.take()
+
+    terminal.feed(tick("1"))
+    out = tick("2")
+    assert out.count("\x1bD\b") + out.count("\x1bM\b") == HEIGHT - 1, repr(out)
+    terminal.feed(out)
+    shown = [line.rstrip() for line in terminal.plain.splitlines()]
+    assert shown == [f"GPU{y} 2" for y in range(HEIGHT)]
