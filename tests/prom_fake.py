@@ -4,7 +4,9 @@ evaluate them.
 
 Only the query shapes gputui builds are understood: the cluster counts, the census, the
 aggregating summary (freshness and GPU count per node), the lag probe, ``up == 0``, and
-selectors of pages of nodes (``Hostname=~"a|b"``), instant or range, and the last value
+selectors of pages of nodes (``Hostname=~"a|b"``), instant or range, the engine's
+marker and alerts (``gputui_rules_info``, ``ALERTS_FOR_STATE``, as series given; its
+list of alerts is empty), and the last value
 of such selectors over a window (``last_over_time``) as a server that drops the metric name
 answers it (Prometheus keeps it there, but not through the other ``*_over_time``
 functions: gputui must not rely on it), which ``label_replace`` may put back, and parts
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputui.sources.fetching import TooLarge
+from gputui.sources.prometheus.alerts import FIRING, INFO
 from gputui.sources.prometheus.queries import NODE_LABELS, REF, TAG
 
 Series = tuple[dict[str, str], float]
@@ -54,6 +57,9 @@ class FakeProm:
 
     def __call__(self, url: str, timeout: float, headers: dict[str, str] | None = None) -> str:
         params = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+        if urllib.parse.urlsplit(url).path.endswith("/api/v1/alerts"):
+            self.asked.append("/api/v1/alerts")
+            return json.dumps({"status": "success", "data": {"alerts": []}})
         query = params["query"][0]
         self.asked.append(query)
         now = float(params["time"][0]) if "time" in params else time.time()
@@ -96,6 +102,13 @@ class FakeProm:
             return [{"metric": {}, "value": [now, repr(now)]}]
         if query.startswith("up{"):
             return []
+        if query in (INFO, FIRING):  # the engine's marker and alerts: series as they are
+            name = query.split("{")[0]
+            return [
+                {"metric": labels, "value": [now, repr(value)]}
+                for labels, value in self.series
+                if labels.get("__name__") == name
+            ]
         return [
             {"metric": labels, "value": [now, repr(value)]}
             for labels, value in self._selected(query)

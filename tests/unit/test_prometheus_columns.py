@@ -97,3 +97,33 @@ def test_columns_leave_the_history_the_frames_leave() -> None:
     assert math.isnan(history.series(b0, Metric.POWER_W)[-1])  # blank
     assert history.series(mig, Metric.UTIL_GPU)[-1] == 42.0
     assert history.series(mig, Metric.MEM_USED)[-1] == 3000 * 2**20
+
+
+def test_where_the_engine_judges_every_rule_doctor_reads_only_the_nodes_it_names() -> None:
+    """`gputui rules` loaded for every rule: the history is read of the nodes the alerts
+    name, and so are the readings after it (a cluster's verdict is a few queries, not a
+    full read of every GPU); the other nodes are in the aggregates, as reporting."""
+    from gputui.advisor.promrules import Terms, engine
+    from gputui.cli.opening import engine_nodes
+
+    every = sorted(engine(Terms(15.0)).by_rule())
+    marker = {"__name__": "gputui_rules_info", "rules": ",".join(every)}
+    marker["scrape_interval"] = "15s"
+    held = {"__name__": "ALERTS_FOR_STATE", "alertname": "GputuiClocksHeld"}
+    held |= {"gputui_rule": "clocks-held", "severity": "warning", "Hostname": "n2", "gpu": "1"}
+    series = [s for n in ("n1", "n2", "n3", "n4") for s in gpu_series(n, 2)]
+    server = FakeProm([*series, (marker, 1.0), (held, 1_700_000_000.0)])
+    source = PrometheusSource("http://prom", fetcher=server, step_s=15.0, limits_later=True)
+    devices = source.open()
+    assert len(devices) == 8
+    monitor = make_monitor(devices, Config(15.0, 600.0), SourceInfo("P", SourceKind.REMOTE))
+    only = engine_nodes(monitor, source)
+    assert only == {"n2"}
+    monitor.ingest_columns(*source.history_columns(only))
+    server.asked.clear()
+    frame = source.read()
+    assert {devices[s.index].node for s in frame.gpus} == {"n2"}
+    full = [q for q in server.asked if "DCGM_FI_DEV_GPU_TEMP" in q and "=~" in q]
+    assert full and all('"n2"' in q and "n1" not in q and "n3" not in q for q in full), full
+    assert {n.node for n in frame.nodes} == {"n1", "n2", "n3", "n4"}
+    assert not any(n.down for n in frame.nodes)

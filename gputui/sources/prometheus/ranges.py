@@ -44,6 +44,7 @@ class RangeReads:
     _step: float | None
     _interval: float
     _full: set[NodeKey]
+    _only: frozenset[NodeKey] | None
 
     if TYPE_CHECKING:
 
@@ -66,9 +67,10 @@ class RangeReads:
         self, only: Collection[str] | None = None, since: float | None = None
     ) -> ColumnHistory:
         """The history window as columns of every node that reports, or of those ``only``
-        names (a point-in-time read: no frame built for it), of the readings the history
-        keeps: ``Columns.finish``. ``since``: the steps after that time (the stretch
-        reading the window took), of the nodes read then."""
+        names (a point-in-time read: no frame built for it; the readings after it are of
+        them alone too), of the readings the history keeps: ``Columns.finish``.
+        ``since``: the steps after that time (the stretch reading the window took), of the
+        nodes read then."""
         now = self._clock()
         start, end, step = self._grid(now)
         if since is None:
@@ -77,6 +79,7 @@ class RangeReads:
                 [k for k in read[2] if only is None or self._nodes[k].name in only] if read else []
             )
             self._full = set(keys)
+            self._only = None if only is None else frozenset(keys)
         else:  # as ``catch_up``: nothing while the gap is under 1.5 steps
             keys = sorted(self._full, key=lambda k: self._nodes[k].name)
             start = max(start, since + step) if now - since >= 1.5 * step else math.inf

@@ -140,6 +140,9 @@ class PrometheusSource(RangeReads):
         self._light = follow_screen or limits_later  # GPUs listed without their limits
         self._shown_nodes: Callable[[], Sequence[str]] | None = None
         self._full: set[NodeKey] = set()  # the nodes read in full last tick
+        #: a point-in-time read's nodes where the engine's verdict says which matter (the
+        #: history was read of those alone): the readings after it are of them alone too
+        self._only: frozenset[NodeKey] | None = None
         #: the aggregates asked ahead of the first frame (at open, or kept by the backfill)
         #: and when they were asked
         self._ahead: tuple[float, Callable[[], Tagged]] | None = None
@@ -454,7 +457,12 @@ class PrometheusSource(RangeReads):
 
     def _wanted(self, tagged: Tagged, down: dict[NodeKey, str]) -> list[NodeKey]:
         if not self._following:
-            return [k for k, n in self._nodes.items() if n.gpus and k not in down]
+            only = self._only
+            return [
+                k
+                for k, n in self._nodes.items()
+                if n.gpus and k not in down and (only is None or k in only)
+            ]
         shown = tuple(self._shown_nodes()) if self._shown_nodes is not None else ()
         if not shown:  # before the screen says: the first nodes it will show
             shown = tuple(n.name for n in sorted(self._nodes.values(), key=lambda n: n.name)[:4])
