@@ -39,10 +39,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -228,12 +228,17 @@ def _doctor(url: str, tree: Path | None, pin: bool = False) -> dict[str, float]:
     }
 
 
-def _rules_cost(url: str) -> str:
-    """How long the server's last evaluation of the gputui group took, and its alerts."""
+def _gputui_group(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The server's gputui rule group as /api/v1/rules lists it, and its active alerts."""
     with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=30) as answer:
         groups = json.load(answer)["data"]["groups"]
-    group = next(g for g in groups if g["name"] == "gputui")
-    alerts = [a for r in group["rules"] for a in r.get("alerts", [])]
+    group: dict[str, Any] = next(g for g in groups if g["name"] == "gputui")
+    return group, [a for r in group["rules"] for a in r.get("alerts", [])]
+
+
+def _rules_cost(url: str) -> str:
+    """How long the server's last evaluation of the gputui group took, and its alerts."""
+    group, alerts = _gputui_group(url)
     by_state = {
         state: sorted({a["labels"]["alertname"] for a in alerts if a.get("state") == state})
         for state in ("firing", "pending")
@@ -321,20 +326,20 @@ def _wait_alerts(url: str, seconds: float) -> None:
     evaluation or two after it sends them, and at 1,024 nodes an evaluation takes longer
     than the interval, so the alerts with the longer holds come evaluations later)."""
     deadline = time.monotonic() + seconds
-    seen: list[tuple[str, frozenset[tuple[str, ...]]]] = []
+    evaluations = 0
+    last: tuple[str, frozenset[tuple[str, ...]]] | None = None
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=30) as answer:
-            groups = json.load(answer)["data"]["groups"]
-        group = next(g for g in groups if g["name"] == "gputui")
+        group, alerts = _gputui_group(url)
         active = frozenset(
             tuple(a["labels"].get(k, "") for k in ("alertname", "Hostname", "instance", "gpu"))
-            for r in group["rules"]
-            for a in r.get("alerts", [])
+            for a in alerts
         )
-        if not seen or seen[-1][0] != group["lastEvaluation"]:
-            seen.append((group["lastEvaluation"], active))
-        if len(seen) >= 3 and seen[-1][1] and seen[-1][1] == seen[-2][1]:
-            return
+        if last is None or last[0] != group["lastEvaluation"]:
+            evaluations += 1
+            settled = last is not None and active and active == last[1]
+            if evaluations >= 3 and settled:
+                return
+            last = (group["lastEvaluation"], active)
         time.sleep(2)
 
 
