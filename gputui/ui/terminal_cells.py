@@ -248,6 +248,16 @@ class _Run(NamedTuple):
     def blank(self) -> bool:
         return self.row.text[self.start : self.end].strip(" ") == ""
 
+    def move_from(self, cursor: tuple[int, int] | None) -> str:
+        """The cursor from ``cursor`` to this run's first cell, the shortest way."""
+        return _move(self.y, self.x + self.start, cursor)
+
+    def cursor_after(self, width: int) -> tuple[int, int] | None:
+        """Where the cursor is once this run is written: after its last cell, or not known
+        where that was the screen's last column (the terminal waits there to wrap)."""
+        right = self.x + self.end
+        return None if right >= width else (self.y, right)
+
 
 class TerminalRows:
     """The cells the terminal shows where gputui wrote rows itself, by screen line; what
@@ -371,10 +381,9 @@ class TerminalRows:
     ) -> tuple[int, int] | None:
         """Each run written where it goes, in turn; the cursor after the last."""
         for run in runs:
-            out.append(_move(run.y, run.x + run.start, cursor))
+            out.append(run.move_from(cursor))
             out.append(run.row.text[run.start : run.end])
-            right = run.x + run.end
-            cursor = None if right >= self._width else (run.y, right)
+            cursor = run.cursor_after(self._width)
         return cursor
 
 
@@ -382,9 +391,8 @@ def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> 
     """The bytes of the cursor moves that visit ``runs`` in this order."""
     cost = 0
     for run in runs:
-        cost += len(_move(run.y, run.x + run.start, cursor))
-        right = run.x + run.end
-        cursor = None if right >= width else (run.y, right)
+        cost += len(run.move_from(cursor))
+        cursor = run.cursor_after(width)
     return cost
 
 
@@ -410,13 +418,10 @@ def _nearest_first(runs: list[_Run], cursor: tuple[int, int] | None, width: int)
     left = list(runs)
     path: list[_Run] = []
     while left:
-        best = min(
-            range(len(left)), key=lambda i: len(_move(left[i].y, left[i].x + left[i].start, cursor))
-        )
+        best = min(range(len(left)), key=lambda i: len(left[i].move_from(cursor)))
         run = left.pop(best)
         path.append(run)
-        right = run.x + run.end
-        cursor = None if right >= width else (run.y, right)
+        cursor = run.cursor_after(width)
     return path
 
 
