@@ -370,10 +370,10 @@ class FastPaint:
             whole = partial(strip.render, console)
             self.terminal.write(y, x, strip, system, width, whole, over=over)
         text = self.terminal.take()
-        out = parked(screen.app, text)
-        if out != text:
+        move = park(screen.app) if text else ""
+        if move:
             self.terminal.moved()  # the next take starts from a place it does not know
-        return out
+        return text + move
 
     def forget(self) -> None:
         """The terminal was away (a suspend): the next rows are written whole."""
@@ -400,7 +400,7 @@ class FastPaint:
                 reset = terminal.reset()  # Textual's output begins from a reset pen
                 if reset and _UPDATE is not None and isinstance(renderable, _UPDATE):
                     renderable = Written(
-                        parked(app, reset + renderable.render_segments(app.console))
+                        reset + renderable.render_segments(app.console) + park(app)
                     )
                 elif reset:
                     display(screen, Written(reset))
@@ -493,8 +493,8 @@ class Written:
     """Finished terminal output, which App._display writes as it is: Rich passes a control
     segment's text through untouched. Not one of the compositor's updates, after each of
     which Textual parks the cursor where the app's cursor is (6 bytes a tick at the top
-    left, where nothing asked for a cursor): ``parked`` adds that move where something did
-    (an input's cursor, which the terminal shows an IME's window at)."""
+    left, where nothing asked for a cursor): ``park`` is that move where something did (an
+    input's cursor, which the terminal shows an IME's window at)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -506,14 +506,14 @@ class Written:
         yield Segment(self.text, None, [(ControlType.BELL,)])
 
 
-def parked(app: App[Any], text: str) -> str:
-    """``text`` and the cursor moved where the app's cursor is, as Textual moves it after
-    its own updates, unless that is the top left corner: nothing there asks for it."""
+def park(app: App[Any]) -> str:
+    """The cursor moved where the app's cursor is, as Textual moves it after its own
+    updates; "" where that is the top left corner: nothing there asks for it."""
     cursor = app.cursor_position
-    if not text or (cursor.x, cursor.y) == (0, 0):
-        return text
+    if (cursor.x, cursor.y) == (0, 0):
+        return ""
     at = app.screen.outer_size.clamp_offset(cursor)
-    return text + Control.move_to(at.x, at.y).segment.text
+    return Control.move_to(at.x, at.y).segment.text
 
 
 def can_suspend(app: App[Any]) -> bool:
