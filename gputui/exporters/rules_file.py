@@ -52,15 +52,14 @@ def _recording(rule: Recording) -> list[str]:
     return [f"      - record: {rule.name}", f"        expr: {_q(rule.expr)}"]
 
 
-def _alert(alert: Alert, terms: Terms) -> list[str]:
+def _alert(alert: Alert, labels: Mapping[str, str]) -> list[str]:
     lines = [f"      - alert: {alert.name}", f"        expr: {_q(alert.expr)}"]
     if alert.for_s:
         lines.append(f"        for: {duration(alert.for_s)}")
     if alert.keep_s:
         lines.append(f"        keep_firing_for: {duration(alert.keep_s)}")
     lines.append("        labels:")
-    tag = match_tag(terms.match)
-    lines += _mapping({**alert.labels, **({MATCH_LABEL: tag} if tag else {})}, 10)
+    lines += _mapping({**alert.labels, **labels}, 10)
     lines.append("        annotations:")
     lines += _mapping(alert.annotations, 10)
     return lines
@@ -107,5 +106,7 @@ def rules_yaml(engine: Engine, terms: Terms, flavour: str = "prometheus") -> str
     lines += _mapping(ENGINES[flavour], 4)
     lines += ["    rules:", *_info(engine, terms)]
     lines += [line for rule in engine.recordings for line in _recording(rule)]
-    lines += [line for alert in engine.alerts for line in _alert(alert, terms)]
+    tag = match_tag(terms.match)  # every alert of a file for a selection says which
+    labels = {MATCH_LABEL: tag} if tag else {}
+    lines += [line for alert in engine.alerts for line in _alert(alert, labels)]
     return "\n".join(lines) + "\n"
