@@ -115,6 +115,13 @@ def test_a_node_down_since_long_before_is_found_by_any_name_its_alerts_carry() -
         ("GputuiExporterDown", "node-c:9400", None),
         ("GputuiNodeNotReporting", "node-d", None),
     ]
+    # a name is matched as the source keyed it (node_key: as the label has it, spaces and
+    # all), not a cleaned copy that names no node
+    spaced = ClusterNode(NodeKey("Hostname", "node-e "), "node-e", gpus=(0,), first_index=3)
+    held = {"alertname": "GputuiClocksHeld", "gputui_rule": "clocks-held"}
+    held |= {"severity": "warning", "Hostname": "node-e ", "gpu": "0"}
+    (on_gpu,) = alerts_of([_series(held, NOW)], {spaced.key: spaced}, NOW)
+    assert (on_gpu.node, on_gpu.gpu) == ("node-e", 3)
     # the rules for that selection carry its digest, which the source matches
     rules = rules_yaml(engine(Terms(30.0, match=match)), Terms(30.0, match=match))
     assert f'{MATCH_LABEL}: "{match_tag(match)}"' in rules

@@ -145,7 +145,7 @@ def _node_of(
 ) -> tuple[ClusterNode | None, str | None]:
     """The node an alert is on, by the first of its names the source knows, and the name
     to show: the node's, or where none is known, the first name it carries (cleaned)."""
-    names = [NodeKey(k, v) for k in NODE_LABELS if (v := labels.get(k, "").strip())]
+    names = [NodeKey(k, v) for k in NODE_LABELS if (v := labels.get(k, "")).strip()]
     for key in names:
         if key in known:
             return known[key], known[key].name
