@@ -122,7 +122,7 @@ def arguments(pid: int, proc: str = "/proc") -> list[str] | None:
     raw = os.fsdecode(data)
     if not raw:
         return []
-    separator = "\0" if raw.endswith("\0") or "\0" in raw else " "
+    separator = "\0" if "\0" in raw else " "
     parts = raw.removesuffix(separator).split(separator)
     if separator == "\0" and len(parts) == 1 and " " in parts[0]:
         parts = parts[0].split(" ")  # a retitled process (setproctitle) keeps one string
