@@ -14,8 +14,10 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import Iterator
-from typing import TextIO, cast
+from collections.abc import Callable, Iterator
+from typing import TextIO, TypeVar, cast
+
+T = TypeVar("T")
 
 
 class OutputError(Exception):
@@ -31,22 +33,11 @@ class Guarded(io.TextIOBase):
 
     def write(self, text: str) -> int:
         stream = self._open()
-        try:
-            return stream.write(text)
-        except BrokenPipeError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise OutputError(_why(exc)) from exc
+        return _failing_as_output(lambda: stream.write(text))
 
     def flush(self) -> None:
-        if self._stream is None:
-            return
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise OutputError(_why(exc)) from exc
+        if self._stream is not None:
+            _failing_as_output(self._stream.flush)
 
     def isatty(self) -> bool:
         return self._stream is not None and self._stream.isatty()
@@ -65,6 +56,17 @@ class Guarded(io.TextIOBase):
         if self._stream is None:
             raise OutputError("standard output is closed")
         return self._stream
+
+
+def _failing_as_output(call: Callable[[], T]) -> T:
+    """``call()``, a failure of it ``OutputError`` (a reader gone from a pipe stays
+    ``BrokenPipeError``)."""
+    try:
+        return call()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise OutputError(_why(exc)) from exc
 
 
 def _why(exc: BaseException) -> str:
