@@ -195,7 +195,7 @@ def _across(from_x: int, x: int) -> str:
     return min(options, key=len)
 
 
-def _move(y: int, x: int, cursor: tuple[int, int] | None) -> str:
+def move_to(y: int, x: int, cursor: tuple[int, int] | None) -> str:
     """The cursor to line ``y``, column ``x`` (from 0), the shortest way from ``cursor``
     (None: unknown, so a move to the place itself). Never a line feed: the terminal's
     line discipline may add a carriage return to it (ONLCR), and at the foot it scrolls."""
@@ -204,8 +204,12 @@ def _move(y: int, x: int, cursor: tuple[int, int] | None) -> str:
         return place
     from_y, from_x = cursor
     if from_y == y:
-        return min(place, _across(from_x, x), key=len)
-    return min(place, _vertical(y - from_y) + _across(from_x, x), key=len)
+        return _across(from_x, x) if _across_len(from_x, x) < len(place) else place
+    lines = y - from_y if y > from_y else from_y - y
+    vertical = 2 if lines == 1 else 3 + _digits(lines)
+    if vertical + _across_len(from_x, x) < len(place):
+        return _vertical(y - from_y) + _across(from_x, x)
+    return place
 
 
 def _vertical(lines: int) -> str:
@@ -219,6 +223,50 @@ def _vertical(lines: int) -> str:
     if lines == -1:
         return "\x1bM"
     return _count(lines, "B") if lines > 0 else _count(-lines, "A")
+
+
+# The lengths of those moves, worked out without writing them: the order of a tick's runs
+# is chosen by comparing the moves of many orders, and only the chosen one is written.
+
+
+#: the decimal digits of each number a cursor sequence may carry (a column or line of a
+#: screen up to 999 wide or high; past that, worked out)
+_DIGITS: Final = tuple(len(str(n)) for n in range(1000))
+
+
+def _digits(n: int) -> int:
+    return _DIGITS[n] if n < 1000 else len(str(n))
+
+
+def _across_len(from_x: int, x: int) -> int:
+    """``len(_across(from_x, x))``."""
+    if x == from_x:
+        return 0
+    if x == 0:
+        return 1
+    column = 3 + _digits(x + 1)
+    if x > from_x:
+        forward = x - from_x
+        cuf = 3 if forward == 1 else 3 + _digits(forward)
+        cr = 4 if x == 1 else 4 + _digits(x)
+        return min(column, cuf, cr)
+    back = from_x - x
+    return min(column, back if back <= 3 else 3 + _digits(back))
+
+
+def move_len(y: int, x: int, cursor: tuple[int, int] | None) -> int:
+    """``len(move_to(y, x, cursor))``."""
+    place = 3 + _digits(y + 1) if x == 0 else 4 + _digits(y + 1) + _digits(x + 1)
+    if cursor is None:
+        return place
+    from_y, from_x = cursor
+    if from_y == y:
+        across = _across_len(from_x, x)
+        return across if across < place else place
+    lines = y - from_y if y > from_y else from_y - y
+    vertical = 2 if lines == 1 else 3 + _digits(lines)
+    across = vertical + _across_len(from_x, x)
+    return across if across < place else place
 
 
 #: attributes a space shows (its foreground, bold, dim, italics and blink show nothing)
@@ -250,7 +298,11 @@ class _Run(NamedTuple):
 
     def move_from(self, cursor: tuple[int, int] | None) -> str:
         """The cursor from ``cursor`` to this run's first cell, the shortest way."""
-        return _move(self.y, self.x + self.start, cursor)
+        return move_to(self.y, self.x + self.start, cursor)
+
+    def move_cost(self, cursor: tuple[int, int] | None) -> int:
+        """The bytes of ``move_from(cursor)``."""
+        return move_len(self.y, self.x + self.start, cursor)
 
     def cursor_after(self, width: int) -> tuple[int, int] | None:
         """Where the cursor is once this run is written: after its last cell, or not known
@@ -391,8 +443,9 @@ def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> 
     """The bytes of the cursor moves that visit ``runs`` in this order."""
     cost = 0
     for run in runs:
-        cost += len(run.move_from(cursor))
-        cursor = run.cursor_after(width)
+        cost += move_len(run.y, run.x + run.start, cursor)
+        right = run.x + run.end
+        cursor = None if right >= width else (run.y, right)
     return cost
 
 
@@ -415,11 +468,17 @@ NEAREST_UP_TO: Final = 48
 
 def _nearest_first(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> list[_Run]:
     """The runs visited each time the cheapest move away first (ties: screen order)."""
-    left = list(runs)
+    left = [(run.y, run.x + run.start, run) for run in runs]
     path: list[_Run] = []
     while left:
-        best = min(range(len(left)), key=lambda i: len(left[i].move_from(cursor)))
-        run = left.pop(best)
+        best, least = 0, -1
+        for at, (y, x, _) in enumerate(left):
+            cost = move_len(y, x, cursor)
+            if least < 0 or cost < least:
+                best, least = at, cost
+                if cost == 0:
+                    break
+        run = left.pop(best)[2]
         path.append(run)
         cursor = run.cursor_after(width)
     return path

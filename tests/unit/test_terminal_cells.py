@@ -12,7 +12,16 @@ from rich.color import ColorSystem
 from rich.segment import Segment
 from rich.style import Style
 
-from gputui.ui.terminal_cells import PLAIN, Pen, TerminalRows, change, pen_of, row_of
+from gputui.ui.terminal_cells import (
+    PLAIN,
+    Pen,
+    TerminalRows,
+    change,
+    move_len,
+    move_to,
+    pen_of,
+    row_of,
+)
 from tests.terminal import Terminal
 
 SYSTEM = ColorSystem.EIGHT_BIT
@@ -203,3 +212,20 @@ def test_a_column_of_changed_figures_goes_down_and_up_a_line_at_a_time() -> None
     terminal.feed(out)
     shown = [line.rstrip() for line in terminal.plain.splitlines()]
     assert shown == [f"GPU{y} 2" for y in range(HEIGHT)]
+
+
+@settings(max_examples=400)
+@given(
+    y=st.integers(0, 1200),
+    x=st.integers(0, 1200),
+    cursor=st.none() | st.tuples(st.integers(0, 1200), st.integers(0, 1200)),
+)
+def test_the_orders_compared_by_length_cost_what_the_moves_written_cost(
+    y: int, x: int, cursor: tuple[int, int] | None
+) -> None:
+    """A tick's runs are ordered by the lengths of their cursor moves, worked out without
+    writing them: each length is that of the move then written, on screens past 999 too."""
+    assert move_len(y, x, cursor) == len(move_to(y, x, cursor))
+    near = None if cursor is None else (cursor[0] + (y % 3) - 1, cursor[1] + (x % 5) - 2)
+    if near is not None and min(near) >= 0:
+        assert move_len(y, x, near) == len(move_to(y, x, near))
