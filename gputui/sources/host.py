@@ -1,21 +1,22 @@
 """Host readings: the CPU side of the input pipeline, and GPU processes.
 
-The host through psutil; each GPU process and its workers every tick from /proc/PID/stat
-(``proc_stat``), their names and owners through psutil every few seconds. CPU percentages
-are deltas between two readings, so the first reading of a process is None rather than a
-made-up 0.
+The host from /proc (CPU times, memory, swap, disks), each GPU process and its workers
+every tick from /proc/PID/stat (``proc_stat``), their names and owners every few seconds;
+psutil only where /proc cannot say (another system, or a /proc without the file), so that
+a live screen never loads it: it is most of a megabyte and ten milliseconds of start-up,
+and its per-CPU times are a tuple object per CPU a tick. CPU percentages are deltas
+between two readings, so the first reading of a process is None rather than a made-up 0.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
-
-import psutil
 
 from gputui.core.config import WORKER_ACTIVE_PCT
 from gputui.core.model import HostSample, Note, ProcessSample
@@ -24,7 +25,14 @@ from gputui.core.records import frozen
 from gputui.sources import proc_files
 from gputui.sources.cuda_facts import CudaFacts, process_facts
 from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_memory, parse_cpu_list
-from gputui.sources.proc_stat import CpuMeter, after_command, read_small, read_stat
+from gputui.sources.proc_stat import (
+    TICKS_PER_S,
+    CpuMeter,
+    after_command,
+    read_small,
+    read_stat,
+    read_until,
+)
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
 MAX_COMMAND_CHARS = 4096
@@ -109,13 +117,17 @@ class HostReader:
         clock: Callable[[], float] = time.monotonic,
         device_check: Callable[[int], bool | None] = _uses_nvidia_device,
         wall: Callable[[], float] = time.time,
+        proc: str = "/proc",
+        sys_block: str = "/sys/block",
     ) -> None:
         self._clock = clock
         self._wall = wall
-        self._boot = _boot_time()  # once: the uptime is then a subtraction per tick
+        self._proc = proc
+        self._sys_block = sys_block
+        self._boot = _boot_time(proc)  # once: the uptime is then a subtraction per tick
         self._device_check = device_check
-        self._procs: dict[int, tuple[psutil.Process, int]] = {}  # pid -> it, its start
-        self._foreign: dict[tuple[int, float], bool] = {}
+        self._procs: dict[int, int] = {}  # pid -> its start (clock ticks after boot)
+        self._foreign: dict[tuple[int, int], bool] = {}
         self._cuda: dict[int, CudaFacts] = {}
         self._cpu = CpuMeter(clock)
         self._workers_meter = CpuMeter(clock)
@@ -133,7 +145,7 @@ class HostReader:
         self._join_at = 0.0  # when the join under way started
         self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
         # The CPU times now, so the first reading has a delta to give.
-        self._cpu_times = _cpu_times()
+        self._cpu_times = _cpu_times(proc)
 
     def read_host(self, cpu: bool = True) -> HostSample:
         """The host's readings; ``cpu=False``: without the CPU shares (a first glance, a
@@ -141,12 +153,12 @@ class HostReader:
         per_cpu: tuple[float, ...] = ()
         iowait: float | None = None
         if cpu:
-            now = _cpu_times()
+            now = _cpu_times(self._proc)
             per_cpu, iowait = _cpu_shares(self._cpu_times, now)
             self._cpu_times = now
         total = sum(per_cpu) / len(per_cpu) if per_cpu else None
-        load, run_queue = _loadavg()
-        mem_total, mem_available = _memory()
+        load, run_queue = _loadavg(f"{self._proc}/loadavg")
+        mem_total, mem_available = _memory(f"{self._proc}/meminfo")
         swap_total, swap_used, disk_read = self._slow_readings()
         return HostSample(
             cpu_percent=total,
@@ -172,23 +184,20 @@ class HostReader:
         now = self._clock()
         slow = self._slow
         if slow is None or now - slow[0] >= SLOW_HOST_PERIOD_S:
-            sw = psutil.swap_memory()
-            slow = self._slow = (now, int(sw.total), int(sw.used), self._disk_read_rate())
+            total, used = _swap(f"{self._proc}/meminfo")
+            slow = self._slow = (now, total, used, self._disk_read_rate())
         return slow[1], slow[2], slow[3]
 
     def _disk_read_rate(self) -> float | None:
-        try:
-            counters = psutil.disk_io_counters()
-        except (OSError, RuntimeError):
-            return None
-        if counters is None:
+        read = _disk_read_bytes(f"{self._proc}/diskstats", self._sys_block)
+        if read is None:
             return None
         now = self._clock()
         previous = self._last_disk
-        self._last_disk = (now, int(counters.read_bytes))
+        self._last_disk = (now, read)
         if previous is None or now <= previous[0]:
             return None
-        return max(0.0, (counters.read_bytes - previous[1]) / (now - previous[0]))
+        return max(0.0, (read - previous[1]) / (now - previous[0]))
 
     def join_processes(
         self, gpu_processes: Iterable[GpuProcess]
@@ -244,70 +253,61 @@ class HostReader:
     def _details(self, pid: int) -> dict[str, Any]:
         """The host's side of a GPU process, as ProcessSample fields: none where it exited
         since NVML listed it (NVML's facts only), ``visible=False`` where it is not ours."""
-        stat = read_stat(pid)
+        stat = read_stat(pid, self._proc)
         if stat is None:
             if pid in self._procs:  # exited since NVML listed it
                 self._forget(pid)
                 return {}
             return _NOT_OURS
         known = self._procs.get(pid)
-        if known is not None and known[1] != stat.started:
+        if known is not None and known != stat.started:
             self._forget(pid)  # the PID was reused: this is another process
             known = None
-        try:
-            if known is None:
-                try:
-                    proc = psutil.Process(pid)
-                except psutil.NoSuchProcess:
-                    return _NOT_OURS
-                if self._is_foreign(proc):
-                    return _NOT_OURS
-                self._procs[pid] = (proc, stat.started)
-                if self._tree is not None and self._tree[0] < self._join_at:
-                    self._tree_stale = True  # its workers may have started since the pass
-                # Read once per process: its mapped libraries and environment are fixed
-                # once CUDA is initialised.
-                self._cuda[pid] = self._cuda_facts(pid)
-            else:
-                proc = known[0]
-            facts = self._cuda.get(pid, CudaFacts())
-            workers = self._children(pid)
-            return {
-                "cpu_percent": self._cpu.percent(pid, stat),
-                "rss": stat.rss,
-                "threads": stat.threads,
-                "children": len(workers) if workers is not None else None,
-                "cuda_runtime": facts.runtime,
-                "env": facts.env,
-                **self._workers_cpu(workers),
-                "cuda_libraries": facts.libraries,
-                "cuda_runtime_evidence": facts.evidence,
-                **self._identity_of(proc),
-                **self._placement(pid, workers),
-            }
-        except psutil.NoSuchProcess:
-            self._forget(pid)
-            return {}
-        except psutil.AccessDenied:
-            return {}
+        if known is None:
+            if self._is_foreign(pid, stat.started):
+                return _NOT_OURS
+            self._procs[pid] = stat.started
+            if self._tree is not None and self._tree[0] < self._join_at:
+                self._tree_stale = True  # its workers may have started since the pass
+            # Read once per process: its mapped libraries and environment are fixed
+            # once CUDA is initialised.
+            self._cuda[pid] = self._cuda_facts(pid)
+        facts = self._cuda.get(pid, CudaFacts())
+        workers = self._children(pid)
+        return {
+            "cpu_percent": self._cpu.percent(pid, stat),
+            "rss": stat.rss,
+            "threads": stat.threads,
+            "children": len(workers) if workers is not None else None,
+            "cuda_runtime": facts.runtime,
+            "env": facts.env,
+            **self._workers_cpu(workers),
+            "cuda_libraries": facts.libraries,
+            "cuda_runtime_evidence": facts.evidence,
+            **self._identity_of(pid, stat.started),
+            **self._placement(pid, workers),
+        }
 
-    def _identity_of(self, proc: psutil.Process) -> dict[str, object]:
+    def _identity_of(self, pid: int, started: int) -> dict[str, object]:
         """Name, owner, command line, parent and start, every ``IDENTITY_PERIOD_S``."""
         now = self._clock()
-        kept = self._identity.get(proc.pid)
+        kept = self._identity.get(pid)
         if kept is not None and now - kept[0] < IDENTITY_PERIOD_S:
             return kept[1]
-        ppid = _safe_int(proc.ppid)
-        fields: dict[str, object] = {
-            "name": _safe(proc.name),
-            "user": _safe(proc.username),
-            "command": _command(proc),
+        line = read_small(f"{self._proc}/{pid}/stat")
+        fields = after_command(line, 2) if line is not None else []
+        ppid = int(fields[1]) if len(fields) >= 2 and fields[1].isdigit() else None
+        arguments = proc_files.arguments(pid, self._proc)
+        identity: dict[str, object] = {
+            "name": None if line is None else _name(line, arguments),
+            "user": _user(f"{self._proc}/{pid}/status"),
+            "command": _command(arguments),
             "ppid": ppid,
-            "parent_command": _parent_command(ppid),
-            "started": _safe_float(proc.create_time),
+            "parent_command": _parent_command(ppid, self._proc),
+            "started": None if self._boot is None else self._boot + started / TICKS_PER_S,
         }
-        self._identity[proc.pid] = (now, fields)
-        return fields
+        self._identity[pid] = (now, identity)
+        return identity
 
     def _children(self, pid: int) -> list[int] | None:
         """The process's children, from a map of the whole process tree built for all GPU
@@ -380,7 +380,7 @@ class HostReader:
             return {"workers_cpu_percent": none, "workers_active": none}
         total, active, known = 0.0, 0, False
         for child in workers:
-            stat = read_stat(child)
+            stat = read_stat(child, self._proc)
             if stat is None:
                 self._tree_stale = True  # it exited: its pool is likely being replaced
                 continue
@@ -393,14 +393,11 @@ class HostReader:
             return {"workers_cpu_percent": None, "workers_active": None}
         return {"workers_cpu_percent": total, "workers_active": active}
 
-    def _is_foreign(self, proc: psutil.Process) -> bool:
-        try:
-            key = (proc.pid, proc.create_time())
-        except psutil.Error:
-            return True
+    def _is_foreign(self, pid: int, started: int) -> bool:
+        key = (pid, started)
         verdict = self._foreign.get(key)
         if verdict is None:
-            uses = self._device_check(proc.pid)
+            uses = self._device_check(pid)
             verdict = uses is False
             if len(self._foreign) > 4096:
                 self._foreign.clear()
@@ -438,6 +435,8 @@ def _memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
                 found[name] = int(rest.split()[0]) * 1024
         if len(found) == 2:
             return found[b"MemTotal"], found[b"MemAvailable"]
+    import psutil
+
     vm = psutil.virtual_memory()
     return int(vm.total), int(vm.available)
 
@@ -447,7 +446,34 @@ def _memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
 _CpuTime = tuple[float, float, float | None]
 
 
-def _cpu_times() -> list[_CpuTime]:
+def _cpu_times(proc: str = "/proc") -> list[_CpuTime]:
+    """Each CPU's times from its line of /proc/stat ("cpu3 user nice system idle iowait irq
+    softirq steal guest guest_nice", in clock ticks); psutil's where /proc has none."""
+    text = read_until(f"{proc}/stat", b"intr")
+    out: list[_CpuTime] = []
+    for line in text.split(b"\n") if text is not None else ():
+        if not line.startswith(b"cpu"):
+            if out:
+                break  # the CPUs' lines come together, first
+            continue
+        if not line[3:4].isdigit():
+            continue  # all CPUs together
+        try:
+            ticks = [int(value) for value in line.split()[1:9]]
+        except ValueError:
+            continue
+        if len(ticks) < 4:
+            continue
+        # guest time is counted in user time too: the first eight fields are all of it
+        total = sum(ticks) / TICKS_PER_S
+        iowait = ticks[4] / TICKS_PER_S if len(ticks) > 4 else None
+        out.append((total - ticks[3] / TICKS_PER_S - (iowait or 0.0), total, iowait))
+    return out or _psutil_cpu_times()
+
+
+def _psutil_cpu_times() -> list[_CpuTime]:
+    import psutil
+
     out = []
     for t in psutil.cpu_times(percpu=True):
         # guest time is counted in user time too (Linux): psutil leaves it out the same way
@@ -455,6 +481,68 @@ def _cpu_times() -> list[_CpuTime]:
         iowait: float | None = getattr(t, "iowait", None)
         out.append((total - t.idle - (iowait or 0.0), total, iowait))
     return out
+
+
+def _meminfo_fields(path: str, names: tuple[bytes, ...]) -> dict[bytes, int] | None:
+    """Figures of /proc/meminfo in bytes ("SwapTotal:  8388604 kB"), all of ``names``, or
+    None where the file does not give them all."""
+    text = read_until(path)
+    if text is None:
+        return None
+    found: dict[bytes, int] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(b":")
+        if name in names and rest.strip().endswith(b"kB"):
+            found[name] = int(rest.split()[0]) * 1024
+    return found if len(found) == len(names) else None
+
+
+def _swap(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
+    """Swap's size and what of it is used, in bytes (psutil's where /proc has none)."""
+    found = _meminfo_fields(meminfo, (b"SwapTotal", b"SwapFree"))
+    if found is not None:
+        return found[b"SwapTotal"], found[b"SwapTotal"] - found[b"SwapFree"]
+    import psutil
+
+    swap = psutil.swap_memory()
+    return int(swap.total), int(swap.used)
+
+
+#: the unit of /proc/diskstats' sector counts, whatever the disk's own sectors are
+SECTOR_BYTES: Final = 512
+
+
+def _disk_read_bytes(diskstats: str = "/proc/diskstats", block: str = "/sys/block") -> int | None:
+    """The bytes read from the disks so far: every whole device's (those in /sys/block,
+    as psutil counts them; a partition's reads are its disk's too); psutil's where /proc
+    has none, None where neither can say."""
+    text = read_until(diskstats)
+    try:
+        devices = set(os.listdir(block))
+    except OSError:
+        devices = set()
+    if text is None or not devices:
+        return _psutil_disk_read_bytes()
+    read = 0
+    for line in text.splitlines():
+        fields = line.split()
+        # "major minor name reads merged sectors ...": 14 fields, more on newer kernels
+        if len(fields) < 14:
+            continue
+        name = fields[2].decode("utf-8", "replace").replace("/", "!")
+        if name in devices and fields[5].isdigit():
+            read += int(fields[5]) * SECTOR_BYTES
+    return read
+
+
+def _psutil_disk_read_bytes() -> int | None:
+    import psutil
+
+    try:
+        counters = psutil.disk_io_counters()
+    except (OSError, RuntimeError):
+        return None
+    return None if counters is None else int(counters.read_bytes)
 
 
 def _cpu_shares(
@@ -477,15 +565,43 @@ def _cpu_shares(
     return tuple(shares), iowait
 
 
-def _safe(getter: Callable[[], str]) -> str | None:
-    try:
-        return getter()
-    except (psutil.Error, KeyError):
+#: the length the kernel cuts a process's name to (TASK_COMM_LEN, less its NUL)
+COMM_CHARS: Final = 15
+
+
+def _name(stat_line: bytes, arguments: list[str] | None) -> str:
+    """A process's name as psutil gives it: the kernel's (from its stat line), or the
+    program's file name where the kernel cut it short and the program's name begins
+    with it."""
+    comm = stat_line[stat_line.find(b"(") + 1 : stat_line.rfind(b")")]
+    name = os.fsdecode(comm)
+    if len(name) >= COMM_CHARS and arguments:
+        program = os.path.basename(arguments[0])
+        if program.startswith(name):
+            return program
+    return name
+
+
+def _user(status: str) -> str | None:
+    """The owner of a process (its real user ID's name, or the number where the system
+    has no name for it), from its /proc/PID/status; None where that cannot be read."""
+    text = read_small(status)
+    if text is None:
         return None
+    for line in text.splitlines():
+        if line.startswith(b"Uid:"):
+            fields = line.split()
+            if len(fields) < 2 or not fields[1].isdigit():
+                return None
+            uid = int(fields[1])
+            try:
+                return pwd.getpwuid(uid).pw_name
+            except KeyError:
+                return str(uid)
+    return None
 
 
-def _command(proc: psutil.Process) -> str | None:
-    parts = proc_files.arguments(proc.pid)
+def _command(parts: list[str] | None) -> str | None:
     if parts is None:
         return None
     # Arguments are bytes to the kernel; undecodable ones come as surrogates (as psutil),
@@ -496,14 +612,11 @@ def _command(proc: psutil.Process) -> str | None:
     return command or None
 
 
-def _parent_command(ppid: int | None) -> str | None:
+def _parent_command(ppid: int | None, proc: str = "/proc") -> str | None:
     """The launcher's command line (torchrun, mpirun, a shell); None for init or unknown."""
     if ppid is None or ppid <= 1:
         return None
-    try:
-        return _command(psutil.Process(ppid))
-    except psutil.Error:
-        return None
+    return _command(proc_files.arguments(ppid, proc))
 
 
 def _process_tree(proc: Path = Path("/proc")) -> dict[int, list[int]]:
@@ -535,24 +648,19 @@ def _has_children(pid: int, proc: str = "/proc") -> bool | None:
     return None if text is None else bool(text.strip())
 
 
-def _boot_time() -> float | None:
-    """When the host booted (seconds since the epoch), or None where psutil cannot say."""
-    try:
-        boot = float(psutil.boot_time())
-    except (psutil.Error, OSError, RuntimeError, ValueError):
-        return None
+def _boot_time(proc: str = "/proc") -> float | None:
+    """When the host booted (seconds since the epoch: /proc/stat's "btime"), or None where
+    neither /proc nor psutil can say."""
+    text = read_until(f"{proc}/stat", b"btime")
+    boot: float | None = None
+    for line in text.splitlines() if text is not None else ():
+        if line.startswith(b"btime ") and line[6:].strip().isdigit():
+            boot = float(line[6:].strip())
+    if boot is None:
+        import psutil
+
+        try:
+            boot = float(psutil.boot_time())
+        except (psutil.Error, OSError, RuntimeError, ValueError):
+            return None
     return boot if boot > 0 else None
-
-
-def _safe_float(getter: Callable[[], float]) -> float | None:
-    try:
-        return float(getter())
-    except (psutil.Error, ValueError, TypeError):
-        return None
-
-
-def _safe_int(getter: Callable[[], int]) -> int | None:
-    try:
-        return int(getter())
-    except (psutil.Error, ValueError):
-        return None

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 
 from gputui.core.records import frozen
 
-_TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+#: the clock ticks /proc counts CPU time and process starts in, a second
+TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -40,6 +41,35 @@ def read_small(path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_until(path: str, mark: bytes | None = None, limit: int = 1 << 20) -> bytes | None:
+    """A /proc file's bytes up to the first line starting with ``mark`` (None: to the end;
+    at most about ``limit`` bytes), or None where it cannot be read: /proc/stat's CPU lines
+    come first and its interrupt counts after them, hundreds of kilobytes on a large
+    machine."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if mark is not None and (
+                b"\n" + mark in chunk or (size == len(chunk) and chunk.startswith(mark))
+            ):
+                break
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def after_command(line: bytes, fields: int = -1) -> list[bytes]:
     """A stat line's fields after the command, from the state on (the line's third field);
     ``fields``: split off only that many. "pid (comm) state ppid ...": the command may hold
@@ -56,7 +86,7 @@ def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
     try:
         return ProcStat(
             started=int(fields[19]),
-            cpu_s=(int(fields[11]) + int(fields[12])) / _TICKS_PER_S,
+            cpu_s=(int(fields[11]) + int(fields[12])) / TICKS_PER_S,
             threads=int(fields[17]),
             rss=int(fields[21]) * _PAGE_BYTES,
         )

@@ -15,13 +15,15 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from gputui.core.process_access import Outcome, ProcessDetails, Relative, SignalResult
 from gputui.sources import proc_files
 from gputui.sources.proc_files import MAX_DESCRIPTORS
 from gputui.sources.proc_stat import CpuMeter, read_stat
+
+if TYPE_CHECKING:
+    import psutil
 
 # A process page shows this many children (a data loader has a few dozen at most).
 MAX_CHILDREN = 64
@@ -79,6 +81,8 @@ class LocalProcesses:
 
     def _process(self, pid: int, started: float | None) -> psutil.Process | None:
         """The process if it is still the one the readings showed, else None."""
+        import psutil
+
         if started is None:
             return None
         try:
@@ -90,6 +94,8 @@ class LocalProcesses:
         return process
 
     def refusal(self, pid: int, started: float | None) -> str | None:
+        import psutil
+
         if pid == self._own_pid:
             return f"PID {pid} is gputui itself"
         if pid <= 1:
@@ -178,6 +184,8 @@ class LocalProcesses:
     def _tree(
         self, process: psutil.Process, unreadable: list[tuple[str, str]]
     ) -> tuple[Relative | None, tuple[Relative, ...], int | None]:
+        import psutil
+
         parent: Relative | None = None
         try:
             up = process.parent()
@@ -227,6 +235,8 @@ def _device_order(path: str) -> tuple[int, int, str]:
 
 
 def _command(process: psutil.Process) -> str | None:
+    import psutil
+
     try:
         parts = proc_files.arguments(process.pid)
         return _printable(proc_files.command_line(parts or ())) or process.name()
@@ -235,6 +245,8 @@ def _command(process: psutil.Process) -> str | None:
 
 
 def _user(process: psutil.Process) -> str:
+    import psutil
+
     try:
         return process.username()
     except (psutil.Error, KeyError):

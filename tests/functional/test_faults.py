@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -356,15 +357,20 @@ def test_remote_resets_and_10_mb_of_garbage_leave_the_healthy_node_live() -> Non
             s.shutdown()
 
 
-def test_every_host_reading_failing_is_survivable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_host_reading_failing_is_survivable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import psutil
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("no disks here")
 
+    # no /proc/diskstats or /sys/block, and psutil, asked instead, fails too
     monkeypatch.setattr(psutil, "disk_io_counters", broken)
-    reader = HostReader()
-    assert reader.read_host().disk_read_bps is None
+    reader = HostReader(proc=str(tmp_path), sys_block=str(tmp_path / "block"))
+    sample = reader.read_host()
+    assert sample.disk_read_bps is None
+    assert sample.cpu_count and sample.mem_total  # psutil's, where /proc has none
 
 
 def _doctor_over_fake_nvml(

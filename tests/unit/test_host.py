@@ -247,24 +247,22 @@ def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
 def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import psutil
-
     from gputui.core.manual_clock import ManualClock
     from gputui.sources import host
 
     calls = {"swap": 0, "disk": 0}
-    swap, disk = psutil.swap_memory, psutil.disk_io_counters
+    swap, disk = host._swap, host._disk_read_bytes
 
-    def counted_swap() -> object:
+    def counted_swap(*args: str) -> tuple[int, int]:
         calls["swap"] += 1
-        return swap()
+        return swap(*args)
 
-    def counted_disk(*args: object, **kwargs: object) -> object:
+    def counted_disk(*args: str) -> int | None:
         calls["disk"] += 1
-        return disk()
+        return disk(*args)
 
-    monkeypatch.setattr(psutil, "swap_memory", counted_swap)
-    monkeypatch.setattr(psutil, "disk_io_counters", counted_disk)
+    monkeypatch.setattr(host, "_swap", counted_swap)
+    monkeypatch.setattr(host, "_disk_read_bytes", counted_disk)
     clock = ManualClock(0.0)
     reader = HostReader(clock=clock)
     samples = []
@@ -316,3 +314,80 @@ def test_memory_from_the_head_of_meminfo(tmp_path: Path) -> None:
     assert total == vm.total and abs(available - vm.available) < 1 << 30
     live_total, live_available = _memory()
     assert live_total == vm.total and 0 < live_available <= live_total
+
+
+def _proc_files(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_the_host_is_read_from_proc_as_psutil_reads_it(tmp_path: Path) -> None:
+    """Each CPU's share from its /proc/stat line (guest time inside user time, the line
+    of all CPUs left out), swap from meminfo, and the disks' reads as psutil counts them:
+    whole devices only (those in /sys/block), 512-byte sectors whatever the disk's."""
+    from gputui.core.manual_clock import ManualClock
+    from gputui.sources.host import _cpu_times, _disk_read_bytes, _swap
+
+    stat = "cpu  {a} 0 0 {i} 0 0 0 0 0 0\ncpu0 {a} 0 0 {i} {w} 0 0 0 {g} 0\nintr 5 6\nbtime 1\n"
+    proc = _proc_files(tmp_path / "proc", {"stat": stat.format(a=100, i=100, w=0, g=50)})
+    ((busy, total, iowait),) = _cpu_times(str(proc))
+    assert (busy, total, iowait) == (100 / TICKS, 200 / TICKS, 0.0)
+    _proc_files(
+        proc,
+        {
+            "meminfo": (
+                "MemTotal: 16 kB\nMemAvailable: 8 kB\nSwapTotal: 4096 kB\nSwapFree: 1024 kB\n"
+            ),
+            "diskstats": (
+                "   8       0 sda 10 0 100 0 0 0 0 0 0 0 0 0 0 0\n"
+                "   8       1 sda1 9 0 90 0 0 0 0 0 0 0 0 0 0 0\n"
+                "   7       0 loop0 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                " 104       0 cciss/c0d0 1 0 2 0 0 0 0 0 0 0 0 0 0 0\n"
+            ),
+            "loadavg": "1.00 0.50 0.25 3/100 7\n",
+        },
+    )
+    block = _proc_files(
+        tmp_path / "block", {"sda/size": "1", "loop0/size": "1", "cciss!c0d0/size": "1"}
+    )
+    assert _swap(str(proc / "meminfo")) == (4096 * 1024, 3072 * 1024)
+    assert _disk_read_bytes(str(proc / "diskstats"), str(block)) == (100 + 8 + 2) * 512
+    clock = ManualClock(0.0)
+    reader = HostReader(clock=clock, proc=str(proc), sys_block=str(block))
+    _proc_files(proc, {"stat": stat.format(a=130, i=160, w=10, g=60)})
+    clock.advance(1.0)
+    sample = reader.read_host()
+    # busy 30 of 100 ticks (iowait 10 is not busy), iowait 10 of them
+    assert sample.per_cpu_percent == pytest.approx((30.0,))
+    assert sample.iowait_pct == pytest.approx(10.0)
+    assert (sample.swap_total, sample.swap_used) == (4096 * 1024, 3072 * 1024)
+    assert (sample.load_1, sample.run_queue) == (1.0, 2)
+
+
+TICKS = float(os.sysconf("SC_CLK_TCK"))
+
+
+def test_a_process_is_named_and_owned_as_psutil_says(tmp_path: Path) -> None:
+    """The kernel's name, or the program's where the kernel cut it at 15 characters; the
+    real user's name, or the number where the system has none; the start from the boot
+    time and the process's start in clock ticks."""
+    import pwd
+
+    from gputui.sources.host import _name, _user
+
+    line = b"42 (python3.11-long) S 7 42 42 0"
+    assert _name(b"42 (py (x) y) S 7", None) == "py (x) y"
+    assert _name(line, ["/opt/bin/python3.11-long-running-name", "train.py"]) == (
+        "python3.11-long-running-name"
+    )
+    assert _name(line, ["torchrun"]) == "python3.11-long"
+    unknown = max(u.pw_uid for u in pwd.getpwall()) + 12345
+    status = _proc_files(
+        tmp_path, {"a": "Name:\tx\nUid:\t0\t0\t0\t0\n", "b": f"Uid:\t{unknown}\t0\n"}
+    )
+    assert _user(str(status / "a")) == pwd.getpwuid(0).pw_name
+    assert _user(str(status / "b")) == str(unknown)
+    assert _user(str(status / "gone")) is None

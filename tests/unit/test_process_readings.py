@@ -65,31 +65,42 @@ def test_new_numbers_keep_good_values_as_floats() -> None:
 
 
 # -- the host -------------------------------------------------------------------------
-def test_uptime_from_a_boot_time_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[int] = []
+def _proc_with_boot(root: Path, btime: int) -> Path:
+    """A /proc of two CPUs booted at ``btime``, with the files a host reading reads."""
+    root.mkdir(exist_ok=True)
+    (root / "stat").write_text(
+        "cpu  20 0 10 200 4 0 0 0 0 0\ncpu0 10 0 5 100 2 0 0 0 0 0\n"
+        f"cpu1 10 0 5 100 2 0 0 0 0 0\nintr 1 2 3\nctxt 42\nbtime {btime}\n"
+    )
+    (root / "loadavg").write_text("0.50 0.40 0.30 2/300 4242\n")
+    (root / "meminfo").write_text(
+        "MemTotal: 16384 kB\nMemFree: 1024 kB\nMemAvailable: 8192 kB\n"
+        "SwapTotal: 0 kB\nSwapFree: 0 kB\n"
+    )
+    return root
 
-    def boot_time() -> float:
-        asked.append(1)
-        return 1_700_000_000.0
 
-    monkeypatch.setattr(psutil, "boot_time", boot_time)
+def test_uptime_from_a_boot_time_read_once(tmp_path: Path) -> None:
+    proc = _proc_with_boot(tmp_path / "proc", 1_700_000_000)
     wall = ManualClock(1_700_000_000.0 + 3 * 86400)
-    reader = HostReader(wall=wall)
+    reader = HostReader(wall=wall, proc=str(proc))
     assert reader.read_host().uptime_s == 3 * 86400.0
     wall.advance(5.0)
+    _proc_with_boot(proc, 1_600_000_000)  # read once, at construction: a tick only subtracts
     assert reader.read_host().uptime_s == 3 * 86400.0 + 5.0
-    assert len(asked) == 1  # read once, at construction: a tick only subtracts
 
 
-def test_uptime_unknown_when_psutil_cannot_say(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uptime_unknown_when_neither_proc_nor_psutil_can_say(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     def boot_time() -> float:
         raise OSError("no /proc/stat")
 
     monkeypatch.setattr(psutil, "boot_time", boot_time)
-    assert HostReader().read_host().uptime_s is None
+    assert HostReader(proc=str(tmp_path)).read_host().uptime_s is None
     # a clock set back before the boot time: no negative uptime
-    monkeypatch.setattr(psutil, "boot_time", lambda: 1_700_000_000.0)
-    reader = HostReader(wall=ManualClock(1_600_000_000.0))
+    proc = _proc_with_boot(tmp_path / "proc", 1_700_000_000)
+    reader = HostReader(wall=ManualClock(1_600_000_000.0), proc=str(proc))
     assert reader.read_host().uptime_s is None
 
 
@@ -105,7 +116,7 @@ def test_process_start_time_and_sm_util_are_joined() -> None:
     (sample,) = samples
     assert sample.visible and sample.started == psutil.Process(pid).create_time()
     assert sample.sm_util == 42.0
-    # the second tick (psutil's Process kept): the same start, no new lookup needed
+    # the second tick: the same start
     samples, _ = reader.join_processes([GpuProcess(pid, 0, 1 * MIB, "compute")])
     assert samples[0].started == psutil.Process(pid).create_time()
     assert samples[0].sm_util is None
