@@ -1,10 +1,8 @@
 """Host readings: the CPU side of the input pipeline, and GPU processes.
 
-The host from /proc (CPU times, memory, swap, disks), each GPU process and its workers
-every tick from /proc/PID/stat (``proc_stat``), their names and owners every few seconds;
-psutil only where /proc cannot say (another system, or a /proc without the file), so that
-a live screen never loads it: it is most of a megabyte and ten milliseconds of start-up,
-and its per-CPU times are a tuple object per CPU a tick. CPU percentages are deltas
+The machine's readings (``machine``: CPU times, memory, swap, disks, from /proc), each GPU
+process and its workers every tick from /proc/PID/stat (``proc_stat``), their names,
+owners and command lines every few seconds, from /proc too. CPU percentages are deltas
 between two readings, so the first reading of a process is None rather than a made-up 0.
 """
 
@@ -14,7 +12,7 @@ import os
 import pwd
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -24,6 +22,15 @@ from gputui.core.names import NoteKind
 from gputui.core.records import frozen
 from gputui.sources import proc_files
 from gputui.sources.cuda_facts import CudaFacts, process_facts
+from gputui.sources.machine import (
+    boot_time,
+    cpu_shares,
+    cpu_times,
+    disk_read_bytes,
+    loadavg,
+    memory,
+    swap,
+)
 from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_memory, parse_cpu_list
 from gputui.sources.proc_stat import (
     TICKS_PER_S,
@@ -31,7 +38,6 @@ from gputui.sources.proc_stat import (
     after_command,
     read_small,
     read_stat,
-    read_until,
 )
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
@@ -124,7 +130,7 @@ class HostReader:
         self._wall = wall
         self._proc = proc
         self._sys_block = sys_block
-        self._boot = _boot_time(proc)  # once: the uptime is then a subtraction per tick
+        self._boot = boot_time(proc)  # once: the uptime is then a subtraction per tick
         self._device_check = device_check
         self._procs: dict[int, int] = {}  # pid -> its start (clock ticks after boot)
         self._foreign: dict[tuple[int, int], bool] = {}
@@ -145,7 +151,7 @@ class HostReader:
         self._join_at = 0.0  # when the join under way started
         self._identity: dict[int, tuple[float, dict[str, object]]] = {}  # pid -> when, fields
         # The CPU times now, so the first reading has a delta to give.
-        self._cpu_times = _cpu_times(proc)
+        self._last_cpu = cpu_times(proc)
 
     def read_host(self, cpu: bool = True) -> HostSample:
         """The host's readings; ``cpu=False``: without the CPU shares (a first glance, a
@@ -153,12 +159,12 @@ class HostReader:
         per_cpu: tuple[float, ...] = ()
         iowait: float | None = None
         if cpu:
-            now = _cpu_times(self._proc)
-            per_cpu, iowait = _cpu_shares(self._cpu_times, now)
-            self._cpu_times = now
+            now = cpu_times(self._proc)
+            per_cpu, iowait = cpu_shares(self._last_cpu, now)
+            self._last_cpu = now
         total = sum(per_cpu) / len(per_cpu) if per_cpu else None
-        load, run_queue = _loadavg(f"{self._proc}/loadavg")
-        mem_total, mem_available = _memory(f"{self._proc}/meminfo")
+        load, run_queue = loadavg(f"{self._proc}/loadavg")
+        mem_total, mem_available = memory(f"{self._proc}/meminfo")
         swap_total, swap_used, disk_read = self._slow_readings()
         return HostSample(
             cpu_percent=total,
@@ -184,12 +190,12 @@ class HostReader:
         now = self._clock()
         slow = self._slow
         if slow is None or now - slow[0] >= SLOW_HOST_PERIOD_S:
-            total, used = _swap(f"{self._proc}/meminfo")
+            total, used = swap(f"{self._proc}/meminfo")
             slow = self._slow = (now, total, used, self._disk_read_rate())
         return slow[1], slow[2], slow[3]
 
     def _disk_read_rate(self) -> float | None:
-        read = _disk_read_bytes(f"{self._proc}/diskstats", self._sys_block)
+        read = disk_read_bytes(f"{self._proc}/diskstats", self._sys_block)
         if read is None:
             return None
         now = self._clock()
@@ -405,166 +411,6 @@ class HostReader:
         return verdict
 
 
-def _loadavg(path: str = "/proc/loadavg") -> tuple[tuple[float, float, float], int | None]:
-    """The load averages and the threads ready to run now, this reader left out: one read
-    of /proc/loadavg ("0.61 0.52 0.48 3/912 4242"); the system's call where it has none."""
-    text = read_small(path)
-    if text is not None:
-        fields = text.split()
-        try:
-            running = int(fields[3].split(b"/")[0])
-            return (float(fields[0]), float(fields[1]), float(fields[2])), max(0, running - 1)
-        except (IndexError, ValueError):
-            pass
-    try:
-        return os.getloadavg(), None
-    except OSError:
-        return (float("nan"),) * 3, None
-
-
-def _memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
-    """Total and available memory in bytes: the head of /proc/meminfo, where psutil parses
-    all of it for a dozen figures; psutil where the kernel does not say (no MemAvailable
-    before Linux 3.14, or no /proc)."""
-    head = read_small(meminfo)
-    if head is not None:
-        found: dict[bytes, int] = {}
-        for line in head.splitlines()[:8]:
-            name, _, rest = line.partition(b":")
-            if name in (b"MemTotal", b"MemAvailable") and rest.strip().endswith(b"kB"):
-                found[name] = int(rest.split()[0]) * 1024
-        if len(found) == 2:
-            return found[b"MemTotal"], found[b"MemAvailable"]
-    import psutil
-
-    vm = psutil.virtual_memory()
-    return int(vm.total), int(vm.available)
-
-
-# Each CPU's busy, total and I/O-wait seconds (None where the system does not count it).
-# psutil's cpu_percent(percpu=True) and cpu_times_percent() read /proc/stat once each.
-_CpuTime = tuple[float, float, float | None]
-
-
-def _cpu_times(proc: str = "/proc") -> list[_CpuTime]:
-    """Each CPU's times from its line of /proc/stat ("cpu3 user nice system idle iowait irq
-    softirq steal guest guest_nice", in clock ticks); psutil's where /proc has none."""
-    text = read_until(f"{proc}/stat", b"intr")
-    out: list[_CpuTime] = []
-    for line in text.split(b"\n") if text is not None else ():
-        if not line.startswith(b"cpu"):
-            if out:
-                break  # the CPUs' lines come together, first
-            continue
-        if not line[3:4].isdigit():
-            continue  # all CPUs together
-        try:
-            ticks = [int(value) for value in line.split()[1:9]]
-        except ValueError:
-            continue
-        if len(ticks) < 4:
-            continue
-        # guest time is counted in user time too: the first eight fields are all of it
-        total = sum(ticks) / TICKS_PER_S
-        iowait = ticks[4] / TICKS_PER_S if len(ticks) > 4 else None
-        out.append((total - ticks[3] / TICKS_PER_S - (iowait or 0.0), total, iowait))
-    return out or _psutil_cpu_times()
-
-
-def _psutil_cpu_times() -> list[_CpuTime]:
-    import psutil
-
-    out = []
-    for t in psutil.cpu_times(percpu=True):
-        # guest time is counted in user time too (Linux): psutil leaves it out the same way
-        total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
-        iowait: float | None = getattr(t, "iowait", None)
-        out.append((total - t.idle - (iowait or 0.0), total, iowait))
-    return out
-
-
-def _meminfo_fields(path: str, names: tuple[bytes, ...]) -> dict[bytes, int] | None:
-    """Figures of /proc/meminfo in bytes ("SwapTotal:  8388604 kB"), all of ``names``, or
-    None where the file does not give them all."""
-    text = read_until(path)
-    if text is None:
-        return None
-    found: dict[bytes, int] = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(b":")
-        if name in names and rest.strip().endswith(b"kB"):
-            found[name] = int(rest.split()[0]) * 1024
-    return found if len(found) == len(names) else None
-
-
-def _swap(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
-    """Swap's size and what of it is used, in bytes (psutil's where /proc has none)."""
-    found = _meminfo_fields(meminfo, (b"SwapTotal", b"SwapFree"))
-    if found is not None:
-        return found[b"SwapTotal"], found[b"SwapTotal"] - found[b"SwapFree"]
-    import psutil
-
-    swap = psutil.swap_memory()
-    return int(swap.total), int(swap.used)
-
-
-#: the unit of /proc/diskstats' sector counts, whatever the disk's own sectors are
-SECTOR_BYTES: Final = 512
-
-
-def _disk_read_bytes(diskstats: str = "/proc/diskstats", block: str = "/sys/block") -> int | None:
-    """The bytes read from the disks so far: every whole device's (those in /sys/block,
-    as psutil counts them; a partition's reads are its disk's too); psutil's where /proc
-    has none, None where neither can say."""
-    text = read_until(diskstats)
-    try:
-        devices = set(os.listdir(block))
-    except OSError:
-        devices = set()
-    if text is None or not devices:
-        return _psutil_disk_read_bytes()
-    read = 0
-    for line in text.splitlines():
-        fields = line.split()
-        # "major minor name reads merged sectors ...": 14 fields, more on newer kernels
-        if len(fields) < 14:
-            continue
-        name = fields[2].decode("utf-8", "replace").replace("/", "!")
-        if name in devices and fields[5].isdigit():
-            read += int(fields[5]) * SECTOR_BYTES
-    return read
-
-
-def _psutil_disk_read_bytes() -> int | None:
-    import psutil
-
-    try:
-        counters = psutil.disk_io_counters()
-    except (OSError, RuntimeError):
-        return None
-    return None if counters is None else int(counters.read_bytes)
-
-
-def _cpu_shares(
-    before: Sequence[_CpuTime], after: Sequence[_CpuTime]
-) -> tuple[tuple[float, ...], float | None]:
-    """Each CPU's busy % between two readings, and the % of all CPU time spent waiting
-    for I/O."""
-    shares = []
-    waited = elapsed = 0.0
-    counted = bool(after)
-    for (busy0, total0, io0), (busy1, total1, io1) in zip(before, after, strict=False):
-        spent = total1 - total0
-        shares.append(min(100.0, max(0.0, 100.0 * (busy1 - busy0) / spent)) if spent > 0 else 0.0)
-        if io0 is None or io1 is None:
-            counted = False
-        else:
-            waited += max(0.0, io1 - io0)
-        elapsed += max(0.0, spent)
-    iowait = 100.0 * waited / elapsed if counted and elapsed > 0 else None
-    return tuple(shares), iowait
-
-
 #: the length the kernel cuts a process's name to (TASK_COMM_LEN, less its NUL)
 COMM_CHARS: Final = 15
 
@@ -646,21 +492,3 @@ def _has_children(pid: int, proc: str = "/proc") -> bool | None:
     CONFIG_PROC_CHILDREN) or the process is gone."""
     text = read_small(f"{proc}/{pid}/task/{pid}/children")
     return None if text is None else bool(text.strip())
-
-
-def _boot_time(proc: str = "/proc") -> float | None:
-    """When the host booted (seconds since the epoch: /proc/stat's "btime"), or None where
-    neither /proc nor psutil can say."""
-    text = read_until(f"{proc}/stat", b"btime")
-    boot: float | None = None
-    for line in text.splitlines() if text is not None else ():
-        if line.startswith(b"btime ") and line[6:].strip().isdigit():
-            boot = float(line[6:].strip())
-    if boot is None:
-        import psutil
-
-        try:
-            boot = float(psutil.boot_time())
-        except (psutil.Error, OSError, RuntimeError, ValueError):
-            return None
-    return boot if boot > 0 else None

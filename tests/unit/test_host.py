@@ -251,7 +251,7 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
     from gputui.sources import host
 
     calls = {"swap": 0, "disk": 0}
-    swap, disk = host._swap, host._disk_read_bytes
+    swap, disk = host.swap, host.disk_read_bytes
 
     def counted_swap(*args: str) -> tuple[int, int]:
         calls["swap"] += 1
@@ -261,8 +261,8 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
         calls["disk"] += 1
         return disk(*args)
 
-    monkeypatch.setattr(host, "_swap", counted_swap)
-    monkeypatch.setattr(host, "_disk_read_bytes", counted_disk)
+    monkeypatch.setattr(host, "swap", counted_swap)
+    monkeypatch.setattr(host, "disk_read_bytes", counted_disk)
     clock = ManualClock(0.0)
     reader = HostReader(clock=clock)
     samples = []
@@ -277,14 +277,14 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
 
 def test_cpu_shares_from_two_readings_of_proc_stat() -> None:
     """Busy is everything but idle and I/O wait; the I/O-wait share is of all CPUs' time."""
-    from gputui.sources.host import _cpu_shares
+    from gputui.sources.machine import cpu_shares
 
     before = [(10.0, 100.0, 1.0), (50.0, 100.0, 0.0)]
     after = [(40.0, 200.0, 21.0), (50.0, 100.0, 0.0)]  # the second CPU went offline a tick
-    shares, iowait = _cpu_shares(before, after)
+    shares, iowait = cpu_shares(before, after)
     assert shares == (30.0, 0.0)
     assert iowait == 20.0
-    assert _cpu_shares(before, [(5.0, 300.0, None)]) == ((0.0,), None)  # no iowait counted
+    assert cpu_shares(before, [(5.0, 300.0, None)]) == ((0.0,), None)  # no iowait counted
 
 
 def test_host_cpu_is_one_share_per_cpu() -> None:
@@ -301,18 +301,18 @@ def test_host_cpu_is_one_share_per_cpu() -> None:
 def test_memory_from_the_head_of_meminfo(tmp_path: Path) -> None:
     import psutil
 
-    from gputui.sources.host import _memory
+    from gputui.sources.machine import memory
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(
         "MemTotal:       16384 kB\nMemFree:         1024 kB\nMemAvailable:    8192 kB\n"
     )
-    assert _memory(str(meminfo)) == (16384 * 1024, 8192 * 1024)
+    assert memory(str(meminfo)) == (16384 * 1024, 8192 * 1024)
     meminfo.write_text("MemTotal:       16384 kB\nMemFree:         1024 kB\n")  # Linux < 3.14
     vm = psutil.virtual_memory()
-    total, available = _memory(str(meminfo))
+    total, available = memory(str(meminfo))
     assert total == vm.total and abs(available - vm.available) < 1 << 30
-    live_total, live_available = _memory()
+    live_total, live_available = memory()
     assert live_total == vm.total and 0 < live_available <= live_total
 
 
@@ -329,11 +329,11 @@ def test_the_host_is_read_from_proc_as_psutil_reads_it(tmp_path: Path) -> None:
     of all CPUs left out), swap from meminfo, and the disks' reads as psutil counts them:
     whole devices only (those in /sys/block), 512-byte sectors whatever the disk's."""
     from gputui.core.manual_clock import ManualClock
-    from gputui.sources.host import _cpu_times, _disk_read_bytes, _swap
+    from gputui.sources.machine import cpu_times, disk_read_bytes, swap
 
     stat = "cpu  {a} 0 0 {i} 0 0 0 0 0 0\ncpu0 {a} 0 0 {i} {w} 0 0 0 {g} 0\nintr 5 6\nbtime 1\n"
     proc = _proc_files(tmp_path / "proc", {"stat": stat.format(a=100, i=100, w=0, g=50)})
-    ((busy, total, iowait),) = _cpu_times(str(proc))
+    ((busy, total, iowait),) = cpu_times(str(proc))
     assert (busy, total, iowait) == (100 / TICKS, 200 / TICKS, 0.0)
     _proc_files(
         proc,
@@ -353,8 +353,8 @@ def test_the_host_is_read_from_proc_as_psutil_reads_it(tmp_path: Path) -> None:
     block = _proc_files(
         tmp_path / "block", {"sda/size": "1", "loop0/size": "1", "cciss!c0d0/size": "1"}
     )
-    assert _swap(str(proc / "meminfo")) == (4096 * 1024, 3072 * 1024)
-    assert _disk_read_bytes(str(proc / "diskstats"), str(block)) == (100 + 8 + 2) * 512
+    assert swap(str(proc / "meminfo")) == (4096 * 1024, 3072 * 1024)
+    assert disk_read_bytes(str(proc / "diskstats"), str(block)) == (100 + 8 + 2) * 512
     clock = ManualClock(0.0)
     reader = HostReader(clock=clock, proc=str(proc), sys_block=str(block))
     _proc_files(proc, {"stat": stat.format(a=130, i=160, w=10, g=60)})
