@@ -326,6 +326,9 @@ class TerminalRows:
         self._known: dict[tuple[int, int], Row] = {}
         self._pens = Pens()
         self._runs: list[_Run] = []
+        #: rows the terminal shows nothing known of (screen line, first column, row): each
+        #: written from its first cell to its last, the pen changed between neighbours
+        self._fresh: list[tuple[int, int, Row]] = []
         self._whole: list[str] = []  # rows written whole, each from its place, pen reset
         self._width = 0
         #: the terminal's pen after the last take: kept, not reset, between writes (a tick
@@ -385,11 +388,13 @@ class TerminalRows:
             return
         self._known[(y, x)] = new
         if old is None or len(old.text) != len(new.text):
-            changed = [(0, len(new.text))]
-        elif old == new:
+            # every cell changes: the order of its runs is the row's own (a first paint is
+            # the whole screen of them; nothing is gained by choosing among orders)
+            self._fresh.append((y, x, new))
             return
-        else:
-            changed = _changed_runs(old, new)
+        if old == new:
+            return
+        changed = _changed_runs(old, new)
         pens = new.pens
         for start, end in changed:
             run = start
@@ -418,6 +423,12 @@ class TerminalRows:
         pen = PLAIN if self._whole or self._pen is None else self._pen
         cursor = None if self._whole else self._cursor
         self._whole.clear()
+        for y, x, row in self._fresh:
+            out.append(move_to(y, x, cursor))
+            pen = _write_row(row, pen, out)
+            right = x + len(row.text)
+            cursor = None if right >= self._width else (y, right)
+        self._fresh.clear()
         groups = _by_pen(self._runs)
         while groups:  # the pen the fewest bytes away next
             group = min(groups, key=lambda other: len(change(pen, other)))
@@ -437,6 +448,26 @@ class TerminalRows:
             out.append(run.row.text[run.start : run.end])
             cursor = run.cursor_after(self._width)
         return cursor
+
+
+def _write_row(row: Row, pen: Pen, out: list[str]) -> Pen:
+    """``row`` from its first cell to its last, from ``pen``: the pen changed where the
+    next cells' differs, but not for spaces that show the same in the pen already set;
+    the pen it leaves set."""
+    text, pens = row.text, row.pens
+    start, end = 0, len(text)
+    while start < end:
+        want = pens[start]
+        stop = start + 1
+        while stop < end and pens[stop] == want:
+            stop += 1
+        chunk = text[start:stop]
+        if want != pen and not (chunk.strip(" ") == "" and _space_pen(want) == _space_pen(pen)):
+            out.append(change(pen, want))
+            pen = want
+        out.append(chunk)
+        start = stop
+    return pen
 
 
 def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> int:

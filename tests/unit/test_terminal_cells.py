@@ -84,9 +84,9 @@ def test_an_unchanged_row_sends_nothing_and_a_changed_digit_a_few_bytes() -> Non
     changed = [*text[:2], Segment(" 98 %", STYLES[0])]
     rows.write(3, 10, changed, SYSTEM, WIDTH, partial(_render, changed))
     out = rows.take()
-    # the pen the last write left set is this digit's, and the cursor it left after the
-    # row's end is 7 columns on
-    assert out == "\x1b[7C8"
+    # the pen the first write left set is this digit's (a new row is written from its
+    # first cell to its last), and the cursor it left after the row's end is 3 columns on
+    assert out == "\b\b\b8"
     rows.reset()  # something else wrote: the cursor is not known any more
     rows.write(3, 10, text, SYSTEM, WIDTH, partial(_render, text))
     assert rows.take().endswith("\x1b[4;24H7")
@@ -98,13 +98,13 @@ def test_the_pen_is_kept_between_writes_and_reset_before_anything_else_writes() 
     rows = TerminalRows()
     text = [Segment("42", STYLES[1])]
     rows.write(0, 0, text, SYSTEM, WIDTH, partial(_render, text))
-    assert rows.take() == "\x1b[38;5;32;48;5;17m\x1b[1H42"
+    assert rows.take() == "\x1b[1H\x1b[38;5;32;48;5;17m42"
     assert rows.reset() == "\x1b[0m" and rows.reset() == ""
     rows.write(0, 0, [Segment("43", STYLES[1])], SYSTEM, WIDTH, partial(_render, text))
     assert rows.take() == "\x1b[38;5;32;48;5;17m\x1b[1;2H3"  # from the reset pen
     rows.forget()  # the terminal was away (a suspend): its pen unknown
     rows.write(0, 0, [Segment("44", STYLES[1])], SYSTEM, WIDTH, partial(_render, text))
-    assert rows.take().startswith("\x1b[0m\x1b[38;5;32;48;5;17m")
+    assert rows.take().startswith("\x1b[0m\x1b[1H\x1b[38;5;32;48;5;17m")
 
 
 def test_what_something_else_drew_over_is_written_whole_again() -> None:
