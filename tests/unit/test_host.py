@@ -248,10 +248,10 @@ def test_swap_and_disk_are_read_every_few_seconds_not_every_tick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from gputui.core.manual_clock import ManualClock
-    from gputui.sources import host
+    from gputui.sources import host, machine
 
     calls = {"swap": 0, "disk": 0}
-    swap, disk = host.swap, host.disk_read_bytes
+    swap, disk = machine.swap, machine.disk_read_bytes
 
     def counted_swap(*args: str) -> tuple[int, int]:
         calls["swap"] += 1
