@@ -200,16 +200,10 @@ def move_to(y: int, x: int, cursor: tuple[int, int] | None) -> str:
     (None: unknown, so a move to the place itself). Never a line feed: the terminal's
     line discipline may add a carriage return to it (ONLCR), and at the foot it scrolls."""
     place = f"\x1b[{y + 1}H" if x == 0 else f"\x1b[{y + 1};{x + 1}H"
-    if cursor is None:
-        return place
+    if cursor is None or move_len(y, x, cursor) == len(place):
+        return place  # ties go to the place itself
     from_y, from_x = cursor
-    if from_y == y:
-        return _across(from_x, x) if _across_len(from_x, x) < len(place) else place
-    lines = y - from_y if y > from_y else from_y - y
-    vertical = 2 if lines == 1 else 3 + _digits(lines)
-    if vertical + _across_len(from_x, x) < len(place):
-        return _vertical(y - from_y) + _across(from_x, x)
-    return place
+    return (_vertical(y - from_y) if from_y != y else "") + _across(from_x, x)
 
 
 def _vertical(lines: int) -> str:
@@ -299,10 +293,6 @@ class _Run(NamedTuple):
     def move_from(self, cursor: tuple[int, int] | None) -> str:
         """The cursor from ``cursor`` to this run's first cell, the shortest way."""
         return move_to(self.y, self.x + self.start, cursor)
-
-    def move_cost(self, cursor: tuple[int, int] | None) -> int:
-        """The bytes of ``move_from(cursor)``."""
-        return move_len(self.y, self.x + self.start, cursor)
 
     def cursor_after(self, width: int) -> tuple[int, int] | None:
         """Where the cursor is once this run is written: after its last cell, or not known
