@@ -37,12 +37,8 @@ def memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
     before Linux 3.14, or no /proc)."""
     head = read_small(meminfo)
     if head is not None:
-        found: dict[bytes, int] = {}
-        for line in head.splitlines()[:8]:
-            name, _, rest = line.partition(b":")
-            if name in (b"MemTotal", b"MemAvailable") and rest.strip().endswith(b"kB"):
-                found[name] = int(rest.split()[0]) * 1024
-        if len(found) == 2:
+        found = _kilobytes(head.splitlines()[:8], (b"MemTotal", b"MemAvailable"))
+        if found is not None:
             return found[b"MemTotal"], found[b"MemAvailable"]
     import psutil
 
@@ -92,14 +88,11 @@ def _psutil_cpu_times() -> list[CpuTime]:
     return out
 
 
-def _meminfo_fields(path: str, names: tuple[bytes, ...]) -> dict[bytes, int] | None:
-    """Figures of /proc/meminfo in bytes ("SwapTotal:  8388604 kB"), all of ``names``, or
-    None where the file does not give them all."""
-    text = read_until(path)
-    if text is None:
-        return None
+def _kilobytes(lines: Sequence[bytes], names: tuple[bytes, ...]) -> dict[bytes, int] | None:
+    """Figures of /proc/meminfo's ``lines`` in bytes ("SwapTotal:  8388604 kB"), all of
+    ``names``, or None where the lines do not give them all."""
     found: dict[bytes, int] = {}
-    for line in text.splitlines():
+    for line in lines:
         name, _, rest = line.partition(b":")
         if name in names and rest.strip().endswith(b"kB"):
             found[name] = int(rest.split()[0]) * 1024
@@ -108,7 +101,8 @@ def _meminfo_fields(path: str, names: tuple[bytes, ...]) -> dict[bytes, int] | N
 
 def swap(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
     """Swap's size and what of it is used, in bytes (psutil's where /proc has none)."""
-    found = _meminfo_fields(meminfo, (b"SwapTotal", b"SwapFree"))
+    text = read_until(meminfo)
+    found = _kilobytes(text.splitlines(), (b"SwapTotal", b"SwapFree")) if text else None
     if found is not None:
         return found[b"SwapTotal"], found[b"SwapTotal"] - found[b"SwapFree"]
     import psutil
