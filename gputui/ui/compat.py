@@ -19,10 +19,11 @@ Private name (who uses it): why / public fallback
 - ``LinuxDriver.run_input_thread``, ``.exit_event``, ``Driver._debug`` (driver.py): the
   input loop replaced, the event Textual sets to stop it, the debug flag for the parser /
   Textual's own driver.
-- ``LinuxDriver._sigtstp_application`` / ``._sigcont_application`` overrides (driver.py):
-  the handlers Textual installs for Ctrl+Z and fg suspend and resume inside the signal
-  handler, which can deadlock on the writer's lock mid-frame; the quiet driver runs them
-  on the event loop / Textual's own driver (and its handlers).
+- ``LinuxDriver._sigtstp_application`` / ``._sigcont_application`` overrides (here,
+  ``SignalsToHooks``, for driver.py): the handlers Textual installs for Ctrl+Z and fg
+  suspend and resume inside the signal handler, which can deadlock on the writer's lock
+  mid-frame; the quiet driver runs them on the event loop / Textual's own driver (and its
+  handlers).
 - ``Widget.render_lines`` override (lines.py): the compositor's way into a widget; LineView
   answers content rows from its own row cache / the Line API: ``render_line`` through
   Textual's styles cache.
@@ -123,8 +124,8 @@ PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "updates whole; ChopsUpdate and LayoutUpdate, read by compositor_rows)",
     "_timeout_time": "compat.py (escape_pending)",
     "_debug": "compat.py (driver_debug)",
-    "_sigtstp_application": "driver.py (overridden)",
-    "_sigcont_application": "driver.py (overridden)",
+    "_sigtstp_application": "compat.py (SignalsToHooks, for driver.py)",
+    "_sigcont_application": "compat.py (SignalsToHooks, for driver.py)",
     **dict.fromkeys(sorted(STRIP_SLOTS), "compat.py (BareRow: Strip's slots)"),
     "_set_dirty": "compat.py (FastPaint.mark)",
     "_dirty_widgets": "compat.py (FastPaint.mark, paint_now)",
@@ -514,6 +515,33 @@ def park(app: App[Any]) -> str:
         return ""
     at = app.screen.outer_size.clamp_offset(cursor)
     return Control.move_to(at.x, at.y).segment.text
+
+
+class SignalsToHooks:
+    """Put before ``LinuxDriver`` in a driver's bases: Textual's Ctrl+Z and fg handlers
+    (the private ``_sigtstp_application`` and ``_sigcont_application`` it installs for
+    SIGTSTP and SIGCONT) call ``stop_signalled`` and ``continue_signalled``, which a
+    driver overrides; ``textual_stop`` and ``textual_continue`` are Textual's own."""
+
+    def _sigtstp_application(self, *_: Any) -> None:
+        self.stop_signalled()
+
+    def _sigcont_application(self, *_: Any) -> None:
+        self.continue_signalled()
+
+    def stop_signalled(self) -> None:
+        self.textual_stop()
+
+    def continue_signalled(self) -> None:
+        self.textual_continue()
+
+    def textual_stop(self) -> None:
+        """Textual's suspend (the driver's next base's handler)."""
+        super()._sigtstp_application()  # type: ignore[misc]
+
+    def textual_continue(self) -> None:
+        """Textual's resume."""
+        super()._sigcont_application()  # type: ignore[misc]
 
 
 def can_suspend(app: App[Any]) -> bool:

@@ -47,7 +47,7 @@ class _WakingEvent(threading.Event):
                 os.write(self._wake_fd, b"\0")
 
 
-class QuietLinuxDriver(LinuxDriver):
+class QuietLinuxDriver(compat.SignalsToHooks, LinuxDriver):
     """The wake-up pipe lives as long as application mode: made when it starts, closed
     with the driver. Ctrl+Z closes the driver (Textual's suspend) and fg starts it again,
     so each start makes its own pipe rather than reading one closed at the suspend.
@@ -66,15 +66,15 @@ class QuietLinuxDriver(LinuxDriver):
         self._signal_loop: asyncio.AbstractEventLoop | None = None
         self._suspended = False  # Ctrl+Z stopped it; fg (SIGCONT) resumes only then
 
-    def _sigtstp_application(self, *_: Any) -> None:
+    def stop_signalled(self) -> None:
         self._on_loop(self._suspend)
 
-    def _sigcont_application(self, *_: Any) -> None:
+    def continue_signalled(self) -> None:
         self._on_loop(self._resume)
 
     def _suspend(self) -> None:
         self._suspended = True
-        super()._sigtstp_application()
+        self.textual_stop()
 
     def _resume(self) -> None:
         # Only after a suspend: a hangup (SSH dropped, tmux kill-session) sends SIGCONT with
@@ -83,7 +83,7 @@ class QuietLinuxDriver(LinuxDriver):
         # on it forever (1 start in 15 killed at its first frame was left running).
         if self._suspended:
             self._suspended = False
-            super()._sigcont_application()
+            self.textual_continue()
 
     def _on_loop(self, handle: Any) -> None:
         """``handle`` as soon as the signal handler has returned and the main thread holds
