@@ -90,8 +90,7 @@ from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 
-from rich.control import Control
-from rich.segment import ControlType, Segment
+from rich.segment import Segment
 from textual.app import App
 from textual.dom import NoScreen
 from textual.driver import Driver
@@ -101,9 +100,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.ui.terminal_cells import COLOR_SYSTEMS, TerminalRows
+from gputui.ui.written import Written, park
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.console import RenderableType
     from textual._xterm_parser import XTermParser as _XTermParser
 
 #: Strip's per-row state as Textual lays it out (strip.py); a release that adds or renames
@@ -488,33 +488,6 @@ class PaintsFast(Protocol):
     """An app whose panels paint through its ``FastPaint`` (gputui's)."""
 
     fast_paint: FastPaint
-
-
-class Written:
-    """Finished terminal output, which App._display writes as it is: Rich passes a control
-    segment's text through untouched. Not one of the compositor's updates, after each of
-    which Textual parks the cursor where the app's cursor is (6 bytes a tick at the top
-    left, where nothing asked for a cursor): ``park`` is that move where something did (an
-    input's cursor, which the terminal shows an IME's window at)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def render_segments(self, console: Console) -> str:
-        return self.text
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Segment(self.text, None, [(ControlType.BELL,)])
-
-
-def park(app: App[Any]) -> str:
-    """The cursor moved where the app's cursor is, as Textual moves it after its own
-    updates; "" where that is the top left corner: nothing there asks for it."""
-    cursor = app.cursor_position
-    if (cursor.x, cursor.y) == (0, 0):
-        return ""
-    at = app.screen.outer_size.clamp_offset(cursor)
-    return Control.move_to(at.x, at.y).segment.text
 
 
 class SignalsToHooks:

@@ -23,6 +23,7 @@ from gputui.sources.simulated import SimulatedSource, resolve_scenarios
 from gputui.ui import compat
 from gputui.ui.lines import LineView
 from gputui.ui.paint import Palette
+from gputui.ui.written import Written
 from gputui.view.cells import Cell, Role, Row
 from tests.terminal import Terminal
 
@@ -109,7 +110,7 @@ async def test_changed_rows_written_leave_the_screen_the_compositor_draws(
     async with app.run_test(size=(80, 12)) as pilot:
         before, updates = await _one_tick(app, pilot, monkeypatch)
         # one write, of finished rows only, and nothing left for the compositor
-        assert len(updates) == 1 and isinstance(updates[0], compat.Written)
+        assert len(updates) == 1 and isinstance(updates[0], Written)
         assert not app.screen._dirty_widgets
         text = updates[0].render_segments(app.console)
         # rows that did not change are not written: "header line" stayed, six GPU rows and
@@ -130,7 +131,7 @@ async def test_a_covered_panel_is_painted_by_the_compositor(
     app = _Panels(covered=True)
     async with app.run_test(size=(80, 12)) as pilot:
         before, updates = await _one_tick(app, pilot, monkeypatch)  # the cover is over rows
-        assert len(updates) == 1 and not isinstance(updates[0], compat.Written)
+        assert len(updates) == 1 and not isinstance(updates[0], Written)
         before.feed(updates[0].render_segments(app.console))
         after = _drawn(app)
         assert before.visible() == after.visible()
@@ -162,7 +163,7 @@ async def test_the_apps_ticks_leave_the_screen_the_compositor_draws(
             clock[0] += 1
             app._show_frame(source.read())
             for update in updates:
-                written += isinstance(update, compat.Written)
+                written += isinstance(update, Written)
                 terminal.feed(update.render_segments(app.console))
             assert terminal.visible() == _drawn(app).visible()
         assert written == 4
@@ -192,7 +193,7 @@ async def test_the_compositors_own_updates_go_out_as_the_cells_that_changed(
             )
             await pilot.pause()
             beneath[:] = [u for u in beneath if u is not None]  # None: "nothing to draw"
-            assert beneath and all(isinstance(u, compat.Written) for u in beneath)
+            assert beneath and all(isinstance(u, Written) for u in beneath)
             for update in beneath:
                 terminal.feed(update.render_segments(app.console))
             assert terminal.visible() == _drawn(app).visible()
