@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -237,7 +238,7 @@ def test_a_process_on_several_gpus_is_read_once_with_one_cpu_figure() -> None:
     reader = HostReader(device_check=lambda pid: True)
     gpus = [GpuProcess(os.getpid(), gpu, (gpu + 1) << 30, "compute") for gpu in range(4)]
     reader.join_processes(gpus)
-    sum(i * i for i in range(300_000))  # some CPU between the two readings
+    _spend_cpu(0.05)  # some CPU between the two readings, past /proc's 10 ms ticks
     procs, _ = reader.join_processes(gpus)
     assert [p.gpu_index for p in procs] == [0, 1, 2, 3]
     assert [p.gpu_memory for p in procs] == [(g + 1) << 30 for g in range(4)]
@@ -291,7 +292,7 @@ def test_host_cpu_is_one_share_per_cpu() -> None:
     import psutil
 
     reader = HostReader()
-    sum(i * i for i in range(200_000))
+    _spend_cpu(0.05)
     sample = reader.read_host()
     assert sample.cpu_count == psutil.cpu_count()
     assert all(0.0 <= share <= 100.0 for share in sample.per_cpu_percent)
@@ -391,3 +392,11 @@ def test_a_process_is_named_and_owned_as_psutil_says(tmp_path: Path) -> None:
     assert _user(str(status / "a")) == pwd.getpwuid(0).pw_name
     assert _user(str(status / "b")) == str(unknown)
     assert _user(str(status / "gone")) is None
+
+
+def _spend_cpu(seconds: float) -> None:
+    """This process's CPU time moved on by ``seconds`` (a fixed loop could finish inside
+    one of the clock ticks /proc counts in, on a fast or a busy machine alike)."""
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        sum(i * i for i in range(1_000))
