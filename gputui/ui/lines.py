@@ -11,12 +11,10 @@ In an app with a ``compat.FastPaint`` (gputui's), changed rows go to the screen 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style, StyleType
 from rich.text import Text
@@ -31,17 +29,11 @@ from textual.widget import Widget
 from gputui.core.records import frozen
 from gputui.ui import compat
 from gputui.ui.paint import Painted, Palette, paint
+from gputui.ui.terminal_cells import one_cell_each
 from gputui.view.cells import Row, RowKey
 
 if TYPE_CHECKING:
     from typing_extensions import Self
-
-# Characters the panels draw with, kept only where rich agrees they take one cell: a line
-# made of these needs no per-character width lookup.
-_NARROW = "".join(
-    c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
-)
-_NOT_NARROW = re.compile(f"[^{re.escape(_NARROW)}]")
 
 
 @frozen
@@ -352,7 +344,7 @@ class LineView(Widget):
         runs for every changed line of every tick. Anything else takes rich's way.
         """
         plain = line.plain
-        narrow = _NOT_NARROW.search(plain) is None or len(plain) == cell_len(plain)
+        narrow = one_cell_each(plain)
         if narrow and isinstance(line, Painted):
             return self._runs(line, width, base, filtered)
         text = line.text() if isinstance(line, Painted) else line

@@ -10,6 +10,7 @@ tells it to forget what it knows whenever anything else draws on the screen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Final, NamedTuple
@@ -18,6 +19,8 @@ from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.segment import Segment
 from rich.style import Style
+
+from gputui.ui.cursor_moves import Target, across, move_cost, move_to, target
 
 #: Rich's names for a console's colour systems
 COLOR_SYSTEMS: Final[dict[str, ColorSystem]] = {
@@ -118,6 +121,20 @@ def change(old: Pen, new: Pen) -> str:
     return f"\x1b[{shortest}m"
 
 
+#: characters the panels draw with that rich agrees take one cell each: a row made of
+#: these needs no width lookup (which rich caches by the whole text: a tick's changed rows
+#: would fill its cache)
+_NARROW: Final = "".join(
+    c for c in (*map(chr, range(32, 127)), *"▏▎▍▌▋▊▉█▁▂▃▄▅▆▇✖▲●▶·…─│╭╮╯╰→✓°±×") if cell_len(c) == 1
+)
+_NOT_NARROW: Final = re.compile(f"[^{re.escape(_NARROW)}]")
+
+
+def one_cell_each(text: str) -> bool:
+    """Whether every character of ``text`` takes one terminal cell."""
+    return _NOT_NARROW.search(text) is None or len(text) == cell_len(text)
+
+
 class Pens:
     """Each style's pen, kept by the style object. Rich keeps a style's SGR codes on the
     object itself, worked out for the first colour system asked, and Textual's rows render
@@ -125,23 +142,53 @@ class Pens:
     rendered elsewhere for another system might not)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[Style, Pen]] = {}
+        #: id of a style -> the style and its pen (None: the style carries a link)
+        self._by_id: dict[int, tuple[Style, Pen | None]] = {}
         self._system: ColorSystem | None = None
 
     def __call__(self, style: Style | None, system: ColorSystem | None) -> Pen:
         if style is None or system is None:
             return PLAIN
+        return self._pen(style, system) or PLAIN
+
+    def _pen(self, style: Style, system: ColorSystem | None) -> Pen | None:
         if system is not self._system:
             self._by_id.clear()
             self._system = system
         found = self._by_id.get(id(style))
         if found is not None and found[0] is style:
             return found[1]
-        pen = pen_of(style, system)
+        pen = None if style.link else pen_of(style, system)
         if len(self._by_id) > 4096:  # styles come from a palette; this is a backstop
             self._by_id.clear()
         self._by_id[id(style)] = (style, pen)
         return pen
+
+    def row(self, segments: Iterable[Segment], system: ColorSystem | None) -> Row | None:
+        """``row_of``, each style's pen (and whether it carries a link) looked up once."""
+        if system is not self._system:
+            self._by_id.clear()
+            self._system = system
+        by_id = self._by_id
+        texts: list[str] = []
+        cells: list[Pen] = []
+        for text, style, control in segments:
+            if control or not text:
+                continue
+            pen = PLAIN
+            if style is not None:
+                found = by_id.get(id(style))
+                drawn = found[1] if found is not None and found[0] is style else None
+                if drawn is None:
+                    drawn = self._pen(style, system)
+                    if drawn is None:
+                        return None  # a link
+                if system is not None:
+                    pen = drawn
+            texts.append(text)
+            cells += [pen] * len(text)
+        joined = "".join(texts)
+        return Row(joined, tuple(cells)) if one_cell_each(joined) else None
 
 
 class Row(NamedTuple):
@@ -157,110 +204,7 @@ def row_of(
 ) -> Row | None:
     """Segments as one cell a character; None where a character is not one cell wide (a
     wide or combining one) or a style carries a link: such a row is written whole."""
-    pen_for = pens or pen_of
-    texts: list[str] = []
-    cells: list[Pen] = []
-    for text, style, control in segments:
-        if control or not text:
-            continue
-        if style is not None and style.link:
-            return None
-        texts.append(text)
-        cells += [pen_for(style, system)] * len(text)
-    joined = "".join(texts)
-    if cell_len(joined) != len(joined):
-        return None
-    return Row(joined, tuple(cells))
-
-
-def _count(n: int, final: str) -> str:
-    """A cursor sequence with its count, the count left out where it is 1."""
-    return f"\x1b[{final}" if n == 1 else f"\x1b[{n}{final}"
-
-
-def _across(from_x: int, x: int) -> str:
-    """The cursor from column ``from_x`` to ``x`` on its line, the shortest way: carriage
-    return, forward (CUF), back (backspaces or CUB), or to the column (CHA)."""
-    if x == from_x:
-        return ""
-    options = [f"\x1b[{x + 1}G"]
-    if x == 0:
-        options.append("\r")
-    elif x > from_x:
-        options.append(_count(x - from_x, "C"))
-        options.append("\r" + _count(x, "C"))
-    else:
-        back = from_x - x
-        options.append("\b" * back if back <= 3 else _count(back, "D"))
-    return min(options, key=len)
-
-
-def move_to(y: int, x: int, cursor: tuple[int, int] | None) -> str:
-    """The cursor to line ``y``, column ``x`` (from 0), the shortest way from ``cursor``
-    (None: unknown, so a move to the place itself). Never a line feed: the terminal's
-    line discipline may add a carriage return to it (ONLCR), and at the foot it scrolls."""
-    place = f"\x1b[{y + 1}H" if x == 0 else f"\x1b[{y + 1};{x + 1}H"
-    if cursor is None or move_len(y, x, cursor) == len(place):
-        return place  # ties go to the place itself
-    from_y, from_x = cursor
-    return (_vertical(y - from_y) if from_y != y else "") + _across(from_x, x)
-
-
-def _vertical(lines: int) -> str:
-    """The cursor ``lines`` down (up where negative), same column. One line is IND or RI
-    (ESC D, ESC M: two bytes where CUD and CUU take three; a column of changed figures
-    down the GPU list is one each): they scroll only when they leave the bottom or top
-    margin, and the cursor never leaves the screen here, whose margins are the whole
-    screen (nothing sets a scroll region: Textual draws every line where it goes)."""
-    if lines == 1:
-        return "\x1bD"
-    if lines == -1:
-        return "\x1bM"
-    return _count(lines, "B") if lines > 0 else _count(-lines, "A")
-
-
-# The lengths of those moves, worked out without writing them: the order of a tick's runs
-# is chosen by comparing the moves of many orders, and only the chosen one is written.
-
-
-#: the decimal digits of each number a cursor sequence may carry (a column or line of a
-#: screen up to 999 wide or high; past that, worked out)
-_DIGITS: Final = tuple(len(str(n)) for n in range(1000))
-
-
-def _digits(n: int) -> int:
-    return _DIGITS[n] if n < 1000 else len(str(n))
-
-
-def _across_len(from_x: int, x: int) -> int:
-    """``len(_across(from_x, x))``."""
-    if x == from_x:
-        return 0
-    if x == 0:
-        return 1
-    column = 3 + _digits(x + 1)
-    if x > from_x:
-        forward = x - from_x
-        cuf = 3 if forward == 1 else 3 + _digits(forward)
-        cr = 4 if x == 1 else 4 + _digits(x)
-        return min(column, cuf, cr)
-    back = from_x - x
-    return min(column, back if back <= 3 else 3 + _digits(back))
-
-
-def move_len(y: int, x: int, cursor: tuple[int, int] | None) -> int:
-    """``len(move_to(y, x, cursor))``."""
-    place = 3 + _digits(y + 1) if x == 0 else 4 + _digits(y + 1) + _digits(x + 1)
-    if cursor is None:
-        return place
-    from_y, from_x = cursor
-    if from_y == y:
-        across = _across_len(from_x, x)
-        return across if across < place else place
-    lines = y - from_y if y > from_y else from_y - y
-    vertical = 2 if lines == 1 else 3 + _digits(lines)
-    across = vertical + _across_len(from_x, x)
-    return across if across < place else place
+    return (pens or Pens()).row(segments, system)
 
 
 #: attributes a space shows (its foreground, bold, dim, italics and blink show nothing)
@@ -367,7 +311,7 @@ class TerminalRows:
         covers of the stretches known under another first column or length is forgotten
         first, so that each cell has one owner."""
         self._width = screen_width
-        new = row_of(segments, system, self._pens)
+        new = self._pens.row(segments, system)
         if over:
             end = x + len(new.text) if new is not None else self._width
             self.drawn_over(y, x, end, keep_same=True)
@@ -460,11 +404,15 @@ def _write_row(row: Row, pen: Pen, out: list[str]) -> Pen:
     return pen
 
 
-def _path_cost(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> int:
-    """The bytes of the cursor moves that visit ``runs`` in this order."""
+#: a run and the cell its first move goes to
+Aimed = tuple[Target, _Run]
+
+
+def _path_cost(path: list[Aimed], cursor: tuple[int, int] | None, width: int) -> int:
+    """The bytes of the cursor moves that visit the runs of ``path`` in its order."""
     cost = 0
-    for run in runs:
-        cost += move_len(run.y, run.x + run.start, cursor)
+    for to, run in path:
+        cost += move_cost(to, cursor)
         right = run.x + run.end
         cursor = None if right >= width else (run.y, right)
     return cost
@@ -476,10 +424,11 @@ def _shorter_path(runs: list[_Run], cursor: tuple[int, int] | None, width: int) 
     short move each), or each time the run nearest in bytes from where the cursor is."""
     if len(runs) < 2:
         return runs
-    paths = [runs, sorted(runs, key=lambda run: (run.x + run.start, run.y))]
+    aimed = [(target(run.y, run.x + run.start), run) for run in runs]
+    paths = [aimed, sorted(aimed, key=lambda pair: (pair[0].x, pair[0].y))]
     if len(runs) <= NEAREST_UP_TO:
-        paths.append(_nearest_first(runs, cursor, width))
-    return min(paths, key=lambda path: _path_cost(path, cursor, width))
+        paths.append(_nearest_first(aimed, cursor, width))
+    return [run for _, run in min(paths, key=lambda path: _path_cost(path, cursor, width))]
 
 
 #: the runs of a pen past which the nearest-first order is not tried (its cost grows with
@@ -487,21 +436,21 @@ def _shorter_path(runs: list[_Run], cursor: tuple[int, int] | None, width: int) 
 NEAREST_UP_TO: Final = 48
 
 
-def _nearest_first(runs: list[_Run], cursor: tuple[int, int] | None, width: int) -> list[_Run]:
+def _nearest_first(aimed: list[Aimed], cursor: tuple[int, int] | None, width: int) -> list[Aimed]:
     """The runs visited each time the cheapest move away first (ties: screen order)."""
-    left = [(run.y, run.x + run.start, run) for run in runs]
-    path: list[_Run] = []
+    left = list(aimed)
+    path: list[Aimed] = []
     while left:
         best, least = 0, -1
-        for at, (y, x, _) in enumerate(left):
-            cost = move_len(y, x, cursor)
+        for at, (to, _) in enumerate(left):
+            cost = move_cost(to, cursor)
             if least < 0 or cost < least:
                 best, least = at, cost
                 if cost == 0:
                     break
-        run = left.pop(best)[2]
-        path.append(run)
-        cursor = run.cursor_after(width)
+        pair = left.pop(best)
+        path.append(pair)
+        cursor = pair[1].cursor_after(width)
     return path
 
 
@@ -543,7 +492,7 @@ def _rewritable(run: _Run, start: int, pen: Pen) -> bool:
     same written in ``pen``, and cost fewer bytes than moving over them."""
     row, gap = run.row, range(run.end, start)
     text = row.text[run.end : start]
-    if len(text.encode()) > len(_across(run.end, start)):
+    if len(text.encode()) > len(across(run.end, start)):
         return False
     space = _space_pen(pen)
     return all(
@@ -554,16 +503,18 @@ def _rewritable(run: _Run, start: int, pen: Pen) -> bool:
 def _changed_runs(old: Row, new: Row) -> list[tuple[int, int]]:
     """The columns where ``new`` differs from ``old`` (of the same length), as (start, end)
     runs; at least one."""
+    if old.pens == new.pens:  # mostly: figures changed, their colours did not
+        changed = [c for c, (a, b) in enumerate(zip(old.text, new.text, strict=True)) if a != b]
+    else:
+        cells = zip(old.text, new.text, old.pens, new.pens, strict=True)
+        changed = [c for c, (a, b, p, q) in enumerate(cells) if a != b or p != q]
     runs: list[tuple[int, int]] = []
-    start = -1
-    old_text, new_text, old_pens, new_pens = old.text, new.text, old.pens, new.pens
-    for column in range(len(new_text)):
-        if old_text[column] != new_text[column] or old_pens[column] != new_pens[column]:
-            if start < 0:
-                start = column
-        elif start >= 0:
-            runs.append((start, column))
-            start = -1
-    if start >= 0:
-        runs.append((start, len(new_text)))
+    start = end = -1
+    for column in changed:
+        if column != end:
+            if start >= 0:
+                runs.append((start, end))
+            start = column
+        end = column + 1
+    runs.append((start, end))
     return runs

@@ -8,17 +8,18 @@ from functools import partial
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.cells import cached_cell_len
 from rich.color import ColorSystem
 from rich.segment import Segment
 from rich.style import Style
 
+from gputui.ui.cursor_moves import move_len, move_to
 from gputui.ui.terminal_cells import (
     PLAIN,
     Pen,
     TerminalRows,
     change,
-    move_len,
-    move_to,
+    one_cell_each,
     pen_of,
     row_of,
 )
@@ -229,3 +230,49 @@ def test_the_orders_compared_by_length_cost_what_the_moves_written_cost(
     near = None if cursor is None else (cursor[0] + (y % 3) - 1, cursor[1] + (x % 5) - 2)
     if near is not None and min(near) >= 0:
         assert move_len(y, x, near) == len(move_to(y, x, near))
+
+
+def test_rows_written_do_not_fill_richs_width_cache() -> None:
+    """rich caches the width of every text it is asked about (4,096 of them): a tick's
+    changed rows of sparklines and figures, each a new text, would fill it with whole
+    rows. A row of characters known to take one cell is told so without asking."""
+    rows = TerminalRows()
+    style = Style(color="color(253)")
+    before = cached_cell_len.cache_info().currsize
+    for tick in range(50):
+        spark = "".join("▁▂▃▄▅▆▇█"[(tick + i) % 8] for i in range(30))
+        rows.write(0, 0, [Segment(f"{tick:>4}% {spark} ─│°")], SYSTEM, WIDTH, str)
+        rows.write(1, 0, [Segment(f"GPU {tick} ", style), Segment("72 °C")], SYSTEM, WIDTH, str)
+        rows.take()
+    assert cached_cell_len.cache_info().currsize == before
+    assert one_cell_each("▶0 A100 ████▉  97% 66°C")
+    assert not one_cell_each("任务") and not one_cell_each("e\u0301")
+
+
+def test_a_row_sends_the_cells_whose_text_or_colour_changed_and_no_other() -> None:
+    """The changed cells of a row are found from its text where its colours stayed (most
+    ticks: figures moved), and from text and colours where a colour changed: a colour
+    alone changed under the same text is sent too, and nothing else is."""
+    terminal = Terminal(WIDTH, HEIGHT)
+    rows = TerminalRows()
+    warm, hot = Style(color="color(208)"), Style(color="color(196)")
+    sent = []
+    for segments in (
+        [Segment("temp "), Segment("72", warm), Segment(" C  fan 40%")],
+        [Segment("temp "), Segment("73", warm), Segment(" C  fan 41%")],  # two digits
+        [Segment("temp "), Segment("73", hot), Segment(" C  fan 41%")],  # a colour alone
+    ):
+        before = dict(terminal.cells)
+        rows.write(2, 0, segments, SYSTEM, WIDTH, partial(_render, segments))
+        terminal.feed(rows.take())
+        sent.append(terminal.changed_cells(before))
+        whole = Terminal(WIDTH, HEIGHT)
+        whole.feed(f"\x1b[3;1H{Segment.get_line_length(segments) * ' '}")
+        whole.feed(
+            "\x1b[3;1H"
+            + "".join(
+                s.style.render(s.text, color_system=SYSTEM) if s.style else s.text for s in segments
+            )
+        )
+        assert terminal.visible() == whole.visible()
+    assert sent[1:] == [2, 2]  # "3" and "1"; then "73" in its new colour
