@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Final
 
 #: the longest outside string kept (a command line is cut earlier, by the host reader)
@@ -98,74 +99,96 @@ _SECRET_PAIRS: Final = frozenset(
 # the SSH agent's socket (a path), the askpass helpers (programs)
 _NOT_SECRET: Final = frozenset({"pwd", "oldpwd", "ssh_auth_sock", "git_askpass", "ssh_askpass"})
 _NOT_SECRET_ENDS: Final = frozenset({"sock", "socket", "askpass"})
+
+
+class _Later:
+    """A pattern compiled when first used: the masking below is for command lines and
+    URLs, which the first screen does not show, and its patterns took a tenth of the
+    command line's start to compile."""
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._pattern)
+        return self._compiled
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return self._get().sub(repl, text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._get().search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self._get().match(text)
+
+
 # A shell word as a command line holds it: quoted parts (a value of several words, kept
 # whole by the host reader, ``sources/proc_files.command_line``) and bare characters
 _WORD = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])+"""
 # --password=x (whatever x starts with), --api-key x, -token x, and NAME=value assignments
-_OPTION = re.compile(
+_OPTION = _Later(
     r"(?<!\S)(?P<name>--?[A-Za-z][\w.-]*)"
     rf"(?:(?P<eq>=)(?P<value>{_WORD})|(?P<space>\s+)(?P<word>(?!-){_WORD}))"
 )
 # an assignment's value ends where another assignment starts after ; or & (a connection
 # string: "Server=db;User Id=sa;Password=x", a query: "a=1&token=x")
 _ASSIGNED = r"""(?:'[^']*'|"[^"]*"|(?![;&]\s*[A-Za-z_][\w .-]*=)[^\s'"])+"""
-_ASSIGNMENT = re.compile(rf"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>{_ASSIGNED})")
+_ASSIGNMENT = _Later(rf"(?<![\w-])(?P<name>[A-Za-z_][\w.]*)=(?P<value>{_ASSIGNED})")
 # -p VALUE: a password to mysql, sshpass, redis-cli and kin; a number there is a port
-_SHORT_PASSWORD = re.compile(
-    rf"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))(?!-){_WORD})"
-)
+_SHORT_PASSWORD = _Later(rf"(?<!\S)(?P<name>-p)(?P<sep>\s+)(?P<value>(?!\d+(?:\s|$))(?!-){_WORD})")
 # -pVALUE, attached, to the MySQL/MariaDB clients only (elsewhere -p starts flags: tar -pxf)
-_MYSQL_PASSWORD = re.compile(
+_MYSQL_PASSWORD = _Later(
     r"(?P<head>(?:^|[\s/])(?:mysql\w*|mariadb\w*)\b(?:\s+\S+){0,32}?\s-p)(?P<value>[^\s\d]\S*)"
 )
 # a password flag of one tool: redis-cli -a, sqlcmd and bcp -P, the ldap tools' -w
 _TOOL_FLAGS: Final = {"redis-cli": "a", "sqlcmd": "P", "bcp": "P", "ldap[a-z]*": "w"}
-_TOOL_PASSWORD = re.compile(
+_TOOL_PASSWORD = _Later(
     "|".join(
         rf"(?P<head{k}>(?:^|[\s/]){tool}\b(?:\s+\S+){{0,32}}?\s-{flag}\s+){_WORD}"
         for k, (tool, flag) in enumerate(_TOOL_FLAGS.items())
     )
 )
 # user:password after curl's -u/--user/-U/--proxy-user (a uid:gid of numbers stays)
-_USER_PASSWORD = re.compile(
+_USER_PASSWORD = _Later(
     r"(?<!\S)(?P<head>(?:-u|--user|-U|--proxy-user)(?:=|\s+|(?=[^\s-]))(?P<q>['\"]?)"
     r"(?P<user>[^\s:'\"]*):)(?P<value>[^\s'\"]+)"
 )
 # openssl's -passin/-passout pass:VALUE
-_PASS_ARGUMENT = re.compile(r"(?P<head>(?<!\S)-pass(?:in|out)?\s+pass:)(?P<value>\S+)")
+_PASS_ARGUMENT = _Later(r"(?P<head>(?<!\S)-pass(?:in|out)?\s+pass:)(?P<value>\S+)")
 # an HTTP credential in a header given on the command line (curl -H, wget --header)
-_HTTP_CREDENTIAL = re.compile(
+_HTTP_CREDENTIAL = _Later(
     r"(?i)(?P<head>\b(?:proxy-)?authorization\s*:\s*(?:(?:bearer|basic|token|digest)\s+)?"
     r"|\bbearer\s+)(?P<value>[^\s\"']+)"
 )
 # any other header named for a credential (X-Api-Key, X-Auth-Token, Cookie, Private-Token):
 # its whole value where the header is quoted, else its next word after -H/--header
-_QUOTED_HEADER = re.compile(
+_QUOTED_HEADER = _Later(
     r"""(?P<head>(?P<q>['"])(?P<name>[A-Za-z][\w-]*)\s*:\s*)(?P<value>[^'"]+)(?=(?P=q))"""
 )
-_HEADER = re.compile(
-    r"(?P<head>(?:-H|--header)(?:=|\s+)(?P<name>[A-Za-z][\w-]*)\s*:\s*)(?P<value>\S+)"
-)
+_HEADER = _Later(r"(?P<head>(?:-H|--header)(?:=|\s+)(?P<name>[A-Za-z][\w-]*)\s*:\s*)(?P<value>\S+)")
 # a quoted list of assignments, ; between them (a connection string): each value runs to
 # its ; whatever it holds, a space among it ("Server=db;Password=two words;Encrypt=yes")
-_QUOTED_LIST = re.compile(r"""(?P<q>['"])(?P<body>[^'"]*)(?P=q)""")
+_QUOTED_LIST = _Later(r"""(?P<q>['"])(?P<body>[^'"]*)(?P=q)""")
 # "password": "x" in JSON (or a Python dict's 'password': 'x')
-_JSON_FIELD = re.compile(
+_JSON_FIELD = _Later(
     r"""(?P<head>(?P<q>["'])(?P<name>[A-Za-z_][\w.-]{0,63})(?P=q)\s*:\s*)"""
     r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)"""
 )
 # scheme://user:password@host
-_URL_PASSWORD = re.compile(
+_URL_PASSWORD = _Later(
     r"(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@"
 )
 # a URL: its host, and its path and query
-_URL = re.compile(
+_URL = _Later(
     r"""(?P<base>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://(?P<host>[^\s/?#'"]+))(?P<rest>[/?][^\s'"]*)?"""
 )
 # a URL whose path is its credential (a webhook): Slack's hooks.slack.com/services/...,
 # Discord's /api/webhooks/..., Teams' .webhook.office.com/webhookb2/..., Mattermost's /hooks/
-_HOOK_HOST = re.compile(r"(?i)(?:^|[.@])(?:hooks?\.|[\w-]*webhook)")
-_HOOK_SEGMENT = re.compile(r"(?i)^(?:web)?hooks?(?:b\d+)?$")
+_HOOK_HOST = _Later(r"(?i)(?:^|[.@])(?:hooks?\.|[\w-]*webhook)")
+_HOOK_SEGMENT = _Later(r"(?i)^(?:web)?hooks?(?:b\d+)?$")
 # a query parameter that carries the credential without saying so: Azure's SAS sig=, an
 # API key=
 _QUERY_SECRETS: Final = frozenset({"sig", "key", "code", "sv_sig"})
