@@ -32,15 +32,14 @@ from gputui.cli.parser import (
     EXIT_USAGE,
     PROMETHEUS_INTERVAL_S,
     build_parser,
-    normalise,
+    parse_command_line,
 )
 from gputui.core.config import DEFAULT_INTERVAL_S
 from gputui.core.sanitize import clean
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(normalise(sys.argv[1:] if argv is None else argv))
+    args, parser = parse_command_line(sys.argv[1:] if argv is None else argv)
     if args.interval is None:
         # A Prometheus server holds what exporters collected every 15-30 s: reading it every
         # second costs a query over the whole cluster for the same answer.

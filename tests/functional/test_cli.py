@@ -15,7 +15,7 @@ import pytest
 
 from gputui import __version__
 from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
-from gputui.cli.parser import EXIT_OUTPUT
+from gputui.cli.parser import EXIT_OUTPUT, build_parser, parse_command_line
 from gputui.formats.snapshot import parse_snapshot
 from tests.nvml_double import install
 
@@ -193,3 +193,45 @@ def test_output_that_cannot_be_written_is_said_with_its_own_status(
         why = "standard output is closed" if where == "closed" else "No space left on device"
         assert f"gputui: the output could not be written: {why}" in err, (command, err)
         assert "internal error" not in err and "Traceback" not in err
+
+
+MONITOR_LINES = [
+    [],
+    ["--interval", "2"],
+    ["--demo"],
+    ["--demo", "thermal", "--gpus", "8", "--seed", "3"],
+    ["--only", "1,3", "--theme", "light", "--readonly", "--keep-secrets"],
+    ["--demo=idle", "--snapshot-dir", "."],
+    ["--in", "0.5"],  # an option abbreviated, as argparse allows
+]
+
+
+@pytest.mark.parametrize("argv", MONITOR_LINES)
+def test_the_monitors_command_line_reads_as_the_whole_parser_reads_it(argv: list[str]) -> None:
+    """A command line that names no command is read by the monitor's options alone (the
+    commands' parsers are not made: the start waits on them); it means what it always did."""
+    args, parser = parse_command_line(argv)
+    assert vars(args) == vars(build_parser().parse_args(argv))
+    assert args.command is None
+    assert "COMMAND" not in parser.format_usage()
+
+
+def test_commands_help_and_mistakes_are_the_whole_parsers_to_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args, parser = parse_command_line(["--demo", "snapshot", "--samples", "1"])
+    assert args.command == "snapshot" and "COMMAND" in parser.format_usage()
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(["--interval", "abc"])
+    assert exited.value.code == EXIT_USAGE
+    said = capsys.readouterr().err
+    assert "COMMAND" in said and "argument --interval: 'abc' is not a number" in said
+    for argv in (["-h"], ["--demo", "--he"]):  # help lists the commands, abbreviated or not
+        with pytest.raises(SystemExit) as exited:
+            parse_command_line(argv)
+        assert exited.value.code == 0
+        assert "snapshot" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(["snapshots"])  # a command misspelt: the commands are named
+    assert exited.value.code == EXIT_USAGE
+    assert "invalid choice: 'snapshots'" in capsys.readouterr().err
