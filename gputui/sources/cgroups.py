@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import field
+from functools import lru_cache
 from pathlib import Path
 
 from gputui.core.records import frozen, record
@@ -181,7 +182,14 @@ def mount_table(pid: int | str, proc: Path = Path("/proc")) -> tuple[list[Mount]
         proc_files.MAX_MOUNTINFO_BYTES,
         proc_files.MAX_MOUNTINFO_LINES,
     )
-    return parse_mountinfo("\n".join(found)), cut
+    return list(_parsed("\n".join(found))), cut
+
+
+@lru_cache(maxsize=16)
+def _parsed(text: str) -> tuple[Mount, ...]:
+    """``parse_mountinfo`` of a table read before: gputui's own and each job's are read
+    again every few seconds, and hardly ever change."""
+    return tuple(parse_mountinfo(text))
 
 
 def _keyed(text: str | None) -> dict[str, int]:
