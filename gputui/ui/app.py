@@ -204,6 +204,9 @@ class GpuTuiApp(App[int]):
         self.query_one(KeysLine).draw()
 
     def on_resize(self, event: events.Resize) -> None:
+        # A resized terminal may have cut, moved or blanked what it showed (each emulator
+        # its own way): the rows that follow are written whole, as Textual repaints.
+        self.fast_paint.forget()
         # before Textual's own handler: the app's size is still the old one
         self.redraw(event.size)
 

@@ -355,21 +355,20 @@ class FastPaint:
             rows += [(at.y + y, at.x, strip) for y, strip in found if 0 <= y < at.height]
         if self._watched is not app:
             self.terminal.forget()  # what else draws on this app's screen goes unseen
-        text = self._cells(screen, rows, over=False)
+        text = self._cells(screen, rows)
         if text:
             app._display(screen, Written(text))
         return True
 
-    def _cells(self, screen: Screen[object], rows: list[tuple[int, int, Strip]], over: bool) -> str:
-        """The output that brings the terminal to ``rows`` (screen line, column, row): the
-        cells that changed. ``over``: rows another writer drew (the compositor's), which
-        take their cells over from the stretches written here before."""
+    def _cells(self, screen: Screen[object], rows: list[tuple[int, int, Strip]]) -> str:
+        """The output that brings the terminal to ``rows`` (screen line, column, row), the
+        app's own or the compositor's: the cells that changed."""
         console = screen.app.console
         system = COLOR_SYSTEMS.get(console.color_system or "")
         width = screen.size.width
         for y, x, strip in rows:
             whole = partial(strip.render, console)
-            self.terminal.write(y, x, strip, system, width, whole, over=over)
+            self.terminal.write(y, x, strip, system, width, whole)
         text = self.terminal.take()
         move = park(screen.app) if text else ""
         if move:
@@ -377,7 +376,7 @@ class FastPaint:
         return text + move
 
     def forget(self) -> None:
-        """The terminal was away (a suspend): the next rows are written whole."""
+        """The terminal was away (a suspend) or resized: the next rows are written whole."""
         self.terminal.forget()
 
     def watch(self, app: App[Any]) -> None:
@@ -390,9 +389,12 @@ class FastPaint:
         terminal = self.terminal
 
         def watched(screen: Screen[object], renderable: RenderableType | None) -> None:
+            if renderable is None:  # a refresh that found nothing to draw draws nothing
+                display(screen, renderable)
+                return
             rows = None if app.is_inline else compositor_rows(renderable)
             if rows is not None:  # the compositor's rows as the cells that changed
-                text = self._cells(screen, rows, over=True)
+                text = self._cells(screen, rows)
                 if text:
                     display(screen, Written(text))
                 return

@@ -199,6 +199,10 @@ class Row(NamedTuple):
     pens: tuple[Pen, ...]
 
 
+def _cut(row: Row, start: int, end: int) -> Row:
+    return Row(row.text[start:end], row.pens[start:end])
+
+
 def row_of(
     segments: Iterable[Segment], system: ColorSystem | None, pens: Pens | None = None
 ) -> Row | None:
@@ -285,14 +289,42 @@ class TerminalRows:
         """The cursor was moved after the last take (parked elsewhere)."""
         self._cursor = None
 
-    def drawn_over(self, y: int, start: int, end: int, keep_same: bool = False) -> None:
+    def drawn_over(self, y: int, start: int, end: int) -> None:
         """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
-        there are written whole next time (``keep_same``: but for a row known from exactly
-        ``start`` to ``end``, which the drawing is compared with)."""
+        there are written whole next time."""
         for key in [k for k in self._known if k[0] == y]:
             x, right = key[1], key[1] + len(self._known[key].text)
-            if x < end and right > start and not (keep_same and (x, right) == (start, end)):
+            if x < end and right > start:
                 del self._known[key]
+
+    def _taken_over(self, y: int, start: int, end: int) -> Row | None:
+        """The cells from ``start`` to ``end`` of line ``y`` as the stretches known there
+        show them, as one row (None where any of them is not known); those stretches keep
+        only what lies outside, each as a stretch of its own."""
+        pieces: list[tuple[int, Row]] = []
+        for key in [k for k in self._known if k[0] == y]:
+            row = self._known[key]
+            x, right = key[1], key[1] + len(row.text)
+            if x >= end or right <= start:
+                continue
+            del self._known[key]
+            if x < start:
+                self._known[(y, x)] = _cut(row, 0, start - x)
+            if right > end:
+                self._known[(y, end)] = _cut(row, end - x, right - x)
+            low = max(x, start)
+            pieces.append((low, _cut(row, low - x, min(right, end) - x)))
+        pieces.sort(key=lambda piece: piece[0])
+        at = start
+        texts: list[str] = []
+        pens: list[Pen] = []
+        for low, piece in pieces:
+            if low != at:
+                return None
+            texts.append(piece.text)
+            pens += piece.pens
+            at += len(piece.text)
+        return Row("".join(texts), tuple(pens)) if at == end else None
 
     def write(
         self,
@@ -302,24 +334,25 @@ class TerminalRows:
         system: ColorSystem | None,
         screen_width: int,
         whole: Callable[[], str],
-        over: bool = False,
     ) -> None:
         """Bring screen line ``y`` from column ``x`` to ``segments`` at the next ``take``:
         the cells that changed, or ``whole()`` (the row as Rich renders it, from a reset
-        pen) where the row cannot be told cell by cell. ``over``: another writer's row
-        (the compositor's), whose stretch need not be one written here before: what it
-        covers of the stretches known under another first column or length is forgotten
-        first, so that each cell has one owner."""
+        pen) where the row cannot be told cell by cell. A row whose stretch is not one
+        written before (the compositor's lines across panels, a panel's row after them) is
+        compared with the cells the stretches under it show, where they show all of them;
+        each cell has one owner. Rows written between two takes do not overlap (one
+        compositor update, or the app's own rows)."""
         self._width = screen_width
+        segments = list(segments)
         new = self._pens.row(segments, system)
-        if over:
-            end = x + len(new.text) if new is not None else self._width
-            self.drawn_over(y, x, end, keep_same=True)
-        old = self._known.get((y, x))
-        if new is None:
-            self._known.pop((y, x), None)
+        if new is None:  # what it covers is forgotten
+            cells = sum(cell_len(text) for text, _, control in segments if not control)
+            self.drawn_over(y, x, x + cells)
             self._whole.append(f"\x1b[{y + 1};{x + 1}H{whole()}")
             return
+        old = self._known.get((y, x))
+        if old is None or len(old.text) != len(new.text):
+            old = self._taken_over(y, x, x + len(new.text))
         self._known[(y, x)] = new
         if old is None or len(old.text) != len(new.text):
             # every cell changes: the order of its runs is the row's own (a first paint is

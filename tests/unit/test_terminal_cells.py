@@ -125,23 +125,30 @@ def test_what_something_else_drew_over_is_written_whole_again() -> None:
     assert "right" in rows.take()
 
 
-def test_a_row_another_writer_draws_owns_its_cells() -> None:
-    """The compositor's line over two panels' stretches: they are forgotten (written whole
-    next), the line itself is known, and drawn again unchanged it sends nothing."""
-    rows = TerminalRows()
+def test_a_row_across_other_rows_is_compared_with_the_cells_they_show() -> None:
+    """The compositor's line over two panels' stretches and the gap between: the gap is
+    not known, so the line is written whole and owns its cells; drawn again unchanged it
+    sends nothing; a panel's row written back over part of it sends only what differs."""
+    rows, terminal, whole = TerminalRows(), Terminal(WIDTH, HEIGHT), Terminal(WIDTH, HEIGHT)
     left, right = [Segment("left ", STYLES[0])], [Segment("right", STYLES[2])]
-    rows.write(1, 0, left, SYSTEM, WIDTH, partial(_render, left))
-    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
-    rows.take()
     line = [Segment("a toast over both panels", STYLES[1])]
-    rows.write(1, 2, line, SYSTEM, WIDTH, partial(_render, line), over=True)
-    assert "toast" in rows.take()
-    rows.write(1, 2, line, SYSTEM, WIDTH, partial(_render, line), over=True)
-    assert rows.take() == ""
-    rows.write(1, 0, left, SYSTEM, WIDTH, partial(_render, left))
-    rows.write(1, 20, right, SYSTEM, WIDTH, partial(_render, right))
-    out = rows.take()
-    assert "left" in out and "right" in out
+
+    def tick(*writes: tuple[int, list[Segment]]) -> str:
+        for x, segments in writes:
+            rows.write(1, x, segments, SYSTEM, WIDTH, partial(_render, segments))
+            whole.feed(_whole(1, x, segments))
+        out = rows.take()
+        terminal.feed(out)
+        assert terminal.visible() == whole.visible()
+        return out
+
+    tick((0, left), (20, right))
+    assert "toast" in tick((2, line))
+    assert tick((2, line)) == ""
+    out = tick((0, left), (20, right))
+    assert "ft " in out and "left" not in out  # "le" never changed under the toast
+    assert "right" in out
+    assert tick((0, left), (20, right)) == ""
 
 
 cells = st.tuples(st.sampled_from("ab █▍·9"), st.integers(0, len(STYLES) - 1))
@@ -179,6 +186,39 @@ def test_cells_written_leave_the_screen_whole_rows_would(
     cells_written.feed(rows.reset() + "\x1b[1;1Hx")
     whole_rows.feed("\x1b[0m\x1b[1;1Hx")
     assert cells_written.visible() == whole_rows.visible()
+
+
+# a write anywhere on a line: a panel's row, the compositor's line across panels, a
+# toast over part of them (start column, cells)
+stretches = st.tuples(
+    st.integers(0, HEIGHT - 1),
+    st.integers(0, WIDTH - 1),
+    st.lists(cells, min_size=1, max_size=WIDTH),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ticks=st.lists(st.lists(stretches, min_size=1, max_size=6), min_size=1, max_size=6))
+def test_rows_written_over_one_another_leave_the_screen_whole_rows_would(
+    ticks: list[list[tuple[int, int, list[tuple[str, int]]]]],
+) -> None:
+    """Rows of any length and place, over the stretches of others: each compared with the
+    cells under it where they are known, the terminal shows what whole rows show. (Rows
+    written between two takes do not overlap: one compositor update, or the app's rows.)"""
+    rows = TerminalRows()
+    cells_written, whole_rows = Terminal(WIDTH, HEIGHT), Terminal(WIDTH, HEIGHT)
+    for tick in ticks:
+        taken: set[tuple[int, int]] = set()
+        for y, x, row in tick:
+            row = row[: WIDTH - x]
+            if any((y, c) in taken for c in range(x, x + len(row))):
+                continue
+            taken.update((y, c) for c in range(x, x + len(row)))
+            segments = _segments(row)
+            rows.write(y, x, segments, SYSTEM, WIDTH, partial(_render, segments))
+            whole_rows.feed(_whole(y, x, segments))
+        cells_written.feed(rows.take())
+        assert cells_written.visible() == whole_rows.visible()
 
 
 def test_a_row_at_the_right_edge_moves_the_cursor_anew_after_it() -> None:
