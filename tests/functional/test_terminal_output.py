@@ -6,12 +6,14 @@ whole rows it changed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
 import signal
 import sys
 import time
+from collections.abc import Iterator
 
 from tests.functional.test_lifecycle import _resize
 from tests.terminal import Terminal
@@ -51,48 +53,70 @@ def _read(fd: int, seconds: float, quiet: float = 0.0) -> bytes:
     return out
 
 
-def test_ticks_written_cell_by_cell_leave_the_screen_a_full_repaint_draws() -> None:
-    """The ticks, then a page over the panels (help) opened and closed, all written as the
-    cells that changed (closing it sends only the cells the page changed, from what the
-    terminal shows): the screen they leave is the one a full repaint draws, cell for cell.
-    The full repaint: after Ctrl+Z and fg, the app forgets what the terminal showed and
-    draws every cell from a reset pen."""
+@contextlib.contextmanager
+def _demo() -> Iterator[tuple[int, int]]:
+    """The demo on its pseudo-terminal (its PID and the terminal's end), killed after."""
     pid, fd = _start()
     try:
-        shown = _read(fd, 8.0)  # started, and a few ticks drawn
-        os.write(fd, b"p")  # paused: the readings stop changing
-        shown += _read(fd, 3.0, quiet=1.5)
-        os.write(fd, b"?")
-        shown += _read(fd, 3.0, quiet=1.0)
-        os.write(fd, b"\x1b")
-        closed = _read(fd, 3.0, quiet=1.0)
-        os.kill(pid, signal.SIGTSTP)
-        _read(fd, 3.0, quiet=1.0)  # the terminal given back
-        os.kill(pid, signal.SIGCONT)
-        repaint = b""
-        deadline = time.monotonic() + 15
-        while len(repaint) < 20_000 and time.monotonic() < deadline:
-            repaint += _read(fd, 1.0, quiet=0.5)
+        yield pid, fd
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(fd)
+
+
+def _paused(fd: int) -> bytes:
+    """What the app writes as it starts, draws a few ticks and is paused (the readings
+    stop changing)."""
+    shown = _read(fd, 8.0)
+    os.write(fd, b"p")
+    return shown + _read(fd, 3.0, quiet=1.5)
+
+
+def _full_repaint(pid: int, fd: int) -> bytes:
+    """Ctrl+Z, then fg: the app forgets what the terminal showed and draws every cell
+    from a reset pen."""
+    os.kill(pid, signal.SIGTSTP)
+    _read(fd, 3.0, quiet=1.0)  # the terminal given back
+    os.kill(pid, signal.SIGCONT)
+    repaint = b""
+    deadline = time.monotonic() + 15
+    while len(repaint) < 20_000 and time.monotonic() < deadline:
+        repaint += _read(fd, 1.0, quiet=0.5)
+    return repaint
+
+
+def _drawn_as_a_full_repaint(terminal: Terminal, repaint: bytes) -> None:
+    fresh = Terminal(COLS, ROWS)
+    fresh.feed(repaint.decode())
+    assert len({y for y, _ in fresh.cells}) == ROWS, fresh.plain  # every line drawn
+    # below the header (whose age of the data goes on), the same screen, cell for cell
+    seen = terminal.visible()
+    repainted = {key: cell for key, cell in fresh.visible().items() if key[0] > 0}
+    assert {key: seen.get(key) for key in repainted} == repainted
+
+
+def test_ticks_written_cell_by_cell_leave_the_screen_a_full_repaint_draws() -> None:
+    """The ticks, then a page over the panels (help) opened and closed, all written as the
+    cells that changed (closing it sends only the cells the page changed, from what the
+    terminal shows): the screen they leave is the one a full repaint draws, cell for cell."""
+    with _demo() as (pid, fd):
+        shown = _paused(fd)
+        os.write(fd, b"?")
+        shown += _read(fd, 3.0, quiet=1.0)
+        os.write(fd, b"\x1b")
+        closed = _read(fd, 3.0, quiet=1.0)
+        repaint = _full_repaint(pid, fd)
     terminal = Terminal(COLS, ROWS)
     terminal.feed(shown.decode())
     assert "gputui keys" in terminal.plain  # the help was drawn
     terminal.feed(closed.decode())
     assert "GPUs" in terminal.plain and "Advisor" in terminal.plain
-    fresh = Terminal(COLS, ROWS)
-    fresh.feed(repaint.decode())
-    assert len({y for y, _ in fresh.cells}) == ROWS, fresh.plain  # every line drawn
+    _drawn_as_a_full_repaint(terminal, repaint)
     # closing the page sent what it changed: fewer bytes than drawing every cell (at
     # 120x40, 7.6 KB against 8.4 KB; it sent 15.9 KB, all of it twice, when the rows under
     # it were written whole)
     assert len(closed) < len(repaint)
-    # below the header (whose age of the data goes on), the same screen, cell for cell
-    seen = terminal.visible()
-    repainted = {key: cell for key, cell in fresh.visible().items() if key[0] > 0}
-    assert {key: seen.get(key) for key in repainted} == repainted
 
 
 def test_after_a_resize_every_cell_is_drawn_again() -> None:
@@ -100,39 +124,22 @@ def test_after_a_resize_every_cell_is_drawn_again() -> None:
     no longer fit, and does not bring them back): the rows after a resize are written
     whole, so the screen made large again is whole, cell for cell as a full repaint."""
     small_rows, small_cols = 20, 70
-    pid, fd = _start()
-    try:
-        shown = _read(fd, 8.0)
-        os.write(fd, b"p")
-        shown += _read(fd, 3.0, quiet=1.5)
+    with _demo() as (pid, fd):
+        shown = _paused(fd)
         _resize(fd, small_rows, small_cols)
         os.kill(pid, signal.SIGWINCH)
         small = _read(fd, 3.0, quiet=1.0)
         _resize(fd, ROWS, COLS)
         os.kill(pid, signal.SIGWINCH)
         large = _read(fd, 3.0, quiet=1.0)
-        os.kill(pid, signal.SIGTSTP)
-        _read(fd, 3.0, quiet=1.0)
-        os.kill(pid, signal.SIGCONT)
-        repaint = _read(fd, 5.0, quiet=1.0)
-    finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        repaint = _full_repaint(pid, fd)
     terminal = Terminal(COLS, ROWS)
     terminal.feed(shown.decode())
     terminal.cells = {
-        k: c
-        for k, c in terminal.cells.items()
-        if k < (small_rows, small_cols) and k[1] < small_cols
+        k: c for k, c in terminal.cells.items() if k[0] < small_rows and k[1] < small_cols
     }
     terminal.width, terminal.height = small_cols, small_rows
     terminal.feed(small.decode())
     terminal.width, terminal.height = COLS, ROWS  # the lines and columns come back blank
     terminal.feed(large.decode())
-    fresh = Terminal(COLS, ROWS)
-    fresh.feed(repaint.decode())
-    assert len({y for y, _ in fresh.cells}) == ROWS, fresh.plain
-    seen = terminal.visible()
-    repainted = {key: cell for key, cell in fresh.visible().items() if key[0] > 0}
-    assert {key: seen.get(key) for key in repainted} == repainted
+    _drawn_as_a_full_repaint(terminal, repaint)
