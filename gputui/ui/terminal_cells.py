@@ -146,15 +146,19 @@ class Pens:
         self._by_id: dict[int, tuple[Style, Pen | None]] = {}
         self._system: ColorSystem | None = None
 
+    def _for(self, system: ColorSystem | None) -> None:
+        """The pens known are for ``system``: another system's are forgotten."""
+        if system is not self._system:
+            self._by_id.clear()
+            self._system = system
+
     def __call__(self, style: Style | None, system: ColorSystem | None) -> Pen:
         if style is None or system is None:
             return PLAIN
         return self._pen(style, system) or PLAIN
 
     def _pen(self, style: Style, system: ColorSystem | None) -> Pen | None:
-        if system is not self._system:
-            self._by_id.clear()
-            self._system = system
+        self._for(system)
         found = self._by_id.get(id(style))
         if found is not None and found[0] is style:
             return found[1]
@@ -166,9 +170,7 @@ class Pens:
 
     def row(self, segments: Iterable[Segment], system: ColorSystem | None) -> Row | None:
         """``row_of``, each style's pen (and whether it carries a link) looked up once."""
-        if system is not self._system:
-            self._by_id.clear()
-            self._system = system
+        self._for(system)
         by_id = self._by_id
         texts: list[str] = []
         cells: list[Pen] = []
@@ -292,22 +294,26 @@ class TerminalRows:
     def drawn_over(self, y: int, start: int, end: int) -> None:
         """Something else drew columns ``start`` to ``end`` of line ``y``: the rows known
         there are written whole next time."""
-        for key in [k for k in self._known if k[0] == y]:
-            x, right = key[1], key[1] + len(self._known[key].text)
-            if x < end and right > start:
-                del self._known[key]
+        for x, _ in self._crossing(y, start, end):
+            del self._known[(y, x)]
+
+    def _crossing(self, y: int, start: int, end: int) -> list[tuple[int, Row]]:
+        """The stretches known on line ``y`` with a cell from ``start`` to ``end``: each
+        its first column and row."""
+        return [
+            (key[1], row)
+            for key, row in self._known.items()
+            if key[0] == y and key[1] < end and key[1] + len(row.text) > start
+        ]
 
     def _taken_over(self, y: int, start: int, end: int) -> Row | None:
         """The cells from ``start`` to ``end`` of line ``y`` as the stretches known there
         show them, as one row (None where any of them is not known); those stretches keep
         only what lies outside, each as a stretch of its own."""
         pieces: list[tuple[int, Row]] = []
-        for key in [k for k in self._known if k[0] == y]:
-            row = self._known[key]
-            x, right = key[1], key[1] + len(row.text)
-            if x >= end or right <= start:
-                continue
-            del self._known[key]
+        for x, row in self._crossing(y, start, end):
+            right = x + len(row.text)
+            del self._known[(y, x)]
             if x < start:
                 self._known[(y, x)] = _cut(row, 0, start - x)
             if right > end:
@@ -352,9 +358,9 @@ class TerminalRows:
             return
         old = self._known.get((y, x))
         if old is None or len(old.text) != len(new.text):
-            old = self._taken_over(y, x, x + len(new.text))
+            old = self._taken_over(y, x, x + len(new.text))  # None, or of the same length
         self._known[(y, x)] = new
-        if old is None or len(old.text) != len(new.text):
+        if old is None:
             # every cell changes: the order of its runs is the row's own (a first paint is
             # the whole screen of them; nothing is gained by choosing among orders)
             self._fresh.append((y, x, new))

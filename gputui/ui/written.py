@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class Written:
-    """Finished terminal output, which App._display writes as it is: Rich passes a control
+    """Finished terminal output, which the app's display writes as it is: Rich passes a control
     segment's text through untouched. Not one of the compositor's updates, after each of
     which Textual parks the cursor where the app's cursor is (6 bytes a tick at the top
     left, where nothing asked for a cursor): ``park`` is that move where something did (an
