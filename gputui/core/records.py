@@ -11,9 +11,11 @@ Nor do ``__setattr__`` and ``__delattr__``: a frozen dataclass compiles both for
 (two of its three ``exec`` calls, ~40 % of making a class, and gputui makes some 60 record
 classes before its first frame), where one shared pair raises ``FrozenInstanceError`` alike.
 The class is made as an ordinary slotted dataclass without an ``__init__``; the one this
-module compiles, at the class's first instance, sets the fields as a frozen dataclass's
-does (``object.__setattr__``), then calls ``__post_init__``. ``fields``, ``replace``,
-``asdict``, pickling and copying work as on any dataclass.
+module compiles sets the fields as a frozen dataclass's does (``object.__setattr__``), then
+calls ``__post_init__``. It is compiled only once a class has been built
+``COMPILED_AFTER`` times (or called wrongly): until then one shared ``__init__`` binds the
+arguments to the fields by their names, so a class built a few times is never compiled.
+``fields``, ``replace``, ``asdict``, pickling and copying work as on any dataclass.
 
 ``record`` is the same for a mutable record (``@dataclass(slots=True)``, unhashable as
 dataclasses make it, or hashed on its fields with ``hashable=True`` as ``unsafe_hash``
@@ -124,15 +126,65 @@ def _init(cls: type, every: tuple[Field[Any], ...], settable: bool) -> Callable[
     return init
 
 
-def _first_init(cls: type, every: tuple[Field[Any], ...], settable: bool) -> Callable[..., None]:
-    """An ``__init__`` that writes the real one (``_init``) at the class's first instance
-    and puts it in its own place: compiling it is a third of making a class, and most
-    record classes have no instance before the first frame (some none in a whole run)."""
+#: instances a class is built by the binding ``__init__`` before its own is compiled
+COMPILED_AFTER = 64
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+
+def _first_init(cls: type, every: tuple[Field[Any], ...], settable: bool) -> Callable[..., None]:
+    """An ``__init__`` that binds the arguments to the fields itself for a class's first
+    ``COMPILED_AFTER`` instances, then compiles the real one (``_init``) and puts it in its
+    place. Compiling costs ~25 us a field (1.5 ms for the thresholds' 107), and most record
+    classes are built a few times before the first frame (the GPUs' facts, the thresholds)
+    or never again; the classes built every tick pass the count within seconds. A call it
+    does not take as plainly right (a missing, unknown or repeated argument) compiles the
+    real one at once, which answers it as dataclasses' would."""
+    params: list[tuple[str, Any, Any]] = []  # name, default, factory (MISSING: none)
+    later: list[tuple[str, Any, Any]] = []  # fields outside the signature that get a value
+    for f in every:
+        entry = (f.name, f.default, f.default_factory)
+        if f.init:
+            params.append(entry)
+        elif f.default is not MISSING or f.default_factory is not MISSING:
+            later.append(entry)
+    accepted = frozenset(name for name, _, _ in params)
+    required = tuple(
+        (i, name)
+        for i, (name, default, factory) in enumerate(params)
+        if default is MISSING and factory is MISSING
+    )
+    post_init = hasattr(cls, "__post_init__")
+    put = setattr if settable else object.__setattr__
+    built = 0
+
+    def compiled(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         init = _init(cls, every, settable)
         setattr(cls, "__init__", init)  # noqa: B010
         init(self, *args, **kwargs)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal built
+        built += 1
+        given = len(args)
+        if (
+            built > COMPILED_AFTER
+            or given > len(params)
+            or not accepted.issuperset(kwargs)
+            or any(name in kwargs for name, _, _ in params[:given])  # given twice
+            or any(i >= given and name not in kwargs for i, name in required)  # missing
+        ):
+            compiled(self, args, kwargs)
+            return
+        for (name, _, _), value in zip(params, args, strict=False):
+            put(self, name, value)
+        for name, default, factory in params[given:]:
+            if name in kwargs:
+                put(self, name, kwargs[name])
+            else:
+                put(self, name, default if default is not MISSING else factory())
+        for name, default, factory in later:
+            put(self, name, default if default is not MISSING else factory())
+        if post_init:
+            self.__post_init__()
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
@@ -177,7 +229,7 @@ def record(cls: type[T] | None = None, /, *, hashable: bool = False) -> Any:
 
 def _made(cls: type[T], settable: bool) -> type[T]:
     """The slotted dataclass of ``cls`` with the shared ``==`` and repr; its ``__init__``
-    written at its first instance."""
+    compiled once it has been built often enough (``_first_init``)."""
     if not cls.__dict__.get("__doc__"):
         # dataclasses would write "Name(signature)" here, asking inspect for the signature
         # of a class whose __init__ comes later: a tokenizer pass over object's signature

@@ -8,10 +8,11 @@ import copy
 import dataclasses
 import pickle
 from dataclasses import field
+from typing import Any
 
 import pytest
 
-from gputui.core.records import frozen, record
+from gputui.core.records import COMPILED_AFTER, frozen, record
 
 
 @frozen
@@ -135,25 +136,118 @@ def test_a_class_keeps_its_own_init_and_may_not_bring_its_own_setattr() -> None:
                 object.__setattr__(self, name, value)
 
 
-def test_init_is_written_at_the_first_instance_and_says_the_same() -> None:
+def test_init_is_compiled_after_enough_instances_or_a_wrong_call_and_says_the_same() -> None:
     @frozen
     class Late:
         x: int
         tags: list[str] = field(default_factory=list)
 
     first = Late.__init__
-    assert first.__qualname__.endswith("Late.__init__")  # the stand-in, until an instance
-    with pytest.raises(TypeError, match=r"Late.__init__\(\) missing 1 required positional"):
-        Late()  # type: ignore[call-arg]
+    assert first.__qualname__.endswith("Late.__init__")  # the binding one, until compiled
+    for _ in range(COMPILED_AFTER):
+        Late(1)
+    assert Late.__init__ is first  # built COMPILED_AFTER times without compiling
+    Late(2)
     made = Late.__init__
-    assert made is not first  # written at the first call, a failed one too
+    assert made is not first  # compiled at the next
     assert Late(1, ["a"]) == Late(x=1, tags=["a"]) and Late(2).tags == []
-    assert Late.__init__ is made  # and written once
+    assert Late.__init__ is made  # and compiled once
+
+    @frozen
+    class Wrong:
+        x: int
+
+    binding = Wrong.__init__
+    with pytest.raises(TypeError, match=r"Wrong.__init__\(\) missing 1 required positional"):
+        Wrong()  # type: ignore[call-arg]
+    assert Wrong.__init__ is not binding  # a wrong call compiles it: Python's own words
 
     class Child(Late):
         __slots__ = ()
 
     assert Child(3).x == 3  # a subclass without fields of its own shares it
+
+
+@frozen
+class Many:
+    a: int
+    b: str = "b"
+    c: list[int] = field(default_factory=lambda: [1])
+    d: int = field(default=4, init=False)
+    e: list[str] = field(default_factory=list, init=False)
+    f: float = 0.5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", self.d + len(self.c))
+
+
+@record
+class ManyMutable:
+    a: int
+    b: str = "b"
+    c: list[int] = field(default_factory=list)
+
+
+CALLS: list[tuple[tuple[object, ...], dict[str, object]]] = [
+    ((1,), {}),
+    ((1, "x"), {}),
+    ((1, "x", [2, 3], 0.25), {}),
+    ((), {"a": 1}),
+    ((1,), {"f": 2.0, "c": []}),
+    ((), {"f": 2.0, "b": "y", "a": 7}),
+    ((1, "x"), {"f": 1.0}),
+]
+WRONG: list[tuple[tuple[object, ...], dict[str, object]]] = [
+    ((), {}),  # missing
+    ((1, "x", [], 0.5, 9), {}),  # too many
+    ((1,), {"a": 2}),  # twice
+    ((1,), {"d": 2}),  # not an argument
+    ((1,), {"z": 2}),  # unknown
+    ((), {"b": "y"}),  # missing, with others given
+]
+
+
+@pytest.mark.parametrize("cls", [Many, ManyMutable])
+def test_the_binding_init_builds_what_the_compiled_one_builds(cls: Any) -> None:
+    calls = [c for c in CALLS if cls is Many or (set(c[1]) <= {"a", "b", "c"} and len(c[0]) <= 3)]
+
+    def built() -> list[tuple[object, ...]]:
+        rows = []
+        for args, kwargs in calls:
+            made = cls(*args, **kwargs)
+            rows.append(tuple(getattr(made, f.name) for f in dataclasses.fields(made)))
+        return rows
+
+    binding = cls.__init__
+    by_binding = built()
+    assert cls.__init__ is binding
+    for _ in range(COMPILED_AFTER):
+        cls(1)
+    assert cls.__init__ is not binding
+    assert built() == by_binding
+    first, second = cls(1), cls(1)
+    assert first.c is not second.c  # a factory's value for each, compiled or not
+
+
+@pytest.mark.parametrize(("args", "kwargs"), WRONG)
+def test_a_wrong_call_fails_as_the_compiled_init_fails(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    @frozen
+    class Fresh:
+        a: int
+        b: str = "b"
+        c: list[int] = field(default_factory=lambda: [1])
+        d: int = field(default=4, init=False)
+        f: float = 0.5
+
+    build: Any = Fresh  # called with what does not fit it, on purpose
+    with pytest.raises(TypeError) as by_binding:
+        build(*args, **kwargs)
+    with pytest.raises(TypeError) as by_compiled:
+        build(*args, **kwargs)
+    assert str(by_binding.value) == str(by_compiled.value)
+    assert "Fresh.__init__()" in str(by_compiled.value)
 
 
 def test_a_class_without_a_docstring_is_made_without_asking_for_its_signature(
