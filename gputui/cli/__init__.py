@@ -1,18 +1,19 @@
 """The composition root: arguments -> config -> source -> sampler -> app or a headless command.
 
-One module a job: ``parser`` (every command and option), ``opening`` (the source the
-arguments name and its first readings), ``commands`` (what each command does; ``record``
-and ``report`` have their own).
+One module a job: ``monitor_line`` (a plain monitor command line, read without argparse),
+``parser`` (every command and option), ``exits`` (the exit statuses), ``opening`` (the
+source the arguments name and its first readings), ``commands`` (what each command does;
+``record`` and ``report`` have their own).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from gputui.cli.commands import (
     cmd_app,
@@ -21,8 +22,7 @@ from gputui.cli.commands import (
     cmd_replay,
     cmd_snapshot,
 )
-from gputui.cli.output import OutputError, drop_stdout, guarded_stdout
-from gputui.cli.parser import (
+from gputui.cli.exits import (
     DOCTOR_EXIT_CODES,
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -30,16 +30,18 @@ from gputui.cli.parser import (
     EXIT_NO_TERMINAL,
     EXIT_OUTPUT,
     EXIT_USAGE,
-    PROMETHEUS_INTERVAL_S,
-    build_parser,
-    parse_command_line,
 )
+from gputui.cli.monitor_line import PROMETHEUS_INTERVAL_S, plain_monitor_line
+from gputui.cli.output import OutputError, drop_stdout, guarded_stdout
 from gputui.core.config import DEFAULT_INTERVAL_S
 from gputui.core.sanitize import clean
 
+if TYPE_CHECKING:
+    from types import SimpleNamespace
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args, parser = parse_command_line(sys.argv[1:] if argv is None else argv)
+    args = read_command_line(sys.argv[1:] if argv is None else argv)
     if args.interval is None:
         # A Prometheus server holds what exporters collected every 15-30 s: reading it every
         # second costs a query over the whole cluster for the same answer.
@@ -48,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     headless = args.command not in (None, "replay")  # the screens need the real ones
     try:
         with guarded_stdout() if headless else contextlib.nullcontext():
-            return _run(args, parser)
+            return _run(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the output's reader went away (`| head`): nothing to tell it
@@ -69,7 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def read_command_line(argv: Sequence[str]) -> SimpleNamespace:
+    """The arguments: a plain monitor command line read by the monitor's own reader,
+    anything else by argparse (``parser``, loaded only then)."""
+    plain = plain_monitor_line(argv)
+    if plain is not None:
+        return plain
+    from gputui.cli.parser import parse_command_line
+
+    return parse_command_line(argv)[0]
+
+
+def _run(args: SimpleNamespace) -> int:
     """The command the arguments name, run."""
     if args.command == "snapshot":
         return cmd_snapshot(args)
@@ -86,8 +99,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return cmd_export(args)
     if args.command == "completion":
         from gputui.cli.completion import script
+        from gputui.cli.parser import build_parser
 
-        print(script(args.shell, parser), end="")
+        print(script(args.shell, build_parser()), end="")
         return 0
     if args.command == "report":
         from gputui.cli.report import cmd_report
@@ -124,6 +138,5 @@ __all__ = [
     "EXIT_NO_SOURCE",
     "EXIT_NO_TERMINAL",
     "EXIT_USAGE",
-    "build_parser",
     "main",
 ]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gputui.cli.exits import DOCTOR_EXIT_CODES, EXIT_CANNOT_WRITE
 from gputui.cli.parser import (
-    DOCTOR_EXIT_CODES,
-    EXIT_CANNOT_WRITE,
     MAX_KEEP,
     MAX_RECORD_S,
     MAX_REPORT_DEADLINE_S,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from gputui.cli.exits import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.cli.opening import (
     backfilled,
     collect,
@@ -23,7 +24,6 @@ from gputui.cli.opening import (
     terminal_missing,
     write_output,
 )
-from gputui.cli.parser import EXIT_NO_TERMINAL, EXIT_USAGE
 from gputui.core.config import Config
 from gputui.core.sanitize import clean
 from gputui.core.source import Follows, SourceUnavailable, TopologyLater
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gputui.sampling.monitor import Monitor
 
 
-def cmd_snapshot(args: argparse.Namespace) -> int:
+def cmd_snapshot(args: SimpleNamespace) -> int:
     from gputui.exporters.markdown import markdown_report
     from gputui.formats.snapshot import dumps, snapshot_of
 
@@ -78,7 +78,7 @@ def _write_new_snapshot(monitor: Monitor, directory: Path, suffix: str, text: st
     return 0
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
+def cmd_doctor(args: SimpleNamespace) -> int:
     import json
 
     from gputui.advisor import judgement_of, point_in_time_findings
@@ -141,7 +141,7 @@ def _configuration(monitor: Monitor, findings: Sequence[Finding]) -> dict[str, o
     return config_document(monitor.devices, monitor.latest, checks)
 
 
-def _doctor_config(args: argparse.Namespace, fail: Callable[[str], int], reasons: list[str]) -> int:
+def _doctor_config(args: SimpleNamespace, fail: Callable[[str], int], reasons: list[str]) -> int:
     """`doctor --config`: one reading, every configuration check once, no window."""
     import json
 
@@ -205,7 +205,7 @@ def _doctor_failure(reasons: Sequence[str], status: int) -> dict[str, object]:
     }
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def cmd_replay(args: SimpleNamespace) -> int:
     from gputui.formats.recording import RecordingError, read_recording
 
     try:
@@ -307,7 +307,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: SimpleNamespace) -> int:
     from prometheus_client.registry import CollectorRegistry
 
     from gputui.exporters.prometheus import GputuiCollector, serve_metrics
@@ -362,7 +362,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_app(args: argparse.Namespace) -> int:
+def cmd_app(args: SimpleNamespace) -> int:
     source = make_source(args)
     if isinstance(source, Follows):  # the screen reads in full only the nodes it shows
         source.follow(tuple)  # (said before opening: it lists the cluster for less)

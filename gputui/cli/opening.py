@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from gputui.cli.parser import EXIT_NO_SOURCE
+from gputui.cli.exits import EXIT_NO_SOURCE
 from gputui.core.config import Config
 from gputui.core.judgement import gpu_list
 from gputui.core.manual_clock import ManualClock
@@ -42,7 +42,7 @@ POINT_READINGS = 24
 
 
 def make_source(
-    args: argparse.Namespace, clock: Callable[[], float] = time.time, readings: int | None = None
+    args: SimpleNamespace, clock: Callable[[], float] = time.time, readings: int | None = None
 ) -> Source:
     """The source the arguments name, narrowed to the GPUs of ``--only`` where given.
     ``readings``: the history a Prometheus source reads at start (its default without)."""
@@ -54,7 +54,7 @@ def make_source(
     return source
 
 
-def _source(args: argparse.Namespace, clock: Callable[[], float], readings: int | None) -> Source:
+def _source(args: SimpleNamespace, clock: Callable[[], float], readings: int | None) -> Source:
     if getattr(args, "prometheus", None) and args.demo is None:
         from gputui.sources.prometheus.source import HISTORY_READINGS, PrometheusSource
 
@@ -88,7 +88,7 @@ def _source(args: argparse.Namespace, clock: Callable[[], float], readings: int 
     return NvmlSource(host=HostReader(), clock=clock, settings=settings)
 
 
-def source_detail(args: argparse.Namespace) -> str | None:
+def source_detail(args: SimpleNamespace) -> str | None:
     """What the source is, for the header and every report: URLs with their credentials
     (user:password@, ?token=) masked, as everywhere a URL is shown; the GPUs ``--only``
     kept."""
@@ -100,7 +100,7 @@ def source_detail(args: argparse.Namespace) -> str | None:
     return f"{detail} · {kept}" if detail else kept
 
 
-def _detail(args: argparse.Namespace) -> str | None:
+def _detail(args: SimpleNamespace) -> str | None:
     if getattr(args, "prometheus", None) and args.demo is None:
         shown = mask_secrets(args.prometheus)
         return f"prometheus: {shown}" + (f" {args.match}" if args.match else "")
@@ -120,7 +120,7 @@ def fail(message: str) -> int:
 
 
 def collect(
-    args: argparse.Namespace, seconds: float, fail: Callable[[str], int] = fail
+    args: SimpleNamespace, seconds: float, fail: Callable[[str], int] = fail
 ) -> Monitor | int:
     """Sample for ``seconds`` (at least ``--samples`` readings): the headless commands' core.
 
@@ -184,7 +184,7 @@ def read_since_history(monitor: Monitor, source: Source) -> None:
             monitor.ingest(frame)
 
 
-def simulated_warmup(args: argparse.Namespace) -> float | None:
+def simulated_warmup(args: SimpleNamespace) -> float | None:
     """The demo's simulated warm-up in seconds (None when the readings are live), so that a
     report calls its history simulated rather than sampled."""
     return float(args.warmup) if args.demo is not None else None
@@ -208,7 +208,7 @@ def write_output(text: str, output: Path | None) -> int:
 
 
 def open_live(
-    args: argparse.Namespace,
+    args: SimpleNamespace,
     clock: Callable[[], float] = time.time,
     fail: Callable[[str], int] = fail,
     point_in_time: bool = False,

@@ -3,43 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeAlias, cast
+from types import SimpleNamespace
+from typing import NoReturn, TypeAlias, TypeVar, cast
 
 from gputui import __version__
-from gputui.core.config import (
-    DEFAULT_INTERVAL_S,
-    DEMO_MAX_GPUS,
-    DEMO_MIX,
-    DEMO_SCENARIOS,
-    MAX_INTERVAL_S,
-    MIN_INTERVAL_S,
-    THEMES,
-)
-from gputui.core.prose import DOCTOR_EXITS
+from gputui.cli.exits import EXIT_USAGE
+from gputui.cli.monitor_line import MONITOR_DEFAULTS, PROMETHEUS_INTERVAL_S, interval, within
+from gputui.core.config import DEFAULT_INTERVAL_S, DEMO_MAX_GPUS, DEMO_MIX, DEMO_SCENARIOS, THEMES
 from gputui.sources.selection import parse_only
 
-if TYPE_CHECKING:
-    pass
+T = TypeVar("T")
 
-EXIT_NO_SOURCE = 3
-#: `gputui record` could not write its file (a full disk, a file system turned read-only)
-EXIT_CANNOT_WRITE = 1
-PROMETHEUS_INTERVAL_S = 15.0
-#: `gputui doctor`'s exit statuses, as its --help prints them (numbers: exporters/doctor.py)
-DOCTOR_EXIT_CODES = "; ".join(f"{status} {meaning}" for status, meaning in DOCTOR_EXITS)
-#: a command line that cannot run as given (sysexits' EX_USAGE): never one of doctor's
-#: verdicts, so a health gate that drains a node on 2 (critical) does not on a typo
-EXIT_USAGE = 64
-EXIT_NO_TERMINAL = EXIT_USAGE
-EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from every status a command documents
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a command its pipe's reader left
-#: standard output could not be written (closed, a full disk: sysexits' EX_IOERR)
-EXIT_OUTPUT = 74
 SHELLS = ("bash", "zsh", "fish")  # what `gputui completion` writes for
 COMMANDS = ("snapshot", "doctor", "record", "replay", "export", "report", "rules", "completion")
 
@@ -67,26 +45,22 @@ def bounded(
 ) -> Callable[[str], float]:
     """An argparse type: a finite number of ``kind`` in [low, high] (low excluded with
     ``low_open``), else a sentence saying what is accepted."""
+    return _argparse_type(within(kind, low, high, low_open))
 
-    def parse(text: str) -> float:
+
+def _argparse_type(read: Callable[[str], T]) -> Callable[[str], T]:
+    """``read`` as an argparse type: the ValueError it raises, said as argparse's error."""
+
+    def parse(text: str) -> T:
         try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
-            above = f"above {_figure(low)}" if low_open else f"from {_figure(low)}"
-            raise argparse.ArgumentTypeError(f"must be {above} to {_figure(high)}, not {text!r}")
-        return value
+            return read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
 
 
-def _figure(bound: float) -> str:
-    """A bound as people write it: 31,622,400 rather than 3.16224e+07."""
-    return f"{bound:,.0f}" if bound == int(bound) and abs(bound) >= 1e4 else f"{bound:g}"
-
-
-interval_seconds = bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
+interval_seconds = _argparse_type(interval)
 
 
 def _directory(text: str) -> Path:
@@ -99,13 +73,6 @@ def _directory(text: str) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not writable by this user")
     return path
-
-
-def _only(text: str) -> tuple[int, ...]:
-    try:
-        return parse_only(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _gpus(text: str) -> int:
@@ -158,7 +125,7 @@ def _source_options(for_command: bool) -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--only",
-        type=_only,
+        type=_argparse_type(parse_only),
         metavar="GPUS",
         help="only these GPUs, by index as nvidia-smi numbers them: 0,2-3 (the others are "
         "not shown, judged or written; each keeps its index)",
@@ -210,14 +177,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
         parents=[_source_options(for_command=False)],
         add_help=commands,
     )
-    parser.set_defaults(
-        gpus=4, seed=0, interval=None, source=None, prometheus=None, match=None, only=None
-    )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     parser.add_argument(
         "--snapshot-dir",
         type=_directory,
-        default=Path("."),
         metavar="DIR",
         help="where the app's snapshot key writes (default: current directory); a "
         "directory that exists and gputui may write in, checked at the start",
@@ -231,13 +194,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument(
         "--theme",
         choices=THEMES,
-        default=THEMES[0],
         help="the screen's colours: dark (the default) or light, for a light terminal; b "
         "switches while it runs",
     )
     secrets_option(parser, for_command=False)
+    parser.set_defaults(**MONITOR_DEFAULTS)  # what the monitor's own reader leaves too
     if not commands:
-        parser.set_defaults(command=None)
         return parser
     common = _source_options(for_command=True)
     # its commands' parsers are _Parser too; typed as the ArgumentParser they extend
@@ -248,7 +210,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+def parse_command_line(argv: Sequence[str]) -> tuple[SimpleNamespace, argparse.ArgumentParser]:
     """The arguments, and the parser that read them. A command line that names no command
     (the monitor's: what a user types most, and waits on for the first screen) is read by
     the monitor's options alone: making every command's parser took more than the parse.
@@ -257,13 +219,13 @@ def parse_command_line(argv: Sequence[str]) -> tuple[argparse.Namespace, argpars
     tokens = normalise(argv)
     monitor = build_parser(commands=False)
     try:
-        args, rest = monitor.parse_known_args(tokens)
+        args, rest = monitor.parse_known_args(tokens, SimpleNamespace())
     except _NotTheMonitors:
         rest = tokens
     if not rest:
         return args, monitor
     parser = build_parser()
-    return parser.parse_args(tokens), parser
+    return parser.parse_args(tokens, SimpleNamespace()), parser
 
 
 def secrets_option(parser: argparse.ArgumentParser, for_command: bool) -> None:

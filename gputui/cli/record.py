@@ -10,16 +10,15 @@ what a recorder restarted by its service finds (contrib/gputui-record.service).
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 import threading
 import time
-from types import FrameType, TracebackType
+from types import FrameType, SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING
 
+from gputui.cli.exits import EXIT_CANNOT_WRITE
 from gputui.cli.opening import open_live
-from gputui.cli.parser import EXIT_CANNOT_WRITE
 from gputui.core.sanitize import clean
 from gputui.core.units import fmt_time
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def cmd_record(args: argparse.Namespace) -> int:
+def cmd_record(args: SimpleNamespace) -> int:
     from gputui.exporters.recorder import RecordWriter
     from gputui.formats.recording import Header
     from gputui.sampling.sampler import Sampler
@@ -91,7 +90,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     return status
 
 
-def _earlier_recording(args: argparse.Namespace, shown: str) -> bool | None:
+def _earlier_recording(args: SimpleNamespace, shown: str) -> bool | None:
     """Whether an existing file is to be rotated away first (``--rotate-mb``, a recording:
     its journal folded in first); None where it cannot be (said why)."""
     path = args.output
@@ -187,7 +186,7 @@ def _cannot_write(writer: RecordWriter, exc: OSError, shown: str) -> int:
     return EXIT_CANNOT_WRITE
 
 
-def _said_done(args: argparse.Namespace, writer: RecordWriter, shown: str) -> None:
+def _said_done(args: SimpleNamespace, writer: RecordWriter, shown: str) -> None:
     """What was recorded, where the older ticks went, and the command of its report."""
     from gputui.exporters.recorder import rotated_name
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import shlex
@@ -11,10 +10,12 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from gputui.cli.exits import EXIT_USAGE
 from gputui.cli.opening import fail, write_output
-from gputui.cli.parser import EXIT_USAGE, REPORT_DEADLINE_S, REPORT_QUERY_TIMEOUT_S
+from gputui.cli.parser import REPORT_DEADLINE_S, REPORT_QUERY_TIMEOUT_S
 from gputui.core.sanitize import clean
 from gputui.formats.values import MAX_TIME
 
@@ -111,7 +112,7 @@ def _stem(path: Path) -> str:
     return name or "run"
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: SimpleNamespace) -> int:
     from gputui.exporters.report import report_text
 
     fmt = args.format or (
@@ -142,7 +143,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return write_output(text, output)
 
 
-def _file_conflicts(args: argparse.Namespace) -> str | None:
+def _file_conflicts(args: SimpleNamespace) -> str | None:
     """Why a report of a recording file cannot run as asked: options that only select a
     Prometheus server's range (silently ignored, they would read as applied), or an output
     that is the recording itself (written over, the run would be lost)."""
@@ -182,7 +183,7 @@ def _from_recording(path: Path, rejudge: bool = False) -> Run | int:
     return run
 
 
-def _window(args: argparse.Namespace) -> tuple[float, float] | int:
+def _window(args: SimpleNamespace) -> tuple[float, float] | int:
     now = time.time()
     if args.since is None:
         print(
@@ -266,7 +267,7 @@ class Deadline:
 
 
 def _opened(
-    args: argparse.Namespace, url: str, window: tuple[float, float], deadline: Deadline
+    args: SimpleNamespace, url: str, window: tuple[float, float], deadline: Deadline
 ) -> tuple[PrometheusSource, tuple[DeviceInfo, ...], tuple[float, float]] | int:
     """The server's source opened over the range, its GPUs, and the range its readings
     span; or the status where it cannot be read."""
@@ -302,7 +303,7 @@ def _opened(
     return source, devices, span
 
 
-def _from_prometheus(args: argparse.Namespace, url: str) -> Run | int:
+def _from_prometheus(args: SimpleNamespace, url: str) -> Run | int:
     from gputui.core.model import SourceInfo
     from gputui.exporters.report import Collector, report_thresholds
     from gputui.sources.remote import ScrapeError

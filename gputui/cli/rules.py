@@ -3,16 +3,17 @@ interval (given, or measured on a Prometheus server)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
+from types import SimpleNamespace
 
+from gputui.cli.exits import EXIT_NO_SOURCE
 from gputui.cli.opening import write_output
-from gputui.cli.parser import EXIT_NO_SOURCE, RULES_SCRAPE_S
+from gputui.cli.parser import RULES_SCRAPE_S
 from gputui.core.sanitize import clean
 from gputui.core.source import SourceUnavailable
 
 
-def cmd_rules(args: argparse.Namespace) -> int:
+def cmd_rules(args: SimpleNamespace) -> int:
     from gputui.advisor.promrules import Terms, engine
     from gputui.exporters.rules_file import rules_yaml
 

@@ -15,7 +15,8 @@ import pytest
 
 from gputui import __version__
 from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
-from gputui.cli.parser import EXIT_OUTPUT, build_parser, parse_command_line
+from gputui.cli.exits import EXIT_OUTPUT
+from gputui.cli.parser import build_parser, parse_command_line
 from gputui.formats.snapshot import parse_snapshot
 from tests.nvml_double import install
 

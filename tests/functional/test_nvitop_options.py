@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, build_parser, main
+from gputui.cli import EXIT_NO_SOURCE, EXIT_USAGE, main
 from gputui.cli.opening import make_source, source_detail
+from gputui.cli.parser import parse_command_line
 from gputui.core.config import Config
 from gputui.launch import make_app
 from gputui.ui.lines import LineView
@@ -72,7 +73,7 @@ def test_only_a_gpu_the_node_lacks_says_which_it_has(
 
 async def test_the_monitor_of_only_some_gpus(tmp_path: Path) -> None:
     """The same source the command line builds (the demo's history and all), narrowed."""
-    args = build_parser().parse_args(["--demo", "--gpus", "4", "--only", "1,3"])
+    args = parse_command_line(["--demo", "--gpus", "4", "--only", "1,3"])[0]
     args.interval = 1.0
     source = make_source(args)
     devices = source.open()
@@ -134,7 +135,7 @@ async def test_the_light_theme_from_the_start_and_b_switches(demo_app: DemoApp) 
 async def test_a_readonly_screen_says_so_at_every_width(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    args = build_parser().parse_args(["--demo", "--gpus", "8", "--readonly"])
+    args = parse_command_line(["--demo", "--gpus", "8", "--readonly"])[0]
     assert args.readonly
     source = make_source(args)
     app = make_app(

@@ -27,7 +27,7 @@ import pytest
 
 from gputui import cli
 from gputui.advisor import make_monitor
-from gputui.cli.parser import EXIT_CANNOT_WRITE
+from gputui.cli.exits import EXIT_CANNOT_WRITE
 from gputui.core.config import Config
 from gputui.core.units import fmt_time
 from gputui.formats.block_writer import findings_shown

@@ -162,14 +162,14 @@ def test_a_node_that_comes_up_after_the_start_joins(servers: dict[str, str]) -> 
 
 def test_urls_are_shown_with_their_credentials_masked() -> None:
     from gputui.cli.opening import source_detail
-    from gputui.cli.parser import build_parser
+    from gputui.cli.parser import parse_command_line
 
-    args = build_parser().parse_args(
+    args, _ = parse_command_line(
         ["--source", "http://user:s3cret@a:9400/metrics", "--source", "http://b/x?token=abc"]
     )
     shown = source_detail(args) or ""
     assert "s3cret" not in shown and "abc" not in shown and "a:9400/metrics" in shown
-    args = build_parser().parse_args(["--prometheus", "https://u:s3cret@prom:9090"])
+    args, _ = parse_command_line(["--prometheus", "https://u:s3cret@prom:9090"])
     assert "s3cret" not in (source_detail(args) or "")
 
 

@@ -118,7 +118,7 @@ def test_the_app_asks_for_the_topology_later_before_it_opens(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import gputui.cli.commands as commands
-    from gputui.cli.parser import build_parser
+    from gputui.cli.parser import parse_command_line
 
     asked: list[str] = []
 
@@ -133,5 +133,5 @@ def test_the_app_asks_for_the_topology_later_before_it_opens(
     monkeypatch.setattr(
         commands, "make_source", lambda _args: Later(resolve_scenarios("healthy", 1))
     )
-    commands.cmd_app(build_parser().parse_args([]))  # ends at the missing terminal
+    commands.cmd_app(parse_command_line([])[0])  # ends at the missing terminal
     assert asked == ["later", "open"]

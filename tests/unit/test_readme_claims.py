@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.cli import build_parser
-from gputui.cli.parser import COMMANDS
+from gputui.cli.parser import COMMANDS, build_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MONITOR = "the monitor"  # the command line without a command: the live screen

@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from gputui.cli.parser import EXIT_USAGE
+from gputui.cli.exits import EXIT_USAGE
 from gputui.core import clock_events as ce
 from gputui.core.config import Thresholds
 from gputui.core.manual_clock import ManualClock
@@ -391,7 +391,7 @@ def test_a_ranges_moments_and_a_future_end() -> None:
     """--since/--until as people write them; a moment before 1970 is an age ('-90': 90 s
     ago), and an end past now is now: beyond it the server repeats each series' last
     sample for its lookback, and minutes that had not happened were counted as work."""
-    import argparse
+    from types import SimpleNamespace
 
     from gputui.cli.report import _window, parse_when
 
@@ -400,10 +400,10 @@ def test_a_ranges_moments_and_a_future_end() -> None:
     assert parse_when(str(now - 5), now) == now - 5 and parse_when("now", now) == now
     with pytest.raises(ValueError, match="no moment"):
         parse_when("+1h", now)
-    ahead = argparse.Namespace(since="-10m", until=str(time.time() + 600))
+    ahead = SimpleNamespace(since="-10m", until=str(time.time() + 600))
     window = _window(ahead)
     assert isinstance(window, tuple) and window[1] <= time.time()
-    assert _window(argparse.Namespace(since=str(time.time() + 60), until=None)) == EXIT_USAGE
+    assert _window(SimpleNamespace(since=str(time.time() + 60), until=None)) == EXIT_USAGE
     # the census of a report's source spans its whole range: a node that stopped hours
     # before the end is listed (the live source keeps its census to the last hour)
     from gputui.sources.prometheus.source import MAX_HISTORY_S, PrometheusSource

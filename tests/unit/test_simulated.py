@@ -149,13 +149,12 @@ def test_the_interactive_demo_opens_with_its_scenarios_under_way() -> None:
 
     from gputui.advisor import make_monitor
     from gputui.cli.opening import DEMO_HISTORY_S, make_source
-    from gputui.cli.parser import build_parser
+    from gputui.cli.parser import parse_command_line
     from gputui.core.config import Config
     from gputui.core.model import SourceInfo
     from gputui.core.names import SourceKind
 
-    parser = build_parser()
-    source = make_source(parser.parse_args(["--demo"]))
+    source = make_source(parse_command_line(["--demo"])[0])
     devices = source.open()
     frames = source.backfill()  # type: ignore[attr-defined]
     assert len(frames) == DEMO_HISTORY_S and len(devices) == 4
@@ -164,7 +163,7 @@ def test_the_interactive_demo_opens_with_its_scenarios_under_way() -> None:
     for frame in frames:
         monitor.ingest(frame)
     assert monitor.findings and not monitor.judgement.gathering
-    headless = make_source(parser.parse_args(["--demo=mix", "snapshot"]))
+    headless = make_source(parse_command_line(["--demo=mix", "snapshot"])[0])
     headless.open()
     assert headless.backfill() == []  # type: ignore[attr-defined]
 
