@@ -18,6 +18,7 @@ import contextvars
 import gc
 import signal
 import socket
+import sys
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -52,6 +53,7 @@ from gputui.view.screen import ScreenView
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 WATCHDOG_S = 2.5
+STARTUP_SWITCH_S = 0.0005  # the GIL's switch interval until the first paint
 
 
 class GpuTuiApp(App[int]):
@@ -97,6 +99,7 @@ class GpuTuiApp(App[int]):
             replay_keys=self.replay_keys,
         )
         self._drawable = False
+        self._switch_interval = sys.getswitchinterval()  # Python's, restored after the start
         # where the sampler's frames are handed (the app's loop, and its context: Textual
         # finds the active app in a context variable), once it is running
         self._frames_to: tuple[asyncio.AbstractEventLoop, contextvars.Context] | None = None
@@ -162,6 +165,10 @@ class GpuTuiApp(App[int]):
             # libraries, the job's settings) would hold the GIL while the screen is drawn
             self.call_after_refresh(self.sampler.start)
         if self._parts.owns_process:
+            # Textual's writer thread puts the first screen on the terminal, and waits for
+            # the GIL while this thread goes on drawing: for Python's switch interval (5 ms)
+            # unless this thread gives it up sooner. Until the first paint it is 0.5 ms.
+            sys.setswitchinterval(min(self._switch_interval, STARTUP_SWITCH_S))
             self.call_after_refresh(self._freeze_startup_heap)
         # SIGTERM (a scheduler), SIGHUP (SSH dropped), SIGINT (kill -INT; ctrl+c is a key in
         # the app): end as q does. Left to Python, SIGINT raised KeyboardInterrupt wherever
@@ -186,6 +193,7 @@ class GpuTuiApp(App[int]):
         self._drawable = False
 
     def _freeze_startup_heap(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
         # Textual's startup leaves a few hundred thousand objects that live as long as the
         # app. Left to the collector, every full collection walks them all (~60 ms, about
         # once a minute); frozen, the collector looks only at what ticks allocate.

@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import stat
+import sys
 import threading
 from pathlib import Path
 
@@ -319,17 +320,24 @@ async def test_the_startup_heap_is_frozen_only_where_the_app_owns_the_process(
     async with app.run_test() as pilot:
         await pilot.pause()
         assert gc.get_freeze_count() == 0  # tests run many apps: nothing kept forever
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # Python's, left alone
     app = demo_app(gpus=2, owns_process=True)  # as run_app makes it
     gc.disable()  # as the CLI starts it (gputui.cli._start_without_collector)
+    switches: list[float] = []
+    app.call_later(lambda: switches.append(sys.getswitchinterval()))  # before the first paint
     try:
         async with app.run_test() as pilot:
             await pilot.pause()
             await pilot.pause()
             assert gc.get_freeze_count() > 10_000
             assert gc.isenabled()  # on again after the first paint
+            # the writer thread got the GIL sooner until the first paint, and no longer
+            assert switches == [pytest.approx(0.0005)]
+            assert sys.getswitchinterval() == pytest.approx(0.005)
     finally:
         gc.unfreeze()
         gc.enable()
+        sys.setswitchinterval(0.005)
 
 
 async def test_no_all_clear_before_every_rule_has_had_its_window(demo_app: DemoApp) -> None:
