@@ -162,6 +162,22 @@ def test_first_variant_falls_through_on_not_supported_and_version_mismatch(
 
 
 # -- PCIe: counters and sampled windows ------------------------------------------------------
+def test_a_glance_leaves_the_throughput_windows_to_the_first_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lib = driver(535, [FakeGpu() for _ in range(2)])  # no byte counters: sampled windows
+    rig = Rig(monkeypatch, lib)
+    try:
+        rig.source.glance()
+        rig.source.wait_windows()
+        assert "nvmlDeviceGetPcieThroughput" not in lib.calls and not lib.throughput_threads
+        rig.source.read()
+        rig.source.wait_windows()
+        assert lib.calls["nvmlDeviceGetPcieThroughput"] == 2 * 2  # each GPU's RX and TX
+    finally:
+        rig.close()
+
+
 def test_r535_throughput_window_stays_off_the_tick(monkeypatch: pytest.MonkeyPatch) -> None:
     lib = driver(535, [FakeGpu() for _ in range(8)])
     lib.throughput_gate = threading.Event()  # every window blocks until the test says

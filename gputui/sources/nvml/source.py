@@ -166,8 +166,9 @@ class NvmlSource:
     def glance(self) -> Frame:
         """A first frame for the first screen, quick: every GPU reading a tick takes and
         the GPUs' processes, with the host's memory and load; the processes' host details
-        (command, user, CPU, environment, libraries), the host's CPU share and the settings
-        of the jobs and the host wait for the first ``read``."""
+        (command, user, CPU, environment, libraries), the host's CPU share, the settings
+        of the jobs and the host, and the PCIe throughput windows of GPUs without byte
+        counters (a thread each) wait for the first ``read``."""
         return self._read(full=False)
 
     def _read(self, full: bool) -> Frame:
@@ -196,7 +197,8 @@ class NvmlSource:
                 gpu.lost = True
                 samples.append(GpuSample(index=gpu.index, lost=True))
             self.last_calls[gpu.index] = q.calls
-        self._windows.start(self._gpus, self.last_calls)
+        if full:  # a glance starts no window: eight threads' start held up the first screen
+            self._windows.start(self._gpus, self.last_calls)
         frame = self._host_side(now, found) if full else self._glance_host(now, found)
         lost = [s.index for s in samples if s.lost]
         notes = frame.notes
