@@ -62,11 +62,12 @@ def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
     # completion, the simulation, the pages, the overview and the palette's commands load
     # when asked for, and so do the screens over the panels; the advisor's rules load with
     # the first frame judged, after the first paint: a start over SSH does not pay for them
-    # (issue 30)
+    # (issue 30); nor does a plain command line load argparse (cli/monitor_line.py)
     code = (
         "import sys\n"
         "import gputui.cli\n"
-        "from gputui.cli import commands, opening\n"
+        "from gputui.cli import commands, opening, read_command_line\n"
+        "read_command_line(['--interval', '2', '--readonly'])\n"
         "import gputui.launch, gputui.sources.nvml, gputui.ui.app\n"
         "later = ('gputui.exporters', 'gputui.cli.completion', 'gputui.cli.report',\n"
         "         'gputui.formats.recording', 'gputui.sources.recorded',\n"
@@ -75,7 +76,7 @@ def test_the_live_apps_start_loads_only_what_its_first_frame_draws() -> None:
         "         'gputui.sources.simulated', 'gputui.view.pages', 'gputui.view.topology',\n"
         "         'gputui.view.process_page', 'gputui.view.all_processes',\n"
         "         'gputui.view.overview', 'gputui.ui.commands', 'gputui.ui.screens',\n"
-        "         'gputui.ui.processes', 'gputui.advisor')\n"
+        "         'gputui.ui.processes', 'gputui.advisor', 'argparse')\n"
         "print(sorted(m for m in sys.modules if m.startswith(later)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -112,16 +110,3 @@ def test_whatever_it_reads_the_whole_parser_reads_the_same(argv: list[str]) -> N
     plain = plain_monitor_line(argv)
     if plain is not None:
         assert vars(plain) == vars(whole(argv) or SimpleNamespace(refused=True))
-
-
-def test_a_plain_monitor_line_loads_no_argparse() -> None:
-    """The point of the reader: the monitor's start does not wait on argparse."""
-    code = (
-        "import sys\n"
-        "from gputui.cli import read_command_line\n"
-        "import gputui.cli.commands, gputui.cli.opening\n"
-        "read_command_line(['--interval', '2', '--readonly'])\n"
-        "print('argparse' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
