@@ -236,3 +236,23 @@ def test_commands_help_and_mistakes_are_the_whole_parsers_to_answer(
         parse_command_line(["snapshots"])  # a command misspelt: the commands are named
     assert exited.value.code == EXIT_USAGE
     assert "invalid choice: 'snapshots'" in capsys.readouterr().err
+
+
+def test_the_command_runs_with_the_collector_on_its_modules_loaded_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`gputui` and `python -m gputui` both start at gputui.__main__.run: the command
+    line's modules load with the cyclic collector off, every command runs with it on."""
+    import gputui.__main__ as entry
+    import gputui.cli
+
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    assert '\ngputui = "gputui.__main__:run"\n' in pyproject  # the console script's
+    seen: list[bool] = []
+
+    def command() -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(gputui.cli, "main", command)
+    assert entry.run() == 0 and seen == [True]
