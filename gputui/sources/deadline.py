@@ -37,15 +37,14 @@ class NoAnswer(TimeoutError):
 
 
 class _Call:
-    """One call handed to a worker, and what came of it. ``given_up`` and ``done`` are
-    decided under the call's lock, so that a call that answers as its caller gives up is
+    """One call handed to a worker, and what came of it. ``answered`` and ``given_up``
+    are set under the call's lock, so that a call that answers as its caller gives up is
     either taken (the worker serves on) or left (the worker ends), never both."""
 
     def __init__(self, call: Callable[[], Any]) -> None:
         self.call = call
         self.lock = threading.Lock()
         self.answered = threading.Event()
-        self.done = False
         self.given_up = False
         self.value: object = None
         self.raised: BaseException | None = None
@@ -69,8 +68,8 @@ class _Worker:
             with job.lock:
                 if job.given_up:
                     return  # its caller went on without it: this thread is done
-                job.value, job.raised, job.done = value, raised, True
-            job.answered.set()
+                job.value, job.raised = value, raised
+                job.answered.set()
             del job, value, raised  # nothing of a call kept while waiting for the next
 
 
@@ -104,7 +103,7 @@ def within(key: str, call: Callable[[], T], seconds: float) -> T:
     worker.calls.put(job)
     job.answered.wait(seconds)
     with job.lock:
-        if not job.done:
+        if not job.answered.is_set():
             job.given_up = True
     if job.given_up:
         with _lock:
