@@ -121,7 +121,7 @@ def _start_without_collector() -> Iterator[None]:
     the first screen make ~100,000 objects, nearly all living as long as the app, and the
     collector walked them ~140 times over before the first frame (~30 ms, a tenth of the
     start) for the few cycles they leave. The app collects once, freezes what is left and
-    turns the collector on after its first paint (``GpuTuiApp._freeze_startup_heap``); an
+    turns the collector on after its first paint (``GpuTuiApp._after_first_paint``); an
     app that ends before that gets it back here."""
     was_on = gc.isenabled()
     gc.disable()

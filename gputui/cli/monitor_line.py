@@ -42,7 +42,7 @@ MONITOR_DEFAULTS: dict[str, object] = {
 }
 
 
-def within(
+def number_between(
     kind: type[int] | type[float], low: float, high: float, low_open: bool = False
 ) -> Callable[[str], float]:
     """A number of ``kind`` in [low, high] (low excluded with ``low_open``) read from a
@@ -66,7 +66,7 @@ def _figure(bound: float) -> str:
     return f"{bound:,.0f}" if bound == int(bound) and abs(bound) >= 1e4 else f"{bound:g}"
 
 
-interval = within(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
+interval = number_between(float, MIN_INTERVAL_S, MAX_INTERVAL_S)
 
 
 def _theme(text: str) -> str:

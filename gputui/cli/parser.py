@@ -12,7 +12,12 @@ from typing import NoReturn, TypeAlias, TypeVar, cast
 
 from gputui import __version__
 from gputui.cli.exits import EXIT_USAGE
-from gputui.cli.monitor_line import MONITOR_DEFAULTS, PROMETHEUS_INTERVAL_S, interval, within
+from gputui.cli.monitor_line import (
+    MONITOR_DEFAULTS,
+    PROMETHEUS_INTERVAL_S,
+    interval,
+    number_between,
+)
 from gputui.core.config import DEFAULT_INTERVAL_S, DEMO_MAX_GPUS, DEMO_MIX, DEMO_SCENARIOS, THEMES
 from gputui.sources.selection import parse_only
 
@@ -45,7 +50,7 @@ def bounded(
 ) -> Callable[[str], float]:
     """An argparse type: a finite number of ``kind`` in [low, high] (low excluded with
     ``low_open``), else a sentence saying what is accepted."""
-    return _argparse_type(within(kind, low, high, low_open))
+    return _argparse_type(number_between(kind, low, high, low_open))
 
 
 def _argparse_type(read: Callable[[str], T]) -> Callable[[str], T]:

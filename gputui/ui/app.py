@@ -169,7 +169,7 @@ class GpuTuiApp(App[int]):
             # the GIL while this thread goes on drawing: for Python's switch interval (5 ms)
             # unless this thread gives it up sooner. Until the first paint it is 0.5 ms.
             sys.setswitchinterval(min(self._switch_interval, STARTUP_SWITCH_S))
-            self.call_after_refresh(self._freeze_startup_heap)
+            self.call_after_refresh(self._after_first_paint)
         # SIGTERM (a scheduler), SIGHUP (SSH dropped), SIGINT (kill -INT; ctrl+c is a key in
         # the app): end as q does. Left to Python, SIGINT raised KeyboardInterrupt wherever
         # the main thread was, and one landing inside Textual's startup could leave it running.
@@ -192,7 +192,9 @@ class GpuTuiApp(App[int]):
     def on_unmount(self) -> None:
         self._drawable = False
 
-    def _freeze_startup_heap(self) -> None:
+    def _after_first_paint(self) -> None:
+        """The start's own settings undone: the GIL's switch interval back to Python's,
+        and the collector on, over a frozen startup heap."""
         sys.setswitchinterval(self._switch_interval)
         # Textual's startup leaves a few hundred thousand objects that live as long as the
         # app. Left to the collector, every full collection walks them all (~60 ms, about
