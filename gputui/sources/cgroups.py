@@ -156,17 +156,20 @@ def _inside(mount: Mount, path: str) -> Path | None:
     return Path(mount.point + path[len(root) :])
 
 
-def _ancestry(leaf: Path, top: Path) -> Iterator[Path]:
-    """``leaf`` and its parents up to ``top`` (the mount point), leaf first."""
+def _ancestry(leaf: str, top: str) -> Iterator[str]:
+    """``leaf`` and its parents up to ``top`` (the mount point), leaf first. Both are
+    written as a ``Path`` writes them; the walk is on strings, as every path under it is
+    joined (a job's files are read every few seconds: ``pathlib`` was a third of it)."""
+    under = top.rstrip("/") + "/"
     current = leaf
     while True:
         yield current
-        if current == top or top not in current.parents:
+        if current == top or not current.startswith(under):
             return
-        current = current.parent
+        current = current.rsplit("/", 1)[0] or "/"
 
 
-def _text(path: Path) -> str | None:
+def _text(path: str) -> str | None:
     try:
         return proc_files.text(path)
     except FileNotFoundError:
@@ -178,7 +181,7 @@ def mount_table(pid: int | str, proc: Path = Path("/proc")) -> tuple[list[Mount]
     table (``proc_files``), and whether the table held more (the rest not read). OSError
     where it cannot be read."""
     found, cut = proc_files.lines(
-        proc / str(pid) / "mountinfo",
+        f"{proc}/{pid}/mountinfo",
         proc_files.MAX_MOUNTINFO_BYTES,
         proc_files.MAX_MOUNTINFO_LINES,
     )
@@ -211,10 +214,10 @@ def read_cgroup(pid: int | str, proc: Path = Path("/proc")) -> CgroupReading:
     read is named in ``unreadable`` rather than guessed."""
     out = CgroupReading()
     try:
-        memberships = parse_proc_cgroup(proc_files.text(proc / str(pid) / "cgroup"))
+        memberships = parse_proc_cgroup(proc_files.text(f"{proc}/{pid}/cgroup"))
         mounts, _cut = mount_table("self", proc)  # gputui's own: its cgroup mounts come first
     except OSError as exc:
-        why = f"{proc / str(pid) / 'cgroup'}: {_why(exc)}"
+        why = f"{proc}/{pid}/cgroup: {_why(exc)}"
         out.unreadable += [f"cpu: {why}", f"memory: {why}", f"cpuset: {why}"]
         return out
     for area, reader in (("cpu", _read_cpu), ("memory", _read_memory), ("cpuset", _read_cpuset)):
@@ -226,7 +229,7 @@ def read_cgroup(pid: int | str, proc: Path = Path("/proc")) -> CgroupReading:
         if out.version is None or area == "cpu":
             out.version, out.path = version, path
         try:
-            reader(out, directory, top, version, memberships, mounts)
+            reader(out, str(directory), str(top), version, memberships, mounts)
         except OSError as exc:
             out.unreadable.append(f"{area}: {directory}: {_why(exc)}")
     return out
@@ -234,15 +237,15 @@ def read_cgroup(pid: int | str, proc: Path = Path("/proc")) -> CgroupReading:
 
 def _read_cpu(
     out: CgroupReading,
-    leaf: Path,
-    top: Path,
+    leaf: str,
+    top: str,
     version: int,
     memberships: Sequence[Membership],
     mounts: Sequence[Mount],
 ) -> None:
     """The tightest CPU quota from the process's cgroup up, and that cgroup's throttling;
     the CPU time the leaf used (v1: the cpuacct hierarchy's counter)."""
-    binding: tuple[float, Path, int, int] | None = None  # cores, where, quota, period
+    binding: tuple[float, str, int, int] | None = None  # cores, where, quota, period
     for directory in _ancestry(leaf, top):
         quota, period = _quota(directory, version)
         if quota is not None and quota > 0 and period:
@@ -250,7 +253,7 @@ def _read_cpu(
             if binding is None or cores < binding[0]:
                 binding = (cores, directory, quota, period)
     where = binding[1] if binding is not None else leaf
-    stat = _keyed(_text(where / "cpu.stat"))
+    stat = _keyed(_text(f"{where}/cpu.stat"))
     if binding is not None:
         out.cpu_quota_us, out.cpu_period_us = binding[2], binding[3]
     else:
@@ -260,29 +263,29 @@ def _read_cpu(
     if version == 2:
         throttled = stat.get("throttled_usec")
         out.cpu_throttled_s = throttled / 1e6 if throttled is not None else None
-        usage = _keyed(_text(leaf / "cpu.stat")).get("usage_usec")
+        usage = _keyed(_text(f"{leaf}/cpu.stat")).get("usage_usec")
         out.cpu_usage_s = usage / 1e6 if usage is not None else None
         return
     throttled = stat.get("throttled_time")  # nanoseconds
     out.cpu_throttled_s = throttled / 1e9 if throttled is not None else None
     acct = cgroup_dir(memberships, mounts, "cpuacct")
     if acct is not None and acct[3] == out.path:  # the same cgroup, not a parent's total
-        text = _text(acct[0] / "cpuacct.usage")
+        text = _text(f"{acct[0]}/cpuacct.usage")
         if text is not None and text.strip().isdigit():
             out.cpu_usage_s = int(text) / 1e9
 
 
-def _quota(directory: Path, version: int) -> tuple[int | None, int | None]:
+def _quota(directory: str, version: int) -> tuple[int | None, int | None]:
     """The quota and period of one cgroup (µs); quota -1 for none, None unknown."""
     if version == 2:
-        text = _text(directory / "cpu.max")
+        text = _text(f"{directory}/cpu.max")
         if text is None:
             return None, None
         quota, _, period = text.strip().partition(" ")
         size = int(period) if period.isdigit() else None
         return (-1 if quota == "max" else int(quota) if quota.isdigit() else None), size
-    quota_text = _text(directory / "cpu.cfs_quota_us")
-    period_text = _text(directory / "cpu.cfs_period_us")
+    quota_text = _text(f"{directory}/cpu.cfs_quota_us")
+    period_text = _text(f"{directory}/cpu.cfs_period_us")
     if quota_text is None:
         return None, None
     size = int(period_text) if period_text and period_text.strip().isdigit() else None
@@ -294,8 +297,8 @@ def _quota(directory: Path, version: int) -> tuple[int | None, int | None]:
 
 def _read_memory(
     out: CgroupReading,
-    leaf: Path,
-    top: Path,
+    leaf: str,
+    top: str,
     version: int,
     _memberships: Sequence[Membership],
     _mounts: Sequence[Mount],
@@ -307,33 +310,33 @@ def _read_memory(
     name = "memory.max" if version == 2 else "memory.limit_in_bytes"
     limit, where = None, leaf
     for directory in _ancestry(leaf, top):
-        text = _text(directory / name)
+        text = _text(f"{directory}/{name}")
         value = int(text) if text is not None and text.strip().isdigit() else _NO_LIMIT
         if value < _NO_LIMIT and (limit is None or value < limit):
             limit, where = value, directory
-    stat = _keyed(_text(where / "memory.stat"))
+    stat = _keyed(_text(f"{where}/memory.stat"))
     if version == 2:
-        current = _text(where / "memory.current")
+        current = _text(f"{where}/memory.current")
         if "anon" in stat:
             out.memory_anon = stat["anon"] + stat.get("shmem", 0)
-        out.memory_oom_kills = _keyed(_text(where / "memory.events")).get("oom_kill")
+        out.memory_oom_kills = _keyed(_text(f"{where}/memory.events")).get("oom_kill")
     else:
         if limit is None:  # the kernel's own answer, where the walk saw no file
             hierarchical = stat.get("hierarchical_memory_limit")
             limit = hierarchical if hierarchical is not None and hierarchical < _NO_LIMIT else None
-        current = _text(where / "memory.usage_in_bytes")
+        current = _text(f"{where}/memory.usage_in_bytes")
         rss = stat.get("total_rss", stat.get("rss"))
         if rss is not None:
             out.memory_anon = rss + stat.get("total_shmem", stat.get("shmem", 0))
-        out.memory_oom_kills = _keyed(_text(where / "memory.oom_control")).get("oom_kill")
+        out.memory_oom_kills = _keyed(_text(f"{where}/memory.oom_control")).get("oom_kill")
     out.memory_limit = limit if limit is not None else -1
     out.memory_used = int(current) if current and current.strip().isdigit() else None
 
 
 def _read_cpuset(
     out: CgroupReading,
-    leaf: Path,
-    top: Path,
+    leaf: str,
+    top: str,
     version: int,
     _memberships: Sequence[Membership],
     _mounts: Sequence[Mount],
@@ -342,7 +345,7 @@ def _read_cpuset(
     names = ("cpuset.cpus.effective",) if version == 2 else ("cpuset.effective_cpus", "cpuset.cpus")
     for directory in _ancestry(leaf, top):
         for name in names:
-            text = _text(directory / name)
+            text = _text(f"{directory}/{name}")
             if text is not None and text.strip():
                 out.cpuset = text.strip()
                 return

@@ -39,7 +39,7 @@ class ProcessLimits:
     unreadable: list[str] = field(default_factory=list)
 
 
-def _read(path: Path) -> str | None:
+def _read(path: str | Path) -> str | None:
     try:
         return proc_files.text(path).strip()
     except OSError:
@@ -137,20 +137,21 @@ def process_limits(pids: Iterable[int], proc: Path = Path("/proc")) -> ProcessLi
     swapped = 0
     swap_known = False
     for pid in pids:
-        limit = _nofile(proc / str(pid) / "limits")
-        swap = _vm_swap(proc / str(pid) / "status")
+        base = f"{proc}/{pid}"  # joined as strings: read for every worker of every job
+        limit = _nofile(f"{base}/limits")
+        swap = _vm_swap(f"{base}/status")
         if swap is not None:
             swapped, swap_known = swapped + swap, True
         if limit is None:
             continue
         try:  # counted up to its limit: more is as near it as a count can say
-            count = proc_files.count(proc / str(pid) / "fd", min(limit, MAX_OPEN_FILES) + 1)
+            count = proc_files.count(f"{base}/fd", min(limit, MAX_OPEN_FILES) + 1)
         except FileNotFoundError:
             continue  # gone meanwhile
         except OSError as exc:
             if out.nofile is None or limit < out.nofile:
                 out.nofile = limit
-            reason = f"files: {proc / str(pid) / 'fd'}: {exc.strerror or type(exc).__name__}"
+            reason = f"files: {base}/fd: {exc.strerror or type(exc).__name__}"
             if reason not in out.unreadable:
                 out.unreadable.append(reason)
             continue
@@ -161,7 +162,7 @@ def process_limits(pids: Iterable[int], proc: Path = Path("/proc")) -> ProcessLi
     return out
 
 
-def _nofile(path: Path) -> int | None:
+def _nofile(path: str) -> int | None:
     """The soft "Max open files" of a /proc/PID/limits file; None unreadable or unlimited."""
     for line in (_read(path) or "").splitlines():
         if line.startswith("Max open files"):
@@ -170,7 +171,7 @@ def _nofile(path: Path) -> int | None:
     return None
 
 
-def _vm_swap(path: Path) -> int | None:
+def _vm_swap(path: str) -> int | None:
     for line in (_read(path) or "").splitlines():
         if line.startswith("VmSwap:"):
             fields = line.split()
