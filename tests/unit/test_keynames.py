@@ -6,11 +6,12 @@ from __future__ import annotations
 import gc
 import string
 import unicodedata
+from typing import Any
 
 import pytest
 import textual.keys
 from textual.binding import Binding
-from textual.keys import KEY_TO_UNICODE_NAME, REPLACED_KEYS, Keys, _get_unicode_name_from_key
+from textual.keys import KEY_TO_UNICODE_NAME, Keys
 
 import gputui.ui.app  # every screen's bindings exist
 import gputui.ui.processes
@@ -19,19 +20,33 @@ from gputui.ui import compat
 from gputui.ui.keynames import CHARACTERS, NAMES, NO_CHARACTER, KeyNames
 
 
-def _looked_up(key: str) -> set[str]:
-    """The names Textual's key functions ask unicodedata for, for one binding's key."""
-    *_, name = key.strip().split("+")
-    if "+" in key.strip() or not name:
-        return set()
-    asked = {_get_unicode_name_from_key(name).upper()}  # format_key, for the footer
-    if len(name) == 1:
-        return asked
-    asked.add(name.replace("_", " ").upper())
-    asked.add(_get_unicode_name_from_key(REPLACED_KEYS.get(name, name)).upper())
-    if name in KEY_TO_UNICODE_NAME:
-        asked.add(KEY_TO_UNICODE_NAME[name].upper())
-    return asked
+class _Noting:
+    """``unicodedata`` for Textual's key functions: the real module, each name they look
+    up noted."""
+
+    def __init__(self) -> None:
+        self.asked: set[str] = set()
+
+    def lookup(self, name: str) -> str:
+        self.asked.add(name.upper())  # as unicodedata.lookup, case does not matter
+        return unicodedata.lookup(name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(unicodedata, attr)
+
+
+def _looked_up(keys: set[str], monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The names Textual's key functions ask unicodedata for, for bindings' keys: the
+    footer's ``format_key`` and ``key_to_character``, each called past its cache."""
+    noting = _Noting()
+    monkeypatch.setattr(textual.keys, "unicodedata", noting)
+    for key in keys:
+        *_, name = key.strip().split("+")
+        if "+" in key.strip() or not name:
+            continue  # a key with a modifier names no character
+        textual.keys.format_key.__wrapped__(name)
+        textual.keys.key_to_character.__wrapped__(name)
+    return noting.asked
 
 
 def _bound_keys() -> set[str]:
@@ -52,8 +67,10 @@ def test_every_name_in_the_table_is_what_unicodedata_says() -> None:
         assert unicodedata.name(char) == name
 
 
-def test_every_bound_key_and_typed_symbol_is_answered_from_the_table() -> None:
-    asked = set().union(*(_looked_up(k) for k in _bound_keys()))
+def test_every_bound_key_and_typed_symbol_is_answered_from_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _looked_up(_bound_keys(), monkeypatch)
     asked |= {unicodedata.name(c) for c in string.punctuation + " "}
     assert asked - CHARACTERS.keys() - NO_CHARACTER == set()
     assert set(string.punctuation + " ") <= NAMES.keys()
