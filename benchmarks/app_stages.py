@@ -1,7 +1,7 @@
 """Where the running app's CPU goes, stage by stage, in a real tmux.
 
 Usage: python benchmarks/app_stages.py [--gpus 8] [--warmup 65] [--seconds 30] [--size 160x50]
-                                      [--public]
+                                      [--public] [--driver DIR --driver-config CONF]
 
 Starts the demo in tmux through this same script (``--child``), which wraps the app's
 stages with per-thread CPU timers before it runs: the frame handler (monitor.ingest,
@@ -9,7 +9,13 @@ then drawing the panels' lines), Textual's compositor refresh (rendering the cha
 rows, writing the ANSI), the sampler thread (the source read) and garbage collection.
 After the warm-up it measures for --seconds and prints CPU milliseconds per tick for
 each stage beside the process total. The timers cost a little themselves: the process
-figure here reads ~0.05 points above app_cpu.py's.
+figure here reads ~0.05 points above app_cpu.py's. Each thread's own CPU over the same
+window follows (its schedstat; threads named as gputui and Textual name them).
+
+With ``--driver`` (a folder with a stand-in libnvidia-ml.so.1, ``benchmarks/stand_in.py``)
+the live app reads the stand-in's GPUs through nvidia-ml-py instead of the demo, and the
+sampler's stages are the NVML read's: the GPUs' samples, the event poll, the GPU processes'
+host side, the host, and the jobs' settings.
 
 The Textual stages are private methods (Screen._compositor_refresh, App._display,
 textual._compositor): a stage this Textual lacks is left out of the table. --public runs
@@ -22,6 +28,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -34,6 +41,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from benchmarks.stand_in import stand_in
+
 SESSION = "gputui-stages"
 
 
@@ -45,6 +56,7 @@ def child(out: Path, argv: list[str]) -> int:
     from gputui import cli
     from gputui.sources import simulated
     from gputui.ui import app as ui_app
+    from gputui.ui import compat
     from gputui.ui import lines as ui_lines
     from gputui.view import screen as view_screen
 
@@ -79,15 +91,29 @@ def child(out: Path, argv: list[str]) -> int:
     except (ImportError, AttributeError):
         Compositor = None
 
-    wrap(ui_app.GpuTuiApp, "on_frame_ready", "frame handler")
+    wrap(ui_app.GpuTuiApp, "_show_frame", "frame handler")  # a message or the fast way
     wrap(Monitor, "ingest", "  monitor.ingest (history + advisor)")
     wrap(ui_app.GpuTuiApp, "redraw", "  redraw (view model, then paint)")
     wrap(view_screen.ScreenView, "contents", "    view model: the panels' rows")
     wrap(ui_lines.LineView, "set_rows", "    paint the changed rows")
+    wrap(compat.FastPaint, "write_rows", "  write the changed cells (the fast paint)")
     wrap(textual_screen.Screen, "_compositor_refresh", "compositor refresh")
     wrap(Compositor, "render_update", "  render the changed rows")
     wrap(textual_app.App, "_display", "  write the ANSI")
-    wrap(simulated.SimulatedSource, "read", "sampler thread: source read", any_thread=True)
+    if "--demo" in argv:
+        wrap(simulated.SimulatedSource, "read", "sampler thread: source read", any_thread=True)
+    else:
+        from gputui.sources.host import HostReader
+        from gputui.sources.nvml import source as nvml_source
+        from gputui.sources.settings import SettingsReader
+
+        reader = nvml_source.NvmlSource
+        wrap(reader, "read", "sampler thread: source read", any_thread=True)
+        wrap(nvml_source, "sample", "  the GPUs' samples", any_thread=True)
+        wrap(reader, "_poll_events", "  event poll", any_thread=True)
+        wrap(HostReader, "join_processes", "  GPU processes' host side", any_thread=True)
+        wrap(HostReader, "read_host", "  the host", any_thread=True)
+        wrap(SettingsReader, "read", "  the jobs' settings", any_thread=True)
 
     gc_start = [0.0]
 
@@ -103,17 +129,22 @@ def child(out: Path, argv: list[str]) -> int:
     gc.callbacks.append(on_gc)
     marks = {"wall": 0.0, "process": 0.0, "main": 0.0}
 
+    threads_at: dict[str, float] = {}
+
     def begin(_signum: int, _frame: object) -> None:
         spent.clear()
         calls.clear()
         marks.update(wall=time.monotonic(), process=time.process_time(), main=time.thread_time())
+        threads_at.update(_thread_times())
 
     def end(_signum: int, _frame: object) -> None:
+        now = _thread_times()
         result = {
             "wall": time.monotonic() - marks["wall"],
             "process": time.process_time() - marks["process"],
             "main": time.thread_time() - marks["main"],
             "stages": {k: [spent[k], calls[k]] for k in spent},
+            "threads": {name: now[name] - threads_at.get(name, 0.0) for name in now},
         }
         out.write_text(json.dumps(result))
 
@@ -122,17 +153,37 @@ def child(out: Path, argv: list[str]) -> int:
     return cli.main(argv)
 
 
+def _thread_times() -> dict[str, float]:
+    """Each live thread's CPU seconds so far (its schedstat), by its name."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as stat:
+                ran = int(stat.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        name = names.get(int(task), f"thread {task}")
+        out[name] = out.get(name, 0.0) + ran
+    return out
+
+
 def measure(
-    gpus: int, warmup: float, seconds: float, size: str, public: bool = False
+    gpus: int,
+    warmup: float,
+    seconds: float,
+    size: str,
+    public: bool = False,
+    driver: Path | None = None,
+    config: Path | None = None,
 ) -> dict[str, Any]:
     width, height = size.split("x")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, stand_in(driver, config, gpus) as node:
         out = Path(tmp) / "stages.json"
-        command = (
-            f"env GPUTUI_TEXTUAL_PUBLIC={int(public)} "
-            f"{sys.executable} {Path(__file__).resolve()} --child {out} "
-            f"--demo --gpus {gpus} --interval 1"
-        )
+        child = [sys.executable, str(Path(__file__).resolve()), "--child", str(out)]
+        demo = ["--demo", "--gpus", str(gpus)] if driver is None else []  # else the stand-in's
+        public_only = f"GPUTUI_TEXTUAL_PUBLIC={int(public)}"
+        command = shlex.join([*node.environment(), public_only, *child, *demo, "--interval", "1"])
         subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
         subprocess.run(
             ["tmux", "new-session", "-d", "-s", SESSION, "-x", width, "-y", height, command],
@@ -169,23 +220,39 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--size", default="160x50")
     parser.add_argument("--public", action="store_true", help="GPUTUI_TEXTUAL_PUBLIC=1")
+    parser.add_argument("--driver", type=Path, help="a folder with a stand-in libnvidia-ml.so.1")
+    parser.add_argument("--driver-config", type=Path, help="the stand-in's FAKENVML_CONFIG")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is needed", file=sys.stderr)
         return 1
-    r = measure(args.gpus, args.warmup, args.seconds, args.size, args.public)
+    r = measure(
+        args.gpus,
+        args.warmup,
+        args.seconds,
+        args.size,
+        args.public,
+        args.driver,
+        args.driver_config,
+    )
     wall = r["wall"]
     ticks = max(1, r["stages"].get("frame handler", [0.0, 1])[1])
+    where = f"the stand-in in {args.driver}" if args.driver else "the demo"
     print(
-        f"{args.gpus} GPUs, {args.size}, 1 s refresh, {args.seconds:g} s after {args.warmup:g} s, "
+        f"{args.gpus} GPUs of {where}, {args.size}, 1 s refresh, "
+        f"{args.seconds:g} s after {args.warmup:g} s, "
         f"{'public Textual paths only' if args.public else 'shortcuts on'}: "
         f"process {100 * r['process'] / wall:.2f} % of a core "
         f"({1e3 * r['process'] / ticks:.1f} ms per tick), "
         f"main thread {1e3 * r['main'] / ticks:.1f} ms per tick"
     )
-    print(f"{'stage':<40} {'ms per tick':>11} {'calls':>6}")
+    print(f"{'stage':<44} {'ms per tick':>11} {'calls':>6}")
     for label, (spent, calls) in r["stages"].items():
-        print(f"{label:<40} {1e3 * spent / ticks:>11.2f} {calls:>6}")
+        print(f"{label:<44} {1e3 * spent / ticks:>11.2f} {calls:>6}")
+    print(f"{'thread':<44} {'ms per tick':>11}")
+    for name, ran in sorted(r["threads"].items(), key=lambda item: -item[1]):
+        if ran > 0:
+            print(f"{name:<44} {1e3 * ran / ticks:>11.2f}")
     return 0
 
 

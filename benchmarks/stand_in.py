@@ -41,16 +41,22 @@ class Node:
     stats: Path | None = None
     holders: bool = False  # the PIDs hold /dev/nvidia0 open
 
-    def command(self, tool: str, python: str) -> str:
-        """The shell command that starts ``tool`` (gputui, bare or nvitop) on this node."""
+    def environment(self) -> list[str]:
+        """``env`` and the variables a tool runs with on this node (a stand-in's)."""
         env = ["env", "-u", "PYTHONDONTWRITEBYTECODE", "TERM=xterm-256color"]
         if self.driver is None:
-            child = [python, str(ROOT / "benchmarks" / "vs_nvitop.py"), "--child", tool]
-            return shlex.join([*env, *child, "--gpus", str(self.gpus)])
+            return env
         env += [f"LD_LIBRARY_PATH={self.driver}", "FAKENVML_QUIET=1"]
         env += [f"FAKENVML_CONFIG={self.config}"] * (self.config is not None)
         env += [f"FAKENVML_STATS={self.stats}"] * (self.stats is not None)
-        env += [f"FAKE_PID{i}={pid}" for i, pid in enumerate(self.pids)]
+        return env + [f"FAKE_PID{i}={pid}" for i, pid in enumerate(self.pids)]
+
+    def command(self, tool: str, python: str) -> str:
+        """The shell command that starts ``tool`` (gputui, bare or nvitop) on this node."""
+        env = self.environment()
+        if self.driver is None:
+            child = [python, str(ROOT / "benchmarks" / "vs_nvitop.py"), "--child", tool]
+            return shlex.join([*env, *child, "--gpus", str(self.gpus)])
         if tool == "bare":  # Textual's floor, in a plain interpreter
             bare = [python, str(ROOT / "benchmarks" / "bare_app.py"), str(self.gpus)]
             return shlex.join([*env, *bare])
