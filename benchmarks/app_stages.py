@@ -17,8 +17,8 @@ the live app reads the stand-in's GPUs through nvidia-ml-py instead of the demo,
 sampler's stages are the NVML read's: the GPUs' samples, the event poll, the GPU processes'
 host side, the host, and the jobs' settings.
 
-The Textual stages are private methods (Screen._compositor_refresh, App._display,
-textual._compositor): a stage this Textual lacks is left out of the table. --public runs
+The Textual stages are private methods, which gputui/ui/compat.py names
+(``paint_stages``): a stage this Textual lacks is left out of the table. --public runs
 the app with GPUTUI_TEXTUAL_PUBLIC=1 (none of the shortcuts in gputui/ui/compat.py).
 """
 
@@ -84,22 +84,18 @@ def child(out: Path, argv: list[str]) -> int:
 
     from gputui.sampling.monitor import Monitor
 
-    try:
-        from textual import _compositor
-
-        Compositor: Any = _compositor.Compositor
-    except (ImportError, AttributeError):
-        Compositor = None
-
     wrap(ui_app.GpuTuiApp, "_show_frame", "frame handler")  # a message or the fast way
     wrap(Monitor, "ingest", "  monitor.ingest (history + advisor)")
     wrap(ui_app.GpuTuiApp, "redraw", "  redraw (view model, then paint)")
     wrap(view_screen.ScreenView, "contents", "    view model: the panels' rows")
     wrap(ui_lines.LineView, "set_rows", "    paint the changed rows")
     wrap(compat.FastPaint, "write_rows", "  write the changed cells (the fast paint)")
-    wrap(textual_screen.Screen, "_compositor_refresh", "compositor refresh")
-    wrap(Compositor, "render_update", "  render the changed rows")
-    wrap(textual_app.App, "_display", "  write the ANSI")
+    labels: dict[type[Any], str] = {
+        textual_screen.Screen: "compositor refresh",
+        textual_app.App: "  write the ANSI",
+    }
+    for owner, method in compat.paint_stages():  # Textual's own: private, named in compat
+        wrap(owner, method, labels.get(owner, "  render the changed rows"))
     if "--demo" in argv:
         wrap(simulated.SimulatedSource, "read", "sampler thread: source read", any_thread=True)
     else:

@@ -76,16 +76,15 @@ Private name (who uses it): why / public fallback
   Textual's own suspend asks before it sends SIGTSTP / none: Textual's answer is private.
 - ``Widget.BLANK`` (main_screen.py, through ``blank``): the screen, covered by the panels,
   answers "only my background" at once / ordinary rendering of its background.
-
-benchmarks/app_stages.py also times a few private methods (the compositor's update, the
-app's write); that is measurement only, and a stage it cannot find is left out.
+- ``Screen._compositor_refresh``, ``App._display`` (``paint_stages``): the stages
+  benchmarks/app_stages.py times; measurement only / a missing one goes untimed.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
@@ -121,7 +120,7 @@ STRIP_SLOTS: Final = frozenset(
 PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "textual._xterm_parser": "compat.py (the quiet driver's parser)",
     "textual._compositor": "compat.py (CompositorUpdate, which says App._display writes "
-    "updates whole; ChopsUpdate and LayoutUpdate, read by compositor_rows)",
+    "updates whole; ChopsUpdate, LayoutUpdate: compositor_rows; Compositor: paint_stages)",
     "_timeout_time": "compat.py (escape_pending)",
     "_debug": "compat.py (driver_debug)",
     "_sigtstp_application": "compat.py (SignalsToHooks, for driver.py)",
@@ -132,7 +131,8 @@ PRIVATE_NAMES: Final[Mapping[str, str]] = {
     "_compositor": "compat.py (FastPaint.mark, write_rows)",
     "_on_timer_update": "compat.py (FastPaint.paint_now)",
     "_batch_count": "compat.py (FastPaint.write_rows, paint_now)",
-    "_display": "compat.py (FastPaint.write_rows, FastPaint.watch)",
+    "_display": "compat.py (FastPaint.write_rows, FastPaint.watch, paint_stages)",
+    "_compositor_refresh": "compat.py (paint_stages)",
     "_full_map_invalidated": "compat.py (FastPaint.write_rows)",
     "_layout_required": "compat.py (FastPaint.write_rows)",
     "_scroll_required": "compat.py (FastPaint.write_rows)",
@@ -524,6 +524,16 @@ def can_suspend(app: App[Any]) -> bool:
     which it keeps private, the same before it suspends."""
     driver = app._driver
     return driver is not None and driver.can_suspend
+
+
+def paint_stages() -> list[tuple[type[Any], str]]:
+    """Textual's paint stages (class, method) as they run, timed by app_stages.py."""
+    stages: list[tuple[type[Any], str]] = [(Screen, "_compositor_refresh"), (App, "_display")]
+    with suppress(ImportError):  # a Textual without this module: that stage goes untimed
+        from textual._compositor import Compositor
+
+        stages.insert(1, (Compositor, "render_update"))
+    return stages
 
 
 def load_xterm_parser() -> type[_XTermParser] | None:
