@@ -172,9 +172,11 @@ def measure(
     public: bool = False,
     driver: Path | None = None,
     config: Path | None = None,
+    workers: int = 0,
 ) -> dict[str, Any]:
     width, height = size.split("x")
-    with tempfile.TemporaryDirectory() as tmp, stand_in(driver, config, gpus) as node:
+    node_made = stand_in(driver, config, gpus, workers)
+    with tempfile.TemporaryDirectory() as tmp, node_made as node:
         out = Path(tmp) / "stages.json"
         child = [sys.executable, str(Path(__file__).resolve()), "--child", str(out)]
         demo = ["--demo", "--gpus", str(gpus)] if driver is None else []  # else the stand-in's
@@ -218,6 +220,9 @@ def main() -> int:
     parser.add_argument("--public", action="store_true", help="GPUTUI_TEXTUAL_PUBLIC=1")
     parser.add_argument("--driver", type=Path, help="a folder with a stand-in libnvidia-ml.so.1")
     parser.add_argument("--driver-config", type=Path, help="the stand-in's FAKENVML_CONFIG")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="data-loader workers of each stand-in GPU process"
+    )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is needed", file=sys.stderr)
@@ -230,10 +235,15 @@ def main() -> int:
         args.public,
         args.driver,
         args.driver_config,
+        args.workers,
     )
     wall = r["wall"]
     ticks = max(1, r["stages"].get("frame handler", [0.0, 1])[1])
-    where = f"the stand-in in {args.driver}" if args.driver else "the demo"
+    where = (
+        f"the stand-in in {args.driver} ({args.workers} workers a GPU process)"
+        if args.driver
+        else "the demo"
+    )
     print(
         f"{args.gpus} GPUs of {where}, {args.size}, 1 s refresh, "
         f"{args.seconds:g} s after {args.warmup:g} s, "

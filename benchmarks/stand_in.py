@@ -25,8 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: a GPU process in its own mount namespace, /dev/nvidia0 open as descriptor 3
-HOLDER = "mount -t tmpfs tmpfs /dev && : > /dev/nvidia0 && exec sleep 86400 3</dev/nvidia0"
+#: a GPU process in its own mount namespace, /dev/nvidia0 open as descriptor 3; {workers}:
+#: its data-loader workers, started before it and left its children
+HOLDER = (
+    "mount -t tmpfs tmpfs /dev && : > /dev/nvidia0 && "
+    "{{ {workers}exec sleep 86400 3</dev/nvidia0; }}"
+)
+#: a data-loader worker: forked from its GPU process, with the device it inherited
+WORKER = "(exec sleep 86400 3</dev/nvidia0) & "
 
 
 @dataclass
@@ -85,9 +91,9 @@ def _modified(path: Path) -> int:
         return 0
 
 
-def _gpu_process() -> tuple[subprocess.Popen[bytes], bool]:
+def _gpu_process(workers: int) -> tuple[subprocess.Popen[bytes], bool]:
     holder = subprocess.Popen(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", HOLDER],
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", _holder(workers)],
         stderr=subprocess.DEVNULL,
     )
     for _ in range(100):  # the sleep it becomes, or its failure
@@ -97,18 +103,33 @@ def _gpu_process() -> tuple[subprocess.Popen[bytes], bool]:
         if holder.poll() is not None:
             break
         time.sleep(0.01)
-    holder.kill()
-    holder.wait()
-    return subprocess.Popen(["sleep", "86400"]), False
+    _end(holder)
+    plain = "(exec sleep 86400) & " * workers + "exec sleep 86400"
+    return subprocess.Popen(["sh", "-c", plain]), False
+
+
+def _holder(workers: int) -> str:
+    return HOLDER.format(workers=WORKER * workers)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Kill a GPU process and its workers (its children, which outlive it otherwise)."""
+    subprocess.run(["pkill", "-KILL", "-P", str(process.pid)], check=False)
+    process.kill()
+    process.wait()
 
 
 @contextlib.contextmanager
-def stand_in(driver: Path | None, config: Path | None, gpus: int) -> Iterator[Node]:
-    """The node, with GPU processes for a stand-in's GPUs while it is used."""
+def stand_in(
+    driver: Path | None, config: Path | None, gpus: int, workers: int = 0
+) -> Iterator[Node]:
+    """The node, with GPU processes for a stand-in's GPUs while it is used; ``workers``:
+    data-loader workers of each GPU process (children that hold the device it opened, as
+    a training rank's forked workers do), whose CPU gputui reads every tick."""
     if driver is None:
         yield Node(gpus)
         return
-    made = [_gpu_process() for _ in range(8)]
+    made = [_gpu_process(workers) for _ in range(8)]
     stats = Path(os.environ.get("TMPDIR", "/tmp")) / f"stand-in-calls-{os.getpid()}"
     try:
         yield Node(
@@ -121,6 +142,5 @@ def stand_in(driver: Path | None, config: Path | None, gpus: int) -> Iterator[No
         )
     finally:
         for proc, _ in made:
-            proc.kill()
-            proc.wait()
+            _end(proc)
         stats.unlink(missing_ok=True)

@@ -505,6 +505,12 @@ def main() -> int:
         help="a folder with a stand-in libnvidia-ml.so.1: each tool in a plain interpreter",
     )
     parser.add_argument("--driver-config", type=Path, help="its config (FAKENVML_CONFIG)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="data-loader workers of each GPU process (the stand-in's), as on a training node",
+    )
     args = parser.parse_args()
     starts = max(1, args.starts)
     if args.child:
@@ -519,6 +525,7 @@ def main() -> int:
         f"GPM, readings {'fixed' if args.still else 'changing every second'}"
         if args.driver is None
         else f"the stand-in driver in {args.driver} ({args.driver_config or 'its default'}); "
+        f"{args.workers} data-loader workers a GPU process; "
         "each tool in a plain interpreter (python -m gputui, benchmarks/bare_app.py, "
         "python -m nvitop)"
     )
@@ -541,7 +548,7 @@ def main() -> int:
     pythons = {"gputui": sys.executable, "bare": sys.executable, "nvitop": args.python}
     for folder in ("gputui", "tests", "benchmarks"):  # an editable checkout: compile it once
         compileall.compile_dir(ROOT / folder, quiet=1)
-    with stand_in(args.driver, args.driver_config, args.gpus) as node:
+    with stand_in(args.driver, args.driver_config, args.gpus, args.workers) as node:
         if node.driver is not None and not node.holders:
             print(
                 "the GPUs' processes hold no /dev/nvidia0 (no mount namespace here): gputui "
