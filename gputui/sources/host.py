@@ -35,9 +35,11 @@ from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_mem
 from gputui.sources.proc_stat import (
     TICKS_PER_S,
     CpuMeter,
+    StatFiles,
     after_command,
+    parse_cpu,
+    parse_stat,
     read_small,
-    read_stat,
 )
 
 # Command lines can be huge (100 KB of arguments); the UI and the snapshot need a head.
@@ -137,6 +139,7 @@ class HostReader:
         self._cuda: dict[int, CudaFacts] = {}
         self._cpu = CpuMeter(clock)
         self._workers_meter = CpuMeter(clock)
+        self._stat_files = StatFiles(proc)  # the GPU processes' and their workers'
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._slow: tuple[float, int, int, float | None] | None = None  # swap, disk rate
@@ -230,7 +233,9 @@ class HostReader:
                 self._forget(pid)
         self._cpu.keep_only(seen)
         tree = self._tree[1] if self._tree is not None else {}
-        self._workers_meter.keep_only(c for pid in seen for c in tree.get(pid, ()))
+        workers = [c for pid in seen for c in tree.get(pid, ())]
+        self._workers_meter.keep_only(workers)
+        self._stat_files.keep_only([*seen, *workers])
         self._tree_settled = all(tree.get(pid) for pid in self._procs)
         hidden = sum(1 for s in samples if not s.visible)
         notes: tuple[Note, ...] = ()
@@ -243,6 +248,10 @@ class HostReader:
                 ),
             )
         return tuple(samples), notes
+
+    def close(self) -> None:
+        """Let go of the /proc files kept open between ticks."""
+        self._stat_files.close()
 
     def workers_of(self, pid: int) -> tuple[int, ...]:
         """A GPU process's children (its data-loader workers) as the last pass over the
@@ -259,7 +268,7 @@ class HostReader:
     def _details(self, pid: int) -> dict[str, Any]:
         """The host's side of a GPU process, as ProcessSample fields: none where it exited
         since NVML listed it (NVML's facts only), ``visible=False`` where it is not ours."""
-        stat = read_stat(pid, self._proc)
+        stat = parse_stat(self._stat_files.read(pid))
         if stat is None:
             if pid in self._procs:  # exited since NVML listed it
                 self._forget(pid)
@@ -386,11 +395,11 @@ class HostReader:
             return {"workers_cpu_percent": none, "workers_active": none}
         total, active, known = 0.0, 0, False
         for child in workers:
-            stat = read_stat(child, self._proc)
-            if stat is None:
+            times = parse_cpu(self._stat_files.read(child))
+            if times is None:
                 self._tree_stale = True  # it exited: its pool is likely being replaced
                 continue
-            percent = self._workers_meter.percent(child, stat)
+            percent = self._workers_meter.share(child, *times)
             if percent is not None:
                 total += percent
                 active += percent >= WORKER_ACTIVE_PCT

@@ -36,6 +36,7 @@ class ProcessLimits:
     nofile: int | None = None  # the soft limit
     open_files: int | None = None
     swapped: int | None = None  # bytes (VmSwap)
+    threads: int | None = None  # of all the processes together
     unreadable: list[str] = field(default_factory=list)
 
 
@@ -131,17 +132,22 @@ def infiniband_ports(sys: Path = Path("/sys")) -> tuple[str, ...] | None:
 
 def process_limits(pids: Iterable[int], proc: Path = Path("/proc")) -> ProcessLimits:
     """Of the processes ``pids`` (a job's processes and workers): the soft open-files limit
-    and open files of the one nearest its limit, and their memory in swap together."""
+    and open files of the one nearest its limit; their memory in swap and their threads
+    together."""
     out = ProcessLimits()
     worst = -1.0
-    swapped = 0
-    swap_known = False
+    swapped = threads = 0
+    swap_known = threads_known = False
     for pid in pids:
         base = f"{proc}/{pid}"  # joined as strings: read for every worker of every job
         limit = _nofile(f"{base}/limits")
-        swap = _vm_swap(f"{base}/status")
+        status = _read(f"{base}/status")
+        swap = _first_number(status, "VmSwap:")
         if swap is not None:
-            swapped, swap_known = swapped + swap, True
+            swapped, swap_known = swapped + swap * 1024, True
+        running = _first_number(status, "Threads:")
+        if running is not None:
+            threads, threads_known = threads + running, True
         if limit is None:
             continue
         try:  # counted up to its limit: more is as near it as a count can say
@@ -159,24 +165,20 @@ def process_limits(pids: Iterable[int], proc: Path = Path("/proc")) -> ProcessLi
         if share > worst:
             worst, out.nofile, out.open_files = share, limit, count
     out.swapped = swapped if swap_known else None
+    out.threads = threads if threads_known else None
     return out
 
 
 def _nofile(path: str) -> int | None:
     """The soft "Max open files" of a /proc/PID/limits file; None unreadable or unlimited."""
-    for line in (_read(path) or "").splitlines():
-        if line.startswith("Max open files"):
-            fields = line[len("Max open files") :].split()
-            return int(fields[0]) if fields and fields[0].isdigit() else None
-    return None
+    return _first_number(_read(path), "Max open files")
 
 
-def _vm_swap(path: str) -> int | None:
-    for line in (_read(path) or "").splitlines():
-        if line.startswith("VmSwap:"):
-            fields = line.split()
-            return int(fields[1]) * 1024 if len(fields) > 1 and fields[1].isdigit() else None
-    return None
+def _first_number(text: str | None, name: str) -> int | None:
+    """The first figure on the line of a /proc file's ``text`` that begins with ``name``."""
+    value = proc_files.line_value(text, name) if text is not None else None
+    fields = value.split(None, 1) if value is not None else ()
+    return int(fields[0]) if fields and fields[0].isdigit() else None
 
 
 def device_waiters(

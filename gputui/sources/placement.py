@@ -36,16 +36,15 @@ def node_cpus(root: Path = Path("/sys")) -> dict[int, set[int]]:
     return out
 
 
-def allowed_cpus(pid: int, proc: Path = Path("/proc")) -> str | None:
-    """Cpus_allowed_list of /proc/PID/status (readable for every process)."""
+def allowed_cpus(pid: int, proc: str | Path = "/proc") -> str | None:
+    """Cpus_allowed_list of /proc/PID/status (readable for every process); the path is
+    joined as a string: this is read for every worker of every rank."""
     try:
-        status = proc_files.text(proc / str(pid) / "status")
+        status = proc_files.text(f"{proc}/{pid}/status")
     except OSError:
         return None
-    for line in status.splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return line.split(":", 1)[1].strip() or None
-    return None
+    value = proc_files.line_value(status, "Cpus_allowed_list:")
+    return value.strip() or None if value is not None else None
 
 
 def numa_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, ...]:

@@ -98,6 +98,22 @@ def _lines_of(data: bytes, end: int, most: int) -> Iterator[str]:
         start = stop + 1
 
 
+def line_value(text: str, name: str) -> str | None:
+    """The rest of the line that begins with ``name`` in a short file's text (status,
+    limits: "VmSwap:", "Max open files"), or None where no line does. Found by one search:
+    splitting the ~60 lines of a status file for one of them cost five times the read, and
+    a job's every worker is looked up so."""
+    if text.startswith(name):
+        start = len(name)
+    else:
+        at = text.find("\n" + name)
+        if at < 0:
+            return None
+        start = at + 1 + len(name)
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
 def entries(folder: str | os.PathLike[str], most: int = MAX_DESCRIPTORS) -> list[str]:
     """Up to ``most`` names in a folder (an fd folder's descriptors), read no further.
     OSError as ``scandir`` raises it."""

@@ -15,6 +15,9 @@ from gputui.core.records import frozen
 #: the clock ticks /proc counts CPU time and process starts in, a second
 TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+#: stat files kept open at most (``StatFiles``): 8 ranks of 32 workers, well inside the
+#: usual 1,024 descriptors a process may hold
+MAX_KEPT = 288
 
 
 @frozen
@@ -79,7 +82,11 @@ def after_command(line: bytes, fields: int = -1) -> list[bytes]:
 
 def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
     """The process's stat line, or None where it has gone or /proc cannot say."""
-    line = read_small(f"{proc}/{pid}/stat")
+    return parse_stat(read_small(f"{proc}/{pid}/stat"))
+
+
+def parse_stat(line: bytes | None) -> ProcStat | None:
+    """A stat line's figures; None for no line, or a garbled one."""
     if line is None:
         return None
     fields = after_command(line)
@@ -94,6 +101,71 @@ def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
         return None
 
 
+def parse_cpu(line: bytes | None) -> tuple[int, float] | None:
+    """A stat line's start and CPU seconds: what a CPU share needs and no more, for the
+    processes read every tick in numbers (the GPU processes' data-loader workers). The
+    line is split only as far as the start."""
+    if line is None:
+        return None
+    fields = after_command(line, 20)
+    try:
+        return int(fields[19]), (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+    except (IndexError, ValueError):
+        return None
+
+
+class StatFiles:
+    """The stat files of the processes read every tick (the GPU processes and their
+    workers), each kept open and read again from its start: one ``pread`` where an open,
+    a read and a close cost twice as much, for every worker of every rank each second.
+
+    A read answers as ``read_small`` would, whatever process the PID names now. A kept
+    descriptor names the process it was opened on, not its PID: once that process has
+    gone, reading it fails, and the PID is opened afresh. Only a file the kernel makes as
+    it is read is kept (its size says 0, its read says more); a copy of /proc on a disk
+    (tests) is opened on every read, so a file removed there reads as gone."""
+
+    def __init__(self, proc: str = "/proc", most: int = MAX_KEPT) -> None:
+        self._proc = proc
+        self._most = most
+        self._kept: dict[int, int] = {}  # pid -> descriptor
+        self._regular = False  # the files are on a disk: keep none
+
+    def read(self, pid: int) -> bytes | None:
+        fd = self._kept.get(pid)
+        if fd is not None:
+            try:
+                return os.pread(fd, 4096, 0)
+            except OSError:  # its process has gone: the PID may name another by now
+                del self._kept[pid]
+                os.close(fd)
+        try:
+            fd = os.open(f"{self._proc}/{pid}/stat", os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            line = os.read(fd, 4096)
+        except OSError:
+            os.close(fd)
+            return None
+        if len(self._kept) < self._most and not self._regular:
+            if os.fstat(fd).st_size == 0 and line:
+                self._kept[pid] = fd
+                return line
+            self._regular = True
+        os.close(fd)
+        return line
+
+    def keep_only(self, pids: Iterable[int]) -> None:
+        """Close the files of processes not in ``pids`` (gone, or no longer read)."""
+        keep = set(pids)
+        for pid in [p for p in self._kept if p not in keep]:
+            os.close(self._kept.pop(pid))
+
+    def close(self) -> None:
+        self.keep_only(())
+
+
 class CpuMeter:
     """CPU % of processes (100 = one core) from their CPU time between two readings.
 
@@ -105,12 +177,16 @@ class CpuMeter:
         self._last: dict[int, tuple[int, float, float]] = {}  # pid -> started, cpu_s, when
 
     def percent(self, pid: int, stat: ProcStat) -> float | None:
+        return self.share(pid, stat.started, stat.cpu_s)
+
+    def share(self, pid: int, started: int, cpu_s: float) -> float | None:
+        """CPU % since the process's last reading (``percent``'s, from ``parse_cpu``)."""
         now = self._clock()
         last = self._last.get(pid)
-        self._last[pid] = (stat.started, stat.cpu_s, now)
-        if last is None or last[0] != stat.started or now <= last[2]:
+        self._last[pid] = (started, cpu_s, now)
+        if last is None or last[0] != started or now <= last[2]:
             return None  # first reading, or the PID now names another process
-        return max(0.0, 100.0 * (stat.cpu_s - last[1]) / (now - last[2]))
+        return max(0.0, 100.0 * (cpu_s - last[1]) / (now - last[2]))
 
     def keep_only(self, pids: Iterable[int]) -> None:
         """Forget the processes not in ``pids`` (gone, or no longer on a GPU)."""

@@ -29,7 +29,7 @@ from gputui.sources.host_settings import (
     process_limits,
 )
 from gputui.sources.placement import allowed_cpus
-from gputui.sources.proc_stat import read_small, read_stat
+from gputui.sources.proc_stat import read_small
 from gputui.sources.shm import read_shm
 
 JOB_PERIOD_S = 10.0  # a job's cgroup, shared memory and limits, re-read this often
@@ -176,7 +176,7 @@ class SettingsReader:
             shm_used=shm.used,
             shm_mount=shm.mount,
             workers=(self._own_workers if own else len(workers) if pids else None),
-            threads=_threads(members) if pids else None,
+            threads=limits.threads if pids else None,
             nofile_limit=limits.nofile,
             open_files=limits.open_files,
             swapped=limits.swapped,
@@ -253,15 +253,6 @@ def _window(
 
 def _delta(now: int | None, then: int | None) -> int | None:
     return now - then if now is not None and then is not None and now >= then else None
-
-
-def _threads(pids: Sequence[int]) -> int | None:
-    total, known = 0, False
-    for pid in pids:
-        stat = read_stat(pid)
-        if stat is not None:
-            total, known = total + stat.threads, True
-    return total if known else None
 
 
 def _own_env() -> tuple[str, ...]:

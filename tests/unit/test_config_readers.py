@@ -296,13 +296,15 @@ def test_process_limits_and_swap(tmp_path: Path) -> None:
     )
     for pid, soft, fds, swap in ((1, 1024, 1000, 2048), (2, 65536, 3, 0)):
         _write(tmp_path / str(pid), limits=limits.format(soft=soft),
-               status=f"Name:\tpython\nVmRSS:\t 1000 kB\nVmSwap:\t {swap} kB\n")  # fmt: skip
+               status=f"Name:\tpython\nVmRSS:\t 1000 kB\nVmSwap:\t {swap} kB\n"
+                      f"Threads:\t{pid * 4}\n")  # fmt: skip
         (tmp_path / str(pid) / "fd").mkdir()
         for fd in range(fds):
             os.symlink("/dev/null", tmp_path / str(pid) / "fd" / str(fd))
     found = process_limits([1, 2, 3], tmp_path)  # 3 is gone
     assert (found.nofile, found.open_files) == (1024, 1000)  # the most pressed one
     assert found.swapped == 2048 * 1024 and found.unreadable == []
+    assert found.threads == 4 + 8
 
 
 def test_device_waiters(tmp_path: Path) -> None:

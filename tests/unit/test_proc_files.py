@@ -135,6 +135,18 @@ def test_open_files_are_counted_and_listed_only_so_far(tmp_path: Path) -> None:
     assert proc_files.count(folder, 10_000) == 3000
 
 
+def test_a_line_is_found_by_its_name_wherever_it_sits() -> None:
+    """First line, a middle one, the last without its newline; a name inside another
+    line's value is not a line of that name."""
+    status = "Name:\tpython\nUmask:\t0022\nCpus_allowed_list:\t0-3,8\nVmSwap:\t 12 kB"
+    assert proc_files.line_value(status, "Name:") == "\tpython"
+    assert proc_files.line_value(status, "Cpus_allowed_list:") == "\t0-3,8"
+    assert proc_files.line_value(status, "VmSwap:") == "\t 12 kB"
+    assert proc_files.line_value(status, "python") is None
+    assert proc_files.line_value(status, "Threads:") is None
+    assert proc_files.line_value("", "Name:") is None
+
+
 def test_a_file_a_process_names_is_read_only_if_it_is_a_regular_file(tmp_path: Path) -> None:
     """A process may map a "libcudart" from a folder of its own making: the version files
     gputui reads beside it could be a FIFO (a read that never returns) or /dev/zero (one

@@ -14,7 +14,15 @@ import pytest
 
 from gputui.core.manual_clock import ManualClock
 from gputui.sources.host import GpuProcess, HostReader
-from gputui.sources.proc_stat import CpuMeter, ProcStat, read_stat
+from gputui.sources.proc_stat import (
+    CpuMeter,
+    ProcStat,
+    StatFiles,
+    parse_cpu,
+    parse_stat,
+    read_small,
+    read_stat,
+)
 
 # A real stat line's layout (man 5 proc), with a command that holds ") (" and spaces.
 _LINE = (
@@ -44,6 +52,22 @@ def test_gone_or_garbled_is_none(tmp_path: Path) -> None:
     proc = _fake_proc(tmp_path, 7, "7 (short) S 1 2 3")
     assert read_stat(7, proc) is None
     assert read_stat(8, proc) is None  # no such process
+    assert parse_cpu(read_small(f"{proc}/7/stat")) is None
+    assert parse_cpu(None) is None  # no such process
+
+
+def test_a_workers_cpu_reading_is_the_full_readings_start_and_time(tmp_path: Path) -> None:
+    """The lean read every worker gets each tick agrees with the whole line's."""
+    proc = _fake_proc(tmp_path, 4242, _LINE)
+    stat = read_stat(4242, proc)
+    assert stat is not None
+    assert parse_cpu(read_small(f"{proc}/4242/stat")) == (stat.started, stat.cpu_s)
+    me = read_stat(os.getpid())
+    mine = parse_cpu(read_small(f"/proc/{os.getpid()}/stat"))
+    assert me is not None and mine is not None
+    assert mine[0] == me.started and 0.0 <= mine[1] - me.cpu_s < 0.5
+    meter = CpuMeter(ManualClock(0.0))
+    assert meter.share(4242, *mine) is None  # the same count as ``percent``'s
 
 
 def test_own_process_agrees_with_psutil() -> None:
@@ -122,3 +146,51 @@ def test_workers_cpu_is_the_sum_of_the_childrens() -> None:
         for child in (busy, idle):
             child.kill()
             child.wait()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_stat_files_are_kept_open_and_read_as_the_pid_is_now() -> None:
+    """A kept stat file answers as a fresh read; once its process has gone it reads as
+    gone and is let go; no more than ``most`` are kept; ``keep_only`` closes the rest."""
+    children = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    files = StatFiles(most=2)
+    before = _open_descriptors()
+    try:
+        for child in children:
+            line = files.read(child.pid)
+            fresh = read_small(f"/proc/{child.pid}/stat")
+            assert line is not None and fresh is not None
+            assert parse_stat(line) == parse_stat(fresh)
+        assert _open_descriptors() == before + 2  # the third is read, not kept
+        first = children[0]
+        first.kill()
+        first.wait()  # reaped: its PID names no process now
+        assert files.read(first.pid) is None
+        assert _open_descriptors() == before + 1
+        assert parse_cpu(files.read(children[1].pid)) == parse_cpu(
+            read_small(f"/proc/{children[1].pid}/stat")
+        )
+        files.keep_only([children[2].pid])
+        assert _open_descriptors() == before
+        files.read(children[2].pid)
+        files.close()
+        assert _open_descriptors() == before
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_stat_files_on_a_disk_are_read_afresh(tmp_path: Path) -> None:
+    """A copy of /proc on a disk is no kernel's: a removed process reads as gone."""
+    proc = _fake_proc(tmp_path, 4242, _LINE)
+    files = StatFiles(proc)
+    before = _open_descriptors()
+    assert files.read(4242) == _LINE.encode()
+    assert _open_descriptors() == before
+    (Path(proc) / "4242" / "stat").unlink()
+    assert files.read(4242) is None

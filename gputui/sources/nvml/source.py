@@ -156,6 +156,8 @@ class NvmlSource:
                 pynvml.nvmlEventSetFree(self._event_set)
             self._event_set = None
         self._open = False
+        if self._host is not None:
+            self._host.close()
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlShutdown()
 
