@@ -16,6 +16,7 @@ the same processes, in turn with this one (e.g. a worktree of the commit before)
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -38,7 +39,10 @@ def measure(pids: list[int], ticks: int) -> dict[str, float]:
     def clock() -> float:
         return now[0]
 
-    host = HostReader(clock=clock, device_check=lambda pid: True)
+    if "keep_files" in inspect.signature(HostReader).parameters:  # as the app reads
+        host = HostReader(clock=clock, device_check=lambda pid: True, keep_files=True)
+    else:  # a checkout from before the stat files were kept open
+        host = HostReader(clock=clock, device_check=lambda pid: True)
     settings = SettingsReader(clock=clock)
     found = [GpuProcess(pid, i, 1 << 30, "compute") for i, pid in enumerate(pids)]
     spent = {"join": 0, "host": 0, "settings": 0}
@@ -71,13 +75,15 @@ def measure(pids: list[int], ticks: int) -> dict[str, float]:
     return best
 
 
-def _gpu_processes(workers: int) -> list[subprocess.Popen[bytes]]:
+def _gpu_processes(workers: int, made: list[subprocess.Popen[bytes]]) -> None:
+    """Start the GPU processes with their workers into ``made`` (ended by the caller)."""
     script = "sleep 600 & " * workers + "exec sleep 600"
-    made = [subprocess.Popen(["sh", "-c", script]) for _ in range(GPU_PROCESSES)]
+    made.extend(subprocess.Popen(["sh", "-c", script]) for _ in range(GPU_PROCESSES))
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not all(_started(p.pid, workers) for p in made):
+    while not all(_started(p.pid, workers) for p in made):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the GPU processes' {workers} workers each did not start in 5 s")
         time.sleep(0.01)
-    return made
 
 
 def _started(pid: int, workers: int) -> bool:
@@ -90,44 +96,47 @@ def _started(pid: int, workers: int) -> bool:
     return comm == "sleep" and len(children) >= workers
 
 
-def _end(made: list[subprocess.Popen[bytes]]) -> None:
-    for process in made:
-        subprocess.run(["pkill", "-KILL", "-P", str(process.pid)], check=False)
-        process.kill()
-        process.wait()
-
-
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        import gputui
+
         pids = [int(p) for p in sys.argv[3].split(",")]
-        print(json.dumps(measure(pids, int(sys.argv[2]))))
+        tree = str(Path(gputui.__file__).resolve().parent.parent)
+        print(json.dumps({**measure(pids, int(sys.argv[2])), "tree": tree}))
         return 0
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 8, 16])
     parser.add_argument("--ticks", type=int, default=600)
     parser.add_argument("--tree", type=Path, nargs="*", default=[], help="other checkouts")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
     trees = [ROOT, *(t.resolve() for t in args.tree)]
     print(
         f"{GPU_PROCESSES} GPU processes, simulated 1 s ticks, CPU per tick (best of {ROUNDS} "
         f"rounds of {args.ticks} ticks), Python {sys.version.split()[0]}"
     )
     print(f"{'workers':>7} {'tree':<32} {'tick us':>8} {'join':>6} {'host':>6} {'settings':>8}")
+    from benchmarks.stand_in import end_with_children  # the parent's only: see --tree
+
     for workers in args.workers:
-        made = _gpu_processes(workers)
+        made: list[subprocess.Popen[bytes]] = []
         try:
+            _gpu_processes(workers, made)
             listed = ",".join(str(p.pid) for p in made)
             for tree in trees:
                 child = [sys.executable, __file__, "--child", str(args.ticks), listed]
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
                 r = json.loads(out.stdout)
+                if Path(r["tree"]) != tree:
+                    raise RuntimeError(f"{tree} was asked for, {r['tree']}'s gputui measured")
                 print(
                     f"{workers:>7} {str(tree)[-32:]:<32} {r['tick']:>8.0f} {r['join']:>6.0f} "
                     f"{r['host']:>6.0f} {r['settings']:>8.0f}"
                 )
         finally:
-            _end(made)
+            for process in made:
+                end_with_children(process)
     return 0
 
 

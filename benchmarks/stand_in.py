@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -103,7 +104,7 @@ def _gpu_process(workers: int) -> tuple[subprocess.Popen[bytes], bool]:
         if holder.poll() is not None:
             break
         time.sleep(0.01)
-    _end(holder)
+    end_with_children(holder)
     plain = "(exec sleep 86400) & " * workers + "exec sleep 86400"
     return subprocess.Popen(["sh", "-c", plain]), False
 
@@ -112,9 +113,13 @@ def _holder(workers: int) -> str:
     return HOLDER.format(workers=WORKER * workers)
 
 
-def _end(process: subprocess.Popen[bytes]) -> None:
+def end_with_children(process: subprocess.Popen[bytes]) -> None:
     """Kill a GPU process and its workers (its children, which outlive it otherwise)."""
-    subprocess.run(["pkill", "-KILL", "-P", str(process.pid)], check=False)
+    with contextlib.suppress(OSError):
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text()
+        for child in children.split():
+            with contextlib.suppress(OSError):
+                os.kill(int(child), signal.SIGKILL)
     process.kill()
     process.wait()
 
@@ -142,5 +147,5 @@ def stand_in(
         )
     finally:
         for proc, _ in made:
-            _end(proc)
+            end_with_children(proc)
         stats.unlink(missing_ok=True)

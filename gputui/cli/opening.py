@@ -85,7 +85,9 @@ def _source(args: SimpleNamespace, clock: Callable[[], float], readings: int | N
     # doctor checks the job it was started in too: a job script's health gate before training
     doctor = getattr(args, "command", None) == "doctor"
     settings = SettingsReader(own=doctor, own_workers=getattr(args, "workers", None))
-    return NvmlSource(host=HostReader(), clock=clock, settings=settings)
+    # doctor reads gputui's own open files as its job's: none of them kept stat files
+    host = HostReader(keep_files=not doctor)
+    return NvmlSource(host=host, clock=clock, settings=settings)
 
 
 def source_detail(args: SimpleNamespace) -> str | None:

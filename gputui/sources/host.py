@@ -33,6 +33,7 @@ from gputui.sources.machine import (
 )
 from gputui.sources.placement import allowed_cpus, node_cpus, nodes_of, numa_memory, parse_cpu_list
 from gputui.sources.proc_stat import (
+    MAX_KEPT,
     TICKS_PER_S,
     CpuMeter,
     StatFiles,
@@ -127,7 +128,10 @@ class HostReader:
         wall: Callable[[], float] = time.time,
         proc: str = "/proc",
         sys_block: str = "/sys/block",
+        keep_files: bool = False,
     ) -> None:
+        """``keep_files``: keep the processes' stat files open between ticks (gputui's own
+        process only: see ``StatFiles``)."""
         self._clock = clock
         self._wall = wall
         self._proc = proc
@@ -139,7 +143,8 @@ class HostReader:
         self._cuda: dict[int, CudaFacts] = {}
         self._cpu = CpuMeter(clock)
         self._workers_meter = CpuMeter(clock)
-        self._stat_files = StatFiles(proc)  # the GPU processes' and their workers'
+        # the GPU processes' and their workers', kept open in gputui's own process only
+        self._stat_files = StatFiles(proc, MAX_KEPT if keep_files else 0)
         self._cuda_facts = process_facts
         self._last_disk: tuple[float, int] | None = None
         self._slow: tuple[float, int, int, float | None] | None = None  # swap, disk rate

@@ -44,7 +44,7 @@ def allowed_cpus(pid: int, proc: str | Path = "/proc") -> str | None:
     except OSError:
         return None
     value = proc_files.line_value(status, "Cpus_allowed_list:")
-    return value.strip() or None if value is not None else None
+    return (value.strip() or None) if value is not None else None
 
 
 def numa_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, ...]:

@@ -7,7 +7,9 @@ data-loader workers, every tick, that was most of what the host side of a tick c
 
 from __future__ import annotations
 
+import contextlib
 import os
+import weakref
 from collections.abc import Callable, Iterable
 
 from gputui.core.records import frozen
@@ -15,9 +17,9 @@ from gputui.core.records import frozen
 #: the clock ticks /proc counts CPU time and process starts in, a second
 TICKS_PER_S = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-#: stat files kept open at most (``StatFiles``): 8 ranks of 32 workers, well inside the
-#: usual 1,024 descriptors a process may hold
-MAX_KEPT = 288
+#: stat files gputui's own process keeps open at most (``StatFiles``): 8 ranks of 31
+#: workers, a quarter of the usual 1,024 descriptors a process may hold (and never more)
+MAX_KEPT = 256
 
 
 @frozen
@@ -123,13 +125,19 @@ class StatFiles:
     descriptor names the process it was opened on, not its PID: once that process has
     gone, reading it fails, and the PID is opened afresh. Only a file the kernel makes as
     it is read is kept (its size says 0, its read says more); a copy of /proc on a disk
-    (tests) is opened on every read, so a file removed there reads as gone."""
+    (tests) is opened on every read, so a file removed there reads as gone.
 
-    def __init__(self, proc: str = "/proc", most: int = MAX_KEPT) -> None:
+    ``most`` 0 keeps none: gputui inside another program's process (``gputui.watch`` in a
+    training script) holds no descriptors between ticks, as the workers that process
+    forks would inherit them and count them against their own open-files limit. Kept
+    ones are closed by ``close``, or when the reader is collected."""
+
+    def __init__(self, proc: str = "/proc", most: int = 0) -> None:
         self._proc = proc
-        self._most = most
+        self._most = min(most, _soft_open_files() // 4)  # a quarter of what it may open
         self._kept: dict[int, int] = {}  # pid -> descriptor
         self._regular = False  # the files are on a disk: keep none
+        weakref.finalize(self, _close_all, self._kept)
 
     def read(self, pid: int) -> bytes | None:
         fd = self._kept.get(pid)
@@ -138,32 +146,54 @@ class StatFiles:
                 return os.pread(fd, 4096, 0)
             except OSError:  # its process has gone: the PID may name another by now
                 del self._kept[pid]
-                os.close(fd)
+                _close(fd)
         try:
             fd = os.open(f"{self._proc}/{pid}/stat", os.O_RDONLY)
         except OSError:
             return None
+        kept = False
         try:
             line = os.read(fd, 4096)
+            if len(self._kept) < self._most and not self._regular:
+                kept = os.fstat(fd).st_size == 0 and bool(line)
+                self._regular = not kept
         except OSError:
-            os.close(fd)
             return None
-        if len(self._kept) < self._most and not self._regular:
-            if os.fstat(fd).st_size == 0 and line:
+        finally:  # whatever is raised: the descriptor is kept, or closed
+            if kept:
                 self._kept[pid] = fd
-                return line
-            self._regular = True
-        os.close(fd)
+            else:
+                _close(fd)
         return line
 
     def keep_only(self, pids: Iterable[int]) -> None:
         """Close the files of processes not in ``pids`` (gone, or no longer read)."""
         keep = set(pids)
         for pid in [p for p in self._kept if p not in keep]:
-            os.close(self._kept.pop(pid))
+            _close(self._kept.pop(pid))
 
     def close(self) -> None:
         self.keep_only(())
+
+
+def _soft_open_files() -> int:
+    """The descriptors this process may hold (its soft RLIMIT_NOFILE, as the C library
+    gives it: without loading the ``resource`` module for one number)."""
+    try:
+        return int(os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        return 0
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _close_all(kept: dict[int, int]) -> None:
+    for fd in kept.values():
+        _close(fd)
+    kept.clear()
 
 
 class CpuMeter:

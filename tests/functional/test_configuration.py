@@ -181,6 +181,7 @@ def test_a_64_mb_dev_shm_in_the_jobs_namespace() -> None:
         job = jobs[0]
         assert job.shm_size == 64 * MIB and job.shm_mount == "tmpfs size=65536k"
         assert job.workers == 2 and job.shm_used is not None and job.shm_used < MIB
+        assert job.threads == 3  # the job's process and its two workers, one thread each
         frame = Frame(time.time(), (BUSY,), HOST, procs, jobs=jobs, settings=settings)
         finding = next(f for f in check_once((H100,), frame).findings if f.rule == "shm-small")
         assert finding.severity == "warning" and "2 data-loader workers" in finding.evidence[1]
@@ -407,8 +408,8 @@ def test_doctor_config_reads_its_own_environment_while_a_job_holds_a_gpu(
         install(monkeypatch, driver(550, gpus))
 
         class SeesTheJob(HostReader):  # a GPU process holds /dev/nvidia*, absent here
-            def __init__(self) -> None:
-                super().__init__(device_check=lambda pid: pid == job.pid)
+            def __init__(self, keep_files: bool = False) -> None:
+                super().__init__(device_check=lambda pid: pid == job.pid, keep_files=keep_files)
 
         monkeypatch.setattr("gputui.sources.host.HostReader", SeesTheJob)
         monkeypatch.delenv("NCCL_P2P_DISABLE", raising=False)

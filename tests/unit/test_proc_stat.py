@@ -167,10 +167,12 @@ def test_stat_files_are_kept_open_and_read_as_the_pid_is_now() -> None:
             assert parse_stat(line) == parse_stat(fresh)
         assert _open_descriptors() == before + 2  # the third is read, not kept
         first = children[0]
+        started = parse_stat(files.read(first.pid))
         first.kill()
-        first.wait()  # reaped: its PID names no process now
-        assert files.read(first.pid) is None
-        assert _open_descriptors() == before + 1
+        first.wait()  # reaped: its PID names no process now (or, reused, another one)
+        now = parse_stat(files.read(first.pid))
+        assert now is None or started is None or now.started != started.started
+        assert _open_descriptors() == before + 1 + (now is not None)
         assert parse_cpu(files.read(children[1].pid)) == parse_cpu(
             read_small(f"/proc/{children[1].pid}/stat")
         )
@@ -188,9 +190,53 @@ def test_stat_files_are_kept_open_and_read_as_the_pid_is_now() -> None:
 def test_stat_files_on_a_disk_are_read_afresh(tmp_path: Path) -> None:
     """A copy of /proc on a disk is no kernel's: a removed process reads as gone."""
     proc = _fake_proc(tmp_path, 4242, _LINE)
-    files = StatFiles(proc)
+    files = StatFiles(proc, most=8)
     before = _open_descriptors()
     assert files.read(4242) == _LINE.encode()
     assert _open_descriptors() == before
     (Path(proc) / "4242" / "stat").unlink()
     assert files.read(4242) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_kept_stat_file_reads_the_process_as_it_is_now() -> None:
+    """Read again in place, a kept file gives the CPU time spent since, not the first read."""
+    files = StatFiles(most=8)
+    before = _open_descriptors()
+    first = parse_cpu(files.read(os.getpid()))
+    assert _open_descriptors() == before + 1  # kept
+    spent = time.thread_time() + 0.2
+    while time.thread_time() < spent:
+        pass
+    second = parse_cpu(files.read(os.getpid()))
+    assert first is not None and second is not None
+    assert second[0] == first[0] and second[1] - first[1] >= 0.15
+    files.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_the_host_reader_keeps_files_only_where_asked_and_lets_them_go() -> None:
+    """gputui's own process keeps its GPU processes' and workers' stat files open while they
+    are listed; a reader inside another program (the default) keeps none."""
+    gpu = [GpuProcess(os.getpid(), 0, 1 << 30, "compute")]
+    worker = subprocess.Popen(["sleep", "30"])
+    try:
+        before = _open_descriptors()
+        borrowed = HostReader(device_check=lambda pid: True)
+        borrowed.join_processes(gpu)
+        borrowed.join_processes(gpu)
+        assert _open_descriptors() == before
+        own = HostReader(device_check=lambda pid: True, keep_files=True)
+        (sample,), _ = own.join_processes(gpu)
+        assert sample.children is not None and sample.children >= 1
+        kept = _open_descriptors() - before
+        assert kept == 1 + sample.children  # this process and each of its children
+        own.join_processes([])  # no longer on a GPU: its files are let go
+        assert _open_descriptors() == before
+        own.join_processes(gpu)
+        assert _open_descriptors() == before + kept
+        own.close()
+        assert _open_descriptors() == before
+    finally:
+        worker.kill()
+        worker.wait()
