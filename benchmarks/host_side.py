@@ -88,12 +88,13 @@ def _gpu_processes(workers: int, made: list[subprocess.Popen[bytes]]) -> None:
 
 def _started(pid: int, workers: int) -> bool:
     """The shell has become the GPU process (exec'd sleep) with its workers started."""
+    from benchmarks.stand_in import children
+
     try:
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return False
-    return comm == "sleep" and len(children) >= workers
+    return comm == "sleep" and len(children(pid)) >= workers
 
 
 def main() -> int:

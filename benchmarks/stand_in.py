@@ -113,13 +113,19 @@ def _holder(workers: int) -> str:
     return HOLDER.format(workers=WORKER * workers)
 
 
+def children(pid: int) -> list[int]:
+    """A process's children (a GPU process's workers); none where /proc cannot say."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def end_with_children(process: subprocess.Popen[bytes]) -> None:
     """Kill a GPU process and its workers (its children, which outlive it otherwise)."""
-    with contextlib.suppress(OSError):
-        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text()
-        for child in children.split():
-            with contextlib.suppress(OSError):
-                os.kill(int(child), signal.SIGKILL)
+    for child in children(process.pid):
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)
     process.kill()
     process.wait()
 

@@ -273,8 +273,9 @@ class HostReader:
     def _details(self, pid: int) -> dict[str, Any]:
         """The host's side of a GPU process, as ProcessSample fields: none where it exited
         since NVML listed it (NVML's facts only), ``visible=False`` where it is not ours."""
-        stat = parse_stat(self._stat_files.read(pid))
-        if stat is None:
+        line = self._stat_files.read(pid)
+        stat = parse_stat(line)
+        if line is None or stat is None:
             if pid in self._procs:  # exited since NVML listed it
                 self._forget(pid)
                 return {}
@@ -304,22 +305,22 @@ class HostReader:
             **self._workers_cpu(workers),
             "cuda_libraries": facts.libraries,
             "cuda_runtime_evidence": facts.evidence,
-            **self._identity_of(pid, stat.started),
+            **self._identity_of(pid, stat.started, line),
             **self._placement(pid, workers),
         }
 
-    def _identity_of(self, pid: int, started: int) -> dict[str, object]:
-        """Name, owner, command line, parent and start, every ``IDENTITY_PERIOD_S``."""
+    def _identity_of(self, pid: int, started: int, line: bytes) -> dict[str, object]:
+        """Name, owner, command line, parent and start, every ``IDENTITY_PERIOD_S``;
+        ``line``: the stat line the tick read."""
         now = self._clock()
         kept = self._identity.get(pid)
         if kept is not None and now - kept[0] < IDENTITY_PERIOD_S:
             return kept[1]
-        line = read_small(f"{self._proc}/{pid}/stat")
-        fields = after_command(line, 2) if line is not None else []
+        fields = after_command(line, 2)
         ppid = int(fields[1]) if len(fields) >= 2 and fields[1].isdigit() else None
         arguments = proc_files.arguments(pid, self._proc)
         identity: dict[str, object] = {
-            "name": None if line is None else _name(line, arguments),
+            "name": _name(line, arguments),
             "user": _user(f"{self._proc}/{pid}/status"),
             "command": _command(arguments),
             "ppid": ppid,
@@ -446,19 +447,15 @@ def _user(status: str) -> str | None:
     """The owner of a process (its real user ID's name, or the number where the system
     has no name for it), from its /proc/PID/status; None where that cannot be read."""
     text = read_small(status)
-    if text is None:
+    value = proc_files.line_value(text.decode("ascii", "replace"), "Uid:") if text else None
+    fields = value.split(None, 1) if value is not None else ()
+    if not fields or not fields[0].isdigit():
         return None
-    for line in text.splitlines():
-        if line.startswith(b"Uid:"):
-            fields = line.split()
-            if len(fields) < 2 or not fields[1].isdigit():
-                return None
-            uid = int(fields[1])
-            try:
-                return pwd.getpwuid(uid).pw_name
-            except KeyError:
-                return str(uid)
-    return None
+    uid = int(fields[0])
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def _command(parts: list[str] | None) -> str | None:

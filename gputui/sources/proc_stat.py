@@ -147,16 +147,18 @@ class StatFiles:
             except OSError:  # its process has gone: the PID may name another by now
                 del self._kept[pid]
                 _close(fd)
+        path = f"{self._proc}/{pid}/stat"
+        if len(self._kept) >= self._most or self._regular:
+            return read_small(path)
         try:
-            fd = os.open(f"{self._proc}/{pid}/stat", os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY)
         except OSError:
             return None
         kept = False
         try:
             line = os.read(fd, 4096)
-            if len(self._kept) < self._most and not self._regular:
-                kept = os.fstat(fd).st_size == 0 and bool(line)
-                self._regular = not kept
+            kept = os.fstat(fd).st_size == 0 and bool(line)
+            self._regular = not kept
         except OSError:
             return None
         finally:  # whatever is raised: the descriptor is kept, or closed
